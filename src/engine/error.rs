@@ -1,0 +1,144 @@
+//! The engine's one error type. Each variant carries the data a caller may want to act on
+//! (shapes, dimension, sizes); `Display` gives the exact texts of the spec and of PyTorch.
+use super::dtype::DType;
+use super::shape::{fmt_list, fmt_tuple};
+
+/// Broad class of an error: what a status code distinguishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Shapes that do not broadcast, a bad expand, or an in-place shape change.
+    Shape,
+    /// A result type that cannot be cast to the written-to tensor, or an op undefined for a type.
+    Dtype,
+    /// A write whose destination overlaps itself or an input.
+    Overlap,
+    /// A size or byte-count product that does not fit.
+    Overflow,
+    /// Memory could not be allocated.
+    Alloc,
+    /// An argument out of its domain.
+    InvalidArgument,
+    /// A caller's buffer is smaller than the data.
+    BufferTooSmall,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Two shapes are not broadcastable; `dim` counts from the left of the result.
+    #[error("The size of tensor a ({size_a}) must match the size of tensor b ({size_b}) at non-singleton dimension {dim}")]
+    NotBroadcastable {
+        a: Vec<usize>,
+        b: Vec<usize>,
+        dim: usize,
+        size_a: usize,
+        size_b: usize,
+    },
+    /// Several shapes are not broadcastable (PyTorch's `broadcast_shapes` text). `index` is negative,
+    /// counted from the right; `expected` is the common shape built so far.
+    #[error("Attempting to broadcast a dimension of length {size} at {index}! Mismatching argument at index {arg} had {}; but expected shape should be broadcastable to {}", fmt_tuple(shape), fmt_list(expected))]
+    NaryNotBroadcastable {
+        arg: usize,
+        index: isize,
+        size: usize,
+        shape: Vec<usize>,
+        expected: Vec<usize>,
+    },
+    /// In place: `other` does not expand to `self`'s shape (spec section 4).
+    #[error("The expanded size of the tensor ({self_size}) must match the existing size ({other_size}) at non-singleton dimension {dim}.")]
+    InplaceMismatch {
+        self_shape: Vec<usize>,
+        other_shape: Vec<usize>,
+        dim: usize,
+        self_size: usize,
+        other_size: usize,
+    },
+    /// A written-to tensor whose shape is not the broadcast shape.
+    #[error(
+        "output with shape {} doesn't match the broadcast shape {}",
+        fmt_list(output),
+        fmt_list(broadcast)
+    )]
+    OutputShape {
+        output: Vec<usize>,
+        broadcast: Vec<usize>,
+    },
+    /// `expand`: a size that differs from a non-1 existing size.
+    #[error("The expanded size of the tensor ({target}) must match the existing size ({size}) at non-singleton dimension {dim}.  Target sizes: {}.  Tensor sizes: {}", fmt_list(sizes), fmt_list(shape))]
+    ExpandMismatch {
+        sizes: Vec<i64>,
+        shape: Vec<usize>,
+        dim: usize,
+        target: i64,
+        size: usize,
+    },
+    /// `expand`: -1 where the tensor has no dimension to keep.
+    #[error("The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {dim}")]
+    ExpandLeadingMinusOne {
+        sizes: Vec<i64>,
+        shape: Vec<usize>,
+        dim: usize,
+    },
+    /// `expand`: fewer sizes than the tensor has dimensions.
+    #[error("expand: the number of sizes provided ({given}) must be greater or equal to the number of dimensions in the tensor ({ndim})")]
+    ExpandTooFewSizes { given: usize, ndim: usize },
+    /// `expand`: a negative size other than -1 in a position that would create it.
+    #[error("expand: the expanded size of the tensor ({target}) at dimension {dim} is negative")]
+    ExpandNegative { dim: usize, target: i64 },
+    /// The result type of an operation cannot be cast to the written-to tensor's type.
+    #[error("result type {} can't be cast to the desired output type {}", from.torch_name(), to.torch_name())]
+    CastRefused { from: DType, to: DType },
+    /// Subtraction with bool operands.
+    #[error("{}", if *both { "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead." } else { "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead." })]
+    BoolSubtraction { both: bool },
+    /// Two elements of the written-to tensor share a memory location.
+    #[error("unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.")]
+    InternalOverlap,
+    /// The written-to tensor partly overlaps an input.
+    #[error("unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.")]
+    PartialOverlap,
+    /// A product of sizes (or of elements and item size) does not fit in `isize`.
+    #[error("{what}: integer multiplication overflow")]
+    Overflow { what: &'static str },
+    /// The allocator refused.
+    #[error("out of memory: could not allocate {bytes} bytes")]
+    Alloc { bytes: usize },
+    /// An argument outside its domain; the text says which and why.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// A caller's buffer is too small.
+    #[error("buffer too small: {needed} {unit} needed, {given} given")]
+    BufferTooSmall {
+        needed: usize,
+        given: usize,
+        unit: &'static str,
+    },
+}
+
+impl Error {
+    pub fn kind(&self) -> ErrorKind {
+        use Error::*;
+        match self {
+            NotBroadcastable { .. }
+            | NaryNotBroadcastable { .. }
+            | InplaceMismatch { .. }
+            | OutputShape { .. }
+            | ExpandMismatch { .. }
+            | ExpandLeadingMinusOne { .. }
+            | ExpandTooFewSizes { .. }
+            | ExpandNegative { .. } => ErrorKind::Shape,
+            CastRefused { .. } | BoolSubtraction { .. } => ErrorKind::Dtype,
+            InternalOverlap | PartialOverlap => ErrorKind::Overlap,
+            Overflow { .. } => ErrorKind::Overflow,
+            Alloc { .. } => ErrorKind::Alloc,
+            InvalidArgument(_) => ErrorKind::InvalidArgument,
+            BufferTooSmall { .. } => ErrorKind::BufferTooSmall,
+        }
+    }
+
+    pub(crate) fn invalid(msg: impl Into<String>) -> Error {
+        Error::InvalidArgument(msg.into())
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

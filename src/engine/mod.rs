@@ -1,0 +1,19 @@
+//! The broadcast engine: pure Rust, no FFI types. `unsafe` appears only where storage and kernels
+//! handle raw element memory, each block with its reason.
+pub mod dtype;
+pub mod elem;
+pub mod error;
+pub mod kernels;
+pub mod ops;
+pub mod overlap;
+pub mod parallel;
+pub mod plan;
+pub mod shape;
+pub mod storage;
+pub mod tensor;
+
+pub use dtype::DType;
+pub use error::{Error, ErrorKind, Result};
+pub use kernels::BinaryOp;
+pub use ops::{Options, Warning};
+pub use tensor::{Init, Tensor};

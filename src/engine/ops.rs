@@ -1,0 +1,234 @@
+//! Elementwise binary operations: the checks in PyTorch's order (operation defined for the types,
+//! overlapping writes, shapes, result type), the two backwards-compatibility switches, then one
+//! plan run. Every check happens before the first write, so a refused call changes nothing.
+use super::dtype::{can_cast, result_type, DType};
+use super::error::{Error, Result};
+use super::kernels::{self, BinaryOp};
+use super::parallel;
+use super::plan::{broadcast_strides, Plan};
+use super::shape::{broadcast_shapes, broadcast_shapes_n, check_inplace, Dims};
+use super::tensor::{copy_into, Init, Tensor};
+
+/// The backwards-compatibility switches of spec section 5.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    pub broadcast_warning: bool,
+    pub legacy_fallback: bool,
+}
+
+/// A warning that a successful call emits (spec section 5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Warning {
+    /// Different shapes, broadcastable, same number of elements.
+    BroadcastChange,
+    /// Out of place: not broadcastable, same number of elements, computed as 1-D.
+    Fallback,
+    /// In place: `other` does not broadcast to `self`, same number of elements, computed as 1-D.
+    FallbackInPlace,
+}
+
+impl Warning {
+    pub fn message(self) -> &'static str {
+        match self {
+            Warning::BroadcastChange => "self and other do not have the same shape, but are broadcastable, and have the same number of elements.  Changing behavior in a backwards incompatible manner to broadcasting rather than viewing as 1-dimensional.",
+            Warning::Fallback => "self and other not broadcastable, but have the same number of elements.  Falling back to deprecated pointwise behavior.",
+            Warning::FallbackInPlace => "other is not broadcastable to self, but they have the same number of elements.  Falling back to deprecated pointwise behavior.",
+        }
+    }
+}
+
+/// `a op b` into a new tensor.
+pub fn binary(
+    op: BinaryOp,
+    a: &Tensor,
+    b: &Tensor,
+    opts: Options,
+) -> Result<(Tensor, Vec<Warning>)> {
+    check_op_defined(op, a.dtype(), b.dtype())?;
+    let (shape, b, warnings) = out_of_place_shape(a, b, opts)?;
+    let dtype = op_result_type(op, a, &b);
+    let out = Tensor::new(dtype, &shape, Init::Uninit)?;
+    compute(op, &out, a, &b)?;
+    Ok((out, warnings))
+}
+
+/// `self op= other`.
+pub fn binary_inplace(
+    op: BinaryOp,
+    self_: &Tensor,
+    other: &Tensor,
+    opts: Options,
+) -> Result<Vec<Warning>> {
+    check_op_defined(op, self_.dtype(), other.dtype())?;
+    check_writable(self_, &[other])?;
+    let mut warnings = Vec::new();
+    let other = match check_inplace(self_.shape(), other.shape()) {
+        Ok(()) => {
+            if opts.broadcast_warning
+                && self_.shape() != other.shape()
+                && self_.numel() == other.numel()
+            {
+                warnings.push(Warning::BroadcastChange);
+            }
+            other.clone()
+        }
+        Err(_) if opts.legacy_fallback && self_.numel() == other.numel() => {
+            warnings.push(Warning::FallbackInPlace);
+            reshape_row_major(other, self_.shape())?
+        }
+        Err(e) => return Err(e),
+    };
+    let dtype = op_result_type(op, self_, &other);
+    check_cast(dtype, self_.dtype())?;
+    write_result(op, self_, self_, &other, dtype)?;
+    Ok(warnings)
+}
+
+/// `a op b` into the caller's `out`, which must have the broadcast shape.
+pub fn binary_out(
+    op: BinaryOp,
+    a: &Tensor,
+    b: &Tensor,
+    out: &Tensor,
+    opts: Options,
+) -> Result<Vec<Warning>> {
+    check_op_defined(op, a.dtype(), b.dtype())?;
+    check_writable(out, &[a, b])?;
+    let (shape, b, warnings) = out_of_place_shape(a, b, opts)?;
+    if out.shape() != &shape[..] {
+        return Err(Error::OutputShape {
+            output: out.shape().to_vec(),
+            broadcast: shape.to_vec(),
+        });
+    }
+    let dtype = op_result_type(op, a, &b);
+    check_cast(dtype, out.dtype())?;
+    write_result(op, out, a, &b, dtype)?;
+    Ok(warnings)
+}
+
+/// Views of every input expanded to their common shape.
+pub fn broadcast_tensors(inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+    let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
+    let shape = broadcast_shapes_n(&shapes)?;
+    inputs.iter().map(|t| t.expand_to(&shape)).collect()
+}
+
+fn check_op_defined(op: BinaryOp, a: DType, b: DType) -> Result<()> {
+    match (op, a == DType::Bool, b == DType::Bool) {
+        (BinaryOp::Sub, true, true) => Err(Error::BoolSubtraction { both: true }),
+        (BinaryOp::Sub, true, false) | (BinaryOp::Sub, false, true) => {
+            Err(Error::BoolSubtraction { both: false })
+        }
+        _ => Ok(()),
+    }
+}
+
+fn op_result_type(op: BinaryOp, a: &Tensor, b: &Tensor) -> DType {
+    let t = result_type(a.dtype(), a.ndim() == 0, b.dtype(), b.ndim() == 0);
+    // True division of integers or bools gives the default floating type.
+    if op == BinaryOp::Div && !t.is_floating() {
+        DType::F32
+    } else {
+        t
+    }
+}
+
+fn check_cast(from: DType, to: DType) -> Result<()> {
+    if can_cast(from, to) {
+        Ok(())
+    } else {
+        Err(Error::CastRefused { from, to })
+    }
+}
+
+/// The result shape of an out-of-place operation, with the switches applied: returns the shape,
+/// `b` as it is to be read (row-major reshaped under the fallback), and the warnings.
+fn out_of_place_shape(
+    a: &Tensor,
+    b: &Tensor,
+    opts: Options,
+) -> Result<(Dims, Tensor, Vec<Warning>)> {
+    match broadcast_shapes(a.shape(), b.shape()) {
+        Ok(shape) => {
+            let mut warnings = Vec::new();
+            if opts.broadcast_warning && a.shape() != b.shape() && a.numel() == b.numel() {
+                warnings.push(Warning::BroadcastChange);
+            }
+            Ok((shape, b.clone(), warnings))
+        }
+        Err(_) if opts.legacy_fallback && a.numel() == b.numel() => {
+            let b = reshape_row_major(b, a.shape())?;
+            Ok((a.shape().into(), b, vec![Warning::Fallback]))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `t`'s elements in row-major order, viewed with `shape` (same number of elements): a view when
+/// `t` is contiguous, else a contiguous copy first. Only the legacy fallback needs this.
+fn reshape_row_major(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let t = if t.is_contiguous() {
+        t.clone()
+    } else {
+        t.to_contiguous(t.dtype())?
+    };
+    let strides = super::shape::contiguous_strides(shape);
+    t.as_strided(shape, &strides, t.offset())
+}
+
+/// Computes into `dest`: directly when it has the computation type, else through a temporary
+/// (so a cast never happens half-way through a failed call: the temporary is allocated first).
+fn write_result(op: BinaryOp, dest: &Tensor, a: &Tensor, b: &Tensor, dtype: DType) -> Result<()> {
+    if dest.dtype() == dtype {
+        return compute(op, dest, a, b);
+    }
+    let tmp = Tensor::new(dtype, dest.shape(), Init::Uninit)?;
+    compute(op, &tmp, a, b)?;
+    copy_into(dest, &tmp);
+    Ok(())
+}
+
+/// `out = a op b` where `out` has the broadcast shape and the computation type. Inputs of another
+/// type are first converted into temporaries of their own (un-broadcast) shape.
+fn compute(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+    let dtype = out.dtype();
+    let convert = |t: &Tensor| {
+        if t.dtype() == dtype {
+            Ok(t.clone())
+        } else {
+            t.to_contiguous(dtype)
+        }
+    };
+    let (a, b) = (convert(a)?, convert(b)?);
+    let shape = out.shape();
+    let sa = broadcast_strides(a.shape(), a.strides(), shape);
+    let sb = broadcast_strides(b.shape(), b.strides(), shape);
+    let plan = Plan::new(shape, [out.strides(), &sa, &sb]);
+    let size = dtype.size();
+    parallel::run(
+        &plan,
+        [out.data_ptr(), a.data_ptr(), b.data_ptr()],
+        [size; 3],
+        |ptrs, strides, n| {
+            // SAFETY: the plan covers out's view and the inputs broadcast to its shape, all within
+            // their storages; out aliases an input only exactly (checked by check_writable).
+            unsafe { kernels::binary_run(op, dtype, ptrs, strides, n) }
+        },
+    );
+    Ok(())
+}
+
+/// Spec section 8: a written-to tensor may not overlap itself, nor partly overlap an input.
+fn check_writable(dest: &Tensor, inputs: &[&Tensor]) -> Result<()> {
+    if super::overlap::has_internal_overlap(dest) {
+        return Err(Error::InternalOverlap);
+    }
+    if inputs
+        .iter()
+        .any(|input| super::overlap::overlaps_partially(dest, input))
+    {
+        return Err(Error::PartialOverlap);
+    }
+    Ok(())
+}

@@ -1,0 +1,119 @@
+//! Memory-overlap tests for written-to tensors (spec section 8), on addresses, so two tensors that
+//! wrap the same caller memory separately are caught too. Cheap sufficient tests come first; an
+//! exact test by enumeration settles the rest up to a size, beyond which overlap is assumed.
+use super::tensor::Tensor;
+
+/// Largest view enumerated exactly; beyond it an undecided layout counts as overlapping.
+const EXACT_LIMIT: usize = 1 << 20;
+
+/// Do two elements of `t` share a memory location?
+pub fn has_internal_overlap(t: &Tensor) -> bool {
+    let mut dims: Vec<(usize, usize)> = t
+        .shape()
+        .iter()
+        .zip(t.strides())
+        .filter(|(&n, _)| n > 1)
+        .map(|(&n, &s)| (n, s as usize))
+        .collect();
+    if dims.iter().any(|&(_, s)| s == 0) {
+        return true;
+    }
+    // Non-overlapping when each stride passes the furthest offset of all smaller-stride dims.
+    dims.sort_by_key(|&(_, s)| s);
+    let mut reach = 0usize; // furthest element offset reachable by the dims so far
+    let mut separable = true;
+    for &(n, s) in &dims {
+        if s <= reach {
+            separable = false;
+            break;
+        }
+        reach += (n - 1) * s;
+    }
+    if separable {
+        return false;
+    }
+    match element_addresses(t) {
+        Some(mut addrs) => {
+            addrs.sort_unstable();
+            addrs.windows(2).any(|w| w[0] == w[1])
+        }
+        None => true,
+    }
+}
+
+/// Does the written-to `dest` share memory with `input` other than by being the very same view?
+pub fn overlaps_partially(dest: &Tensor, input: &Tensor) -> bool {
+    let (Some((d0, d1)), Some((i0, i1))) = (dest.byte_range(), input.byte_range()) else {
+        return false;
+    };
+    if d1 <= i0 || i1 <= d0 {
+        return false;
+    }
+    let same_view = d0 == i0
+        && dest.shape() == input.shape()
+        && dest.strides() == input.strides()
+        && dest.dtype().size() == input.dtype().size();
+    if same_view {
+        return false;
+    }
+    // Ranges meet: compare the exact byte intervals of the elements.
+    let (Some(dest_addrs), Some(input_addrs)) = (element_addresses(dest), element_addresses(input))
+    else {
+        return true;
+    };
+    let mut spans: Vec<(usize, usize, bool)> = dest_addrs
+        .iter()
+        .map(|&a| (a, a + dest.dtype().size(), true))
+        .chain(
+            input_addrs
+                .iter()
+                .map(|&a| (a, a + input.dtype().size(), false)),
+        )
+        .collect();
+    spans.sort_unstable();
+    // After sorting by start, an intersection between the two sets shows up as a span starting
+    // before the furthest end seen so far of the other set.
+    let (mut end_dest, mut end_input) = (0usize, 0usize);
+    for (start, end, is_dest) in spans {
+        if is_dest {
+            if start < end_input {
+                return true;
+            }
+            end_dest = end_dest.max(end);
+        } else {
+            if start < end_dest {
+                return true;
+            }
+            end_input = end_input.max(end);
+        }
+    }
+    false
+}
+
+/// Start address of every element, or `None` when there are too many to list.
+fn element_addresses(t: &Tensor) -> Option<Vec<usize>> {
+    let numel = t.numel();
+    if numel > EXACT_LIMIT {
+        return None;
+    }
+    let size = t.dtype().size();
+    let mut out = Vec::with_capacity(numel);
+    let mut idx = vec![0usize; t.ndim()];
+    let base = t.data_ptr() as usize;
+    for _ in 0..numel {
+        let off: usize = idx
+            .iter()
+            .zip(t.strides())
+            .map(|(&i, &s)| i * s as usize)
+            .sum();
+        out.push(base + off * size);
+        for d in (0..idx.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < t.shape()[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    Some(out)
+}

@@ -1,0 +1,269 @@
+//! Shape rules: broadcasting two or n shapes, the in-place rule, expand geometry, and checked
+//! size products. Metadata only; nothing here touches element data.
+use super::error::{Error, Result};
+use smallvec::SmallVec;
+
+/// Sizes of a shape; inline up to 6 dimensions, which covers nearly every real tensor.
+pub type Dims = SmallVec<[usize; 6]>;
+/// Strides in elements, one per dimension.
+pub type Strides = SmallVec<[isize; 6]>;
+
+/// `[2, 3]`, as PyTorch prints sizes.
+pub fn fmt_list<T: std::fmt::Display>(dims: &[T]) -> String {
+    let inner: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+    format!("[{}]", inner.join(", "))
+}
+
+/// `(2,)` or `(1, 3)`, as Python prints a tuple.
+pub fn fmt_tuple<T: std::fmt::Display>(dims: &[T]) -> String {
+    match dims {
+        [one] => format!("({one},)"),
+        _ => {
+            let inner: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+            format!("({})", inner.join(", "))
+        }
+    }
+}
+
+/// Number of elements, refusing products that do not fit in `isize` (so byte offsets stay valid).
+pub fn checked_numel(shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .filter(|&n| n <= isize::MAX as usize)
+        .ok_or(Error::Overflow { what: "numel" })
+}
+
+/// Number of bytes of `numel` elements of `itemsize`, refusing overflow.
+pub fn checked_nbytes(numel: usize, itemsize: usize) -> Result<usize> {
+    numel
+        .checked_mul(itemsize)
+        .filter(|&n| n <= isize::MAX as usize)
+        .ok_or(Error::Overflow { what: "nbytes" })
+}
+
+/// Row-major strides, PyTorch's way: a size-0 or size-1 dimension counts as 1 for the
+/// dimensions outside it, so strides never collapse to 0.
+pub fn contiguous_strides(shape: &[usize]) -> Strides {
+    let mut strides: Strides = SmallVec::from_elem(0, shape.len());
+    let mut acc: isize = 1;
+    for i in (0..shape.len()).rev() {
+        strides[i] = acc;
+        acc = acc.saturating_mul(shape[i].max(1) as isize);
+    }
+    strides
+}
+
+/// Broadcast two shapes (spec sections 1-2). Walks from the right; a 1 gives way to the other
+/// size, including 0; the error names the first mismatch from the right.
+pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Dims> {
+    let ndim = a.len().max(b.len());
+    let mut out: Dims = SmallVec::from_elem(0, ndim);
+    for i in (0..ndim).rev() {
+        let offset = ndim - 1 - i;
+        let sa = if offset < a.len() {
+            a[a.len() - 1 - offset]
+        } else {
+            1
+        };
+        let sb = if offset < b.len() {
+            b[b.len() - 1 - offset]
+        } else {
+            1
+        };
+        out[i] = if sa == sb || sb == 1 {
+            sa
+        } else if sa == 1 {
+            sb
+        } else {
+            return Err(Error::NotBroadcastable {
+                a: a.to_vec(),
+                b: b.to_vec(),
+                dim: i,
+                size_a: sa,
+                size_b: sb,
+            });
+        };
+    }
+    Ok(out)
+}
+
+/// Broadcast several shapes at once, with PyTorch's `broadcast_shapes` algorithm and text.
+pub fn broadcast_shapes_n(shapes: &[&[usize]]) -> Result<Dims> {
+    let ndim = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut common: Dims = SmallVec::from_elem(1, ndim);
+    for (arg, shape) in shapes.iter().enumerate() {
+        for back in 1..=shape.len() {
+            let size = shape[shape.len() - back];
+            let slot = &mut common[ndim - back];
+            if *slot == 1 {
+                *slot = size;
+            } else if size != 1 && *slot != size {
+                return Err(Error::NaryNotBroadcastable {
+                    arg,
+                    index: -(back as isize),
+                    size,
+                    shape: shape.to_vec(),
+                    expected: common.to_vec(),
+                });
+            }
+        }
+    }
+    Ok(common)
+}
+
+/// The in-place rule (spec section 4): `other` must expand to `self`'s shape.
+pub fn check_inplace(self_shape: &[usize], other: &[usize]) -> Result<()> {
+    if other.len() > self_shape.len() {
+        let broadcast = broadcast_shapes(self_shape, other)?;
+        return Err(Error::OutputShape {
+            output: self_shape.to_vec(),
+            broadcast: broadcast.to_vec(),
+        });
+    }
+    let lead = self_shape.len() - other.len();
+    for i in (0..other.len()).rev() {
+        let (s, o) = (self_shape[lead + i], other[i]);
+        if o != s && o != 1 {
+            return Err(Error::InplaceMismatch {
+                self_shape: self_shape.to_vec(),
+                other_shape: other.to_vec(),
+                dim: lead + i,
+                self_size: s,
+                other_size: o,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Shape and strides of `expand(sizes)` (PyTorch's `inferExpandGeometry`): -1 keeps a size,
+/// expanded dimensions get stride 0, new leading dimensions of size 1 get the stride that keeps
+/// them contiguous with the next one.
+pub fn expand_geometry(
+    shape: &[usize],
+    strides: &[isize],
+    sizes: &[i64],
+) -> Result<(Dims, Strides)> {
+    let ndim = sizes.len();
+    if ndim < shape.len() {
+        return Err(Error::ExpandTooFewSizes {
+            given: ndim,
+            ndim: shape.len(),
+        });
+    }
+    let mut out_shape: Dims = SmallVec::from_elem(0, ndim);
+    let mut out_strides: Strides = SmallVec::from_elem(0, ndim);
+    for i in (0..ndim).rev() {
+        let offset = ndim - 1 - i;
+        let existing = shape.len().checked_sub(offset + 1);
+        let (size, mut stride) = match existing {
+            Some(d) => (shape[d] as i64, strides[d]),
+            None if i + 1 < ndim => (
+                1,
+                (out_shape[i + 1] as isize).saturating_mul(out_strides[i + 1]),
+            ),
+            None => (1, 1),
+        };
+        let mut target = sizes[i];
+        if target == -1 {
+            if existing.is_none() {
+                return Err(Error::ExpandLeadingMinusOne {
+                    sizes: sizes.to_vec(),
+                    shape: shape.to_vec(),
+                    dim: i,
+                });
+            }
+            target = size;
+        }
+        if size != target {
+            if size != 1 {
+                return Err(Error::ExpandMismatch {
+                    sizes: sizes.to_vec(),
+                    shape: shape.to_vec(),
+                    dim: i,
+                    target,
+                    size: size as usize,
+                });
+            }
+            stride = 0;
+        }
+        if target < 0 {
+            return Err(Error::ExpandNegative { dim: i, target });
+        }
+        out_shape[i] = target as usize;
+        out_strides[i] = stride;
+    }
+    checked_numel(&out_shape)?;
+    Ok((out_shape, out_strides))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcast_documented_examples() {
+        assert_eq!(
+            &broadcast_shapes(&[5, 7, 3], &[5, 7, 3]).unwrap()[..],
+            &[5, 7, 3]
+        );
+        assert_eq!(
+            &broadcast_shapes(&[5, 1, 4, 1], &[3, 1, 1]).unwrap()[..],
+            &[5, 3, 4, 1]
+        );
+        assert_eq!(&broadcast_shapes(&[1], &[3, 1, 7]).unwrap()[..], &[3, 1, 7]);
+        let e = broadcast_shapes(&[5, 2, 4, 1], &[3, 1, 1]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 1"
+        );
+        let e = broadcast_shapes(&[0], &[2, 2]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "The size of tensor a (0) must match the size of tensor b (2) at non-singleton dimension 1"
+        );
+    }
+
+    #[test]
+    fn zero_sizes_meet_ones() {
+        assert_eq!(&broadcast_shapes(&[3, 1], &[1, 0]).unwrap()[..], &[3, 0]);
+        assert_eq!(&broadcast_shapes(&[1, 0], &[3, 1]).unwrap()[..], &[3, 0]);
+        assert!(broadcast_shapes(&[0, 3], &[2, 3]).is_err());
+        assert_eq!(&broadcast_shapes(&[], &[0]).unwrap()[..], &[0]);
+    }
+
+    #[test]
+    fn nary_message() {
+        let e = broadcast_shapes_n(&[&[3], &[2], &[], &[1]]).unwrap_err();
+        assert_eq!(e.to_string(), "Attempting to broadcast a dimension of length 2 at -1! Mismatching argument at index 1 had (2,); but expected shape should be broadcastable to [3]");
+    }
+
+    #[test]
+    fn inplace_rule() {
+        assert!(check_inplace(&[5, 3, 4, 1], &[3, 1, 1]).is_ok());
+        let e = check_inplace(&[1, 3, 1], &[3, 1, 7]).unwrap_err();
+        assert_eq!(e.to_string(), "The expanded size of the tensor (1) must match the existing size (7) at non-singleton dimension 2.");
+        let e = check_inplace(&[], &[2]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "output with shape [] doesn't match the broadcast shape [2]"
+        );
+    }
+
+    #[test]
+    fn expand_geometry_zero_strides() {
+        let (shape, strides) = expand_geometry(&[3, 1], &[1, 1], &[2, -1, 4]).unwrap();
+        assert_eq!(&shape[..], &[2, 3, 4]);
+        assert_eq!(&strides[..], &[0, 1, 0]);
+        let e = expand_geometry(&[1, 1, 2], &[2, 2, 1], &[2, -1, 4, -1, 2]).unwrap_err();
+        assert_eq!(e.to_string(), "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension 1");
+    }
+
+    #[test]
+    fn overflow_is_refused() {
+        assert!(checked_numel(&[1 << 40, 1 << 40]).is_err());
+        assert!(checked_nbytes(1 << 62, 8).is_err());
+        assert_eq!(contiguous_strides(&[2, 0, 3]).to_vec(), vec![3, 3, 1]);
+    }
+}

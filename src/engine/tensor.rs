@@ -1,0 +1,372 @@
+//! Tensors: a dtype, a shape, strides and an offset (in elements) over shared storage. Views
+//! (expand, permute, slice, as_strided) make a new `Tensor` over the same `Arc<Storage>`.
+use super::dtype::DType;
+use super::error::{Error, Result};
+use super::kernels;
+use super::parallel;
+use super::plan::Plan;
+use super::shape::{self, checked_nbytes, checked_numel, contiguous_strides, Dims, Strides};
+use super::storage::{ReleaseHook, Storage};
+use smallvec::SmallVec;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+#[derive(Clone)]
+pub struct Tensor {
+    storage: Arc<Storage>,
+    dtype: DType,
+    shape: Dims,
+    strides: Strides,
+    offset: usize,
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tensor")
+            .field("dtype", &self.dtype)
+            .field("shape", &self.shape)
+            .field("strides", &self.strides)
+            .field("offset", &self.offset)
+            .finish()
+    }
+}
+
+/// How a new tensor's elements start out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Init {
+    Uninit,
+    Zeros,
+    Fill(f64),
+}
+
+impl Tensor {
+    /// A new row-major tensor.
+    pub fn new(dtype: DType, shape: &[usize], init: Init) -> Result<Tensor> {
+        let numel = checked_numel(shape)?;
+        let nbytes = checked_nbytes(numel, dtype.size())?;
+        let storage = Storage::alloc(nbytes, init == Init::Zeros)?;
+        let t = Tensor {
+            storage: Arc::new(storage),
+            dtype,
+            shape: shape.into(),
+            strides: contiguous_strides(shape),
+            offset: 0,
+        };
+        if let Init::Fill(value) = init {
+            // SAFETY: fresh row-major storage of exactly numel elements.
+            unsafe { kernels::fill_run(dtype, value, t.data_ptr(), dtype.size() as isize, numel) };
+        }
+        Ok(t)
+    }
+
+    /// A row-major copy of `bytes` (exactly numel * itemsize of them).
+    pub fn from_bytes(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<Tensor> {
+        let numel = checked_numel(shape)?;
+        let nbytes = checked_nbytes(numel, dtype.size())?;
+        if bytes.len() != nbytes {
+            return Err(Error::invalid(format!(
+                "data holds {} bytes but shape {} of {} needs {nbytes}",
+                bytes.len(),
+                shape::fmt_list(shape),
+                dtype.name()
+            )));
+        }
+        let t = Tensor::new(dtype, shape, Init::Uninit)?;
+        // SAFETY: the new storage holds exactly nbytes and cannot overlap the caller's slice.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), t.data_ptr(), nbytes) };
+        Ok(t)
+    }
+
+    /// A view of foreign memory. Checks that every element lies within `nbytes` and that the
+    /// memory is aligned for the dtype; `release` runs when the last view is gone, and is dropped
+    /// unrun (the caller keeps ownership) when this returns an error.
+    ///
+    /// # Safety
+    /// `data` must be valid for reads and writes of `nbytes` bytes until `release` runs.
+    pub unsafe fn from_foreign(
+        dtype: DType,
+        data: NonNull<u8>,
+        nbytes: usize,
+        shape: &[usize],
+        strides: Option<&[isize]>,
+        offset: usize,
+        release: Option<ReleaseHook>,
+    ) -> Result<Tensor> {
+        if (data.as_ptr() as usize) % dtype.size() != 0 {
+            return Err(Error::invalid(format!(
+                "data pointer is not aligned to the {}-byte elements of {}",
+                dtype.size(),
+                dtype.name()
+            )));
+        }
+        let strides: Strides = match strides {
+            Some(s) => s.into(),
+            None => contiguous_strides(shape),
+        };
+        check_view_bounds(dtype, nbytes, shape, &strides, offset)?;
+        let storage = Arc::new(unsafe { Storage::foreign(data, nbytes, release) });
+        Ok(Tensor {
+            storage,
+            dtype,
+            shape: shape.into(),
+            strides,
+            offset,
+        })
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    pub fn strides(&self) -> &[isize] {
+        &self.strides
+    }
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Row-major with no gaps (size-1 dimensions may have any stride).
+    pub fn is_contiguous(&self) -> bool {
+        if self.numel() == 0 {
+            return true;
+        }
+        let mut expected = 1isize;
+        for (&size, &stride) in self.shape.iter().zip(&self.strides).rev() {
+            if size != 1 {
+                if stride != expected {
+                    return false;
+                }
+                expected *= size as isize;
+            }
+        }
+        true
+    }
+
+    /// Pointer to the element at the view's offset.
+    pub fn data_ptr(&self) -> *mut u8 {
+        self.storage
+            .as_ptr()
+            .wrapping_add(self.offset * self.dtype.size())
+    }
+
+    /// Address range `[lo, hi)` of the bytes the view touches; `None` when it has no elements.
+    pub fn byte_range(&self) -> Option<(usize, usize)> {
+        if self.numel() == 0 {
+            return None;
+        }
+        let span: isize = self
+            .shape
+            .iter()
+            .zip(&self.strides)
+            .map(|(&n, &s)| (n as isize - 1) * s)
+            .sum();
+        let lo = self.data_ptr() as usize;
+        Some((lo, lo + (span as usize + 1) * self.dtype.size()))
+    }
+
+    fn view(&self, shape: Dims, strides: Strides, offset: usize) -> Tensor {
+        Tensor {
+            storage: Arc::clone(&self.storage),
+            dtype: self.dtype,
+            shape,
+            strides,
+            offset,
+        }
+    }
+
+    /// `expand(sizes)`: a view with stride 0 on expanded dimensions; -1 keeps a size.
+    pub fn expand(&self, sizes: &[i64]) -> Result<Tensor> {
+        let (shape, strides) = shape::expand_geometry(&self.shape, &self.strides, sizes)?;
+        Ok(self.view(shape, strides, self.offset))
+    }
+
+    /// `expand` to an unsigned shape (broadcast_to, expand_as, broadcast_tensors).
+    pub fn expand_to(&self, shape: &[usize]) -> Result<Tensor> {
+        let sizes: SmallVec<[i64; 6]> = shape.iter().map(|&d| d as i64).collect();
+        self.expand(&sizes)
+    }
+
+    /// Reorders dimensions; `dims` is a permutation (negative entries count from the end).
+    pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
+        let nd = self.ndim();
+        if dims.len() != nd {
+            return Err(Error::invalid(format!(
+                "permute: number of dims don't match in permute: got {} for a tensor of {} dimensions",
+                dims.len(),
+                nd
+            )));
+        }
+        let mut seen: SmallVec<[bool; 6]> = SmallVec::from_elem(false, nd);
+        let mut shape: Dims = SmallVec::new();
+        let mut strides: Strides = SmallVec::new();
+        for &d in dims {
+            let d = wrap_dim(d, nd)?;
+            if std::mem::replace(&mut seen[d], true) {
+                return Err(Error::invalid(format!(
+                    "permute: dimension {d} appears more than once"
+                )));
+            }
+            shape.push(self.shape[d]);
+            strides.push(self.strides[d]);
+        }
+        Ok(self.view(shape, strides, self.offset))
+    }
+
+    pub fn transpose(&self, d0: i64, d1: i64) -> Result<Tensor> {
+        let nd = self.ndim();
+        let (d0, d1) = (wrap_dim(d0, nd)?, wrap_dim(d1, nd)?);
+        let (mut shape, mut strides) = (self.shape.clone(), self.strides.clone());
+        shape.swap(d0, d1);
+        strides.swap(d0, d1);
+        Ok(self.view(shape, strides, self.offset))
+    }
+
+    /// Python-style `t[..., start:stop:step, ...]` along `dim` (bounds clamped, step >= 1).
+    pub fn slice(&self, dim: i64, start: i64, stop: i64, step: i64) -> Result<Tensor> {
+        let d = wrap_dim(dim, self.ndim())?;
+        if step < 1 {
+            return Err(Error::invalid(format!(
+                "slice: step must be positive, got {step}"
+            )));
+        }
+        let len = self.shape[d] as i64;
+        let clamp = |i: i64| if i < 0 { (i + len).max(0) } else { i.min(len) };
+        let (start, stop) = (clamp(start), clamp(stop));
+        let count = if stop > start {
+            (stop - start + step - 1) / step
+        } else {
+            0
+        };
+        let mut shape = self.shape.clone();
+        let mut strides = self.strides.clone();
+        let offset = if count > 0 {
+            self.offset + (start as usize) * self.strides[d] as usize
+        } else {
+            self.offset
+        };
+        shape[d] = count as usize;
+        strides[d] = self.strides[d] * step as isize;
+        Ok(self.view(shape, strides, offset))
+    }
+
+    /// Any view over the same storage; every element must lie inside it.
+    pub fn as_strided(&self, shape: &[usize], strides: &[isize], offset: usize) -> Result<Tensor> {
+        check_view_bounds(self.dtype, self.storage.nbytes(), shape, strides, offset)?;
+        Ok(self.view(shape.into(), strides.into(), offset))
+    }
+
+    /// The same elements in a fresh row-major tensor of `dtype` (a copy, converted if needed).
+    pub fn to_contiguous(&self, dtype: DType) -> Result<Tensor> {
+        let out = Tensor::new(dtype, &self.shape, Init::Uninit)?;
+        copy_into(&out, self);
+        Ok(out)
+    }
+
+    /// Copies the elements, row-major, into `buf` (at least numel * itemsize bytes).
+    pub fn copy_to_bytes(&self, buf: &mut [u8]) -> Result<()> {
+        let needed = checked_nbytes(self.numel(), self.dtype.size())?;
+        if buf.len() < needed {
+            return Err(Error::BufferTooSmall {
+                needed,
+                given: buf.len(),
+                unit: "bytes",
+            });
+        }
+        let dst = Tensor {
+            // A borrowed window on `buf`, dropped before this function returns; no hook.
+            // SAFETY: buf is valid for `needed` bytes for the duration of the copy.
+            storage: Arc::new(unsafe {
+                Storage::foreign(
+                    NonNull::new(buf.as_mut_ptr()).unwrap_or(NonNull::dangling()),
+                    needed,
+                    None,
+                )
+            }),
+            dtype: self.dtype,
+            shape: self.shape.clone(),
+            strides: contiguous_strides(&self.shape),
+            offset: 0,
+        };
+        copy_into(&dst, self);
+        Ok(())
+    }
+}
+
+/// Writes `src` (same shape) into `dst`, converting dtypes. Overlap is the caller's concern.
+pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) {
+    debug_assert_eq!(dst.shape(), src.shape());
+    let plan = Plan::new(dst.shape(), [dst.strides(), src.strides()]);
+    let (from, to) = (src.dtype, dst.dtype);
+    parallel::run(
+        &plan,
+        [dst.data_ptr(), src.data_ptr()],
+        [to.size(), from.size()],
+        |ptrs, strides, n| {
+            // SAFETY: the plan covers exactly both views, which lie within their storages.
+            unsafe { kernels::cast_run(from, to, ptrs, strides, n) }
+        },
+    );
+}
+
+fn wrap_dim(d: i64, ndim: usize) -> Result<usize> {
+    let n = ndim as i64;
+    let w = if d < 0 { d + n } else { d };
+    if (0..n).contains(&w) {
+        Ok(w as usize)
+    } else {
+        Err(Error::invalid(format!(
+            "Dimension out of range (expected to be in range of [{}, {}], but got {d})",
+            -n.max(1),
+            n.max(1) - 1
+        )))
+    }
+}
+
+/// Every element of the view must lie within `nbytes` of storage: strides are non-negative and
+/// the furthest element ends inside it.
+fn check_view_bounds(
+    dtype: DType,
+    nbytes: usize,
+    shape: &[usize],
+    strides: &[isize],
+    offset: usize,
+) -> Result<()> {
+    if shape.len() != strides.len() {
+        return Err(Error::invalid("shape and strides differ in length"));
+    }
+    if let Some(s) = strides.iter().find(|&&s| s < 0) {
+        return Err(Error::invalid(format!(
+            "negative strides are not supported (got {s})"
+        )));
+    }
+    let numel = checked_numel(shape)?;
+    if numel == 0 {
+        return Ok(());
+    }
+    let overflow = Error::Overflow {
+        what: "view extent",
+    };
+    let mut last = offset;
+    for (&n, &s) in shape.iter().zip(strides) {
+        let step = (n - 1).checked_mul(s as usize).ok_or(overflow.clone())?;
+        last = last.checked_add(step).ok_or(overflow.clone())?;
+    }
+    let end = last
+        .checked_add(1)
+        .and_then(|e| e.checked_mul(dtype.size()))
+        .ok_or(overflow)?;
+    if end > nbytes {
+        return Err(Error::invalid(format!(
+            "view reaches byte {end} but the storage holds {nbytes} bytes"
+        )));
+    }
+    Ok(())
+}

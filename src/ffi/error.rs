@@ -1,0 +1,308 @@
+//! Reading failures: a static text per status, and the per-thread record of the last failure.
+use super::boundary::{call_or, LastError, LAST_ERROR};
+use super::status::status_text;
+use std::ffi::c_char;
+
+/// A static, NUL-terminated description of `status` ("unknown status" for a code that is not one
+/// of `BC_OK` / `BC_ERR_*`). Never NULL; never to be freed.
+#[no_mangle]
+pub extern "C" fn bc_status_str(status: i32) -> *const c_char {
+    status_text(status).as_ptr()
+}
+
+/// Copies the message of the last failed call on this thread into `buf`, NUL-terminated and
+/// truncated to `len - 1` bytes when longer. The message stays until the next failure on the same
+/// thread (a successful call does not clear it); it is `""` before any failure.
+///
+/// Go callers: cgo may move a goroutine between OS threads between two calls, so read the
+/// message in the same cgo call as the failing function (a C helper in the preamble).
+///
+/// # Returns
+/// The full length of the message in bytes, without the NUL, whatever `len` is: call with
+/// `(NULL, 0)` to size a buffer. Nothing is written when `buf` is NULL or `len` is 0.
+///
+/// # Safety
+/// `buf`, when not NULL, must be valid for writes of `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn bc_last_error_message(buf: *mut c_char, len: usize) -> usize {
+    call_or(0, || {
+        LAST_ERROR.with(|slot| {
+            let slot = slot.borrow();
+            let msg = slot.message.as_bytes();
+            if !buf.is_null() && len > 0 {
+                let n = msg.len().min(len - 1);
+                // SAFETY: buf is valid for len bytes (caller's contract) and n < len.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(msg.as_ptr(), buf.cast::<u8>(), n);
+                    *buf.add(n) = 0;
+                }
+            }
+            msg.len()
+        })
+    })
+}
+
+/// The status of the last failed call on this thread, or `BC_OK` when there was none (or it was
+/// cleared).
+#[no_mangle]
+pub extern "C" fn bc_last_error_status() -> i32 {
+    call_or(super::status::BC_ERR_INTERNAL, || {
+        LAST_ERROR.with(|slot| slot.borrow().status)
+    })
+}
+
+/// Forgets the last failure on this thread: the message becomes `""`, the status `BC_OK`.
+#[no_mangle]
+pub extern "C" fn bc_last_error_clear() {
+    call_or((), || {
+        LAST_ERROR.with(|slot| *slot.borrow_mut() = Default::default())
+    })
+}
+
+/// What exactly went wrong, for callers that react to a failure rather than print it.
+/// Each code names one engine error; the fields of `bc_error_info` that apply are listed with it.
+pub const BC_ERROR_KIND_NONE: i32 = 0;
+/// Two shapes do not broadcast: `dim` (of the result, from the left), `size_a`, `size_b`; shapes a and b.
+pub const BC_ERROR_KIND_NOT_BROADCASTABLE: i32 = 1;
+/// Several shapes do not broadcast: `arg` (index of the shape), `dim` (negative, from the right),
+/// `size_a` (its size), shape a = that shape, shape b = the common shape so far.
+pub const BC_ERROR_KIND_NARY_NOT_BROADCASTABLE: i32 = 2;
+/// In place, `other` does not expand to `self`: `dim`, `size_a` (self's size), `size_b` (other's);
+/// shapes a = self, b = other.
+pub const BC_ERROR_KIND_INPLACE_MISMATCH: i32 = 3;
+/// The written-to tensor's shape is not the broadcast shape: shape a = output, b = broadcast shape.
+pub const BC_ERROR_KIND_OUTPUT_SHAPE: i32 = 4;
+/// expand: `dim`, `size_a` (target size), `size_b` (existing size); shape a = tensor, b = target sizes.
+pub const BC_ERROR_KIND_EXPAND_MISMATCH: i32 = 5;
+/// expand: -1 in a new leading dimension `dim`; shape a = tensor, b = target sizes.
+pub const BC_ERROR_KIND_EXPAND_LEADING: i32 = 6;
+/// expand: fewer sizes (`size_a`) than dimensions (`size_b`).
+pub const BC_ERROR_KIND_EXPAND_TOO_FEW_SIZES: i32 = 7;
+/// expand: negative target size `size_a` at `dim`.
+pub const BC_ERROR_KIND_EXPAND_NEGATIVE: i32 = 8;
+/// The result type (`dtype_a`) cannot be cast to the written-to type (`dtype_b`).
+pub const BC_ERROR_KIND_CAST_REFUSED: i32 = 9;
+/// Subtraction with bool operands.
+pub const BC_ERROR_KIND_BOOL_SUBTRACTION: i32 = 10;
+pub const BC_ERROR_KIND_INTERNAL_OVERLAP: i32 = 11;
+pub const BC_ERROR_KIND_PARTIAL_OVERLAP: i32 = 12;
+pub const BC_ERROR_KIND_OVERFLOW: i32 = 13;
+/// Allocation failed: `size_a` = bytes requested.
+pub const BC_ERROR_KIND_ALLOC: i32 = 14;
+pub const BC_ERROR_KIND_INVALID_ARGUMENT: i32 = 15;
+/// `size_a` = needed, `size_b` = given.
+pub const BC_ERROR_KIND_BUFFER_TOO_SMALL: i32 = 16;
+pub const BC_ERROR_KIND_NULL_ARG: i32 = 17;
+pub const BC_ERROR_KIND_INVALID_HANDLE: i32 = 18;
+pub const BC_ERROR_KIND_INTERNAL: i32 = 19;
+
+/// The last failure on this thread as data. Fields that do not apply to `kind` are -1.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct bc_error_info {
+    /// The status the failed call returned (`BC_OK` when there was no failure).
+    pub status: i32,
+    /// A `BC_ERROR_KIND_*` code.
+    pub kind: i32,
+    /// The dimension where the conflict is.
+    pub dim: i64,
+    /// The first conflicting size (see the kind).
+    pub size_a: i64,
+    /// The second conflicting size (see the kind).
+    pub size_b: i64,
+    /// For n-shape broadcasting: the index of the mismatching shape.
+    pub arg: i64,
+    /// For cast errors: the `BC_DTYPE_*` codes of the result type and of the written-to tensor.
+    pub dtype_a: i32,
+    pub dtype_b: i32,
+    /// Number of dimensions of shape a and b (read them with `bc_last_error_shape`), or -1.
+    pub ndim_a: i64,
+    pub ndim_b: i64,
+}
+
+fn info_of(last: &LastError) -> (bc_error_info, Vec<i64>, Vec<i64>) {
+    use crate::engine::Error as E;
+    let mut info = bc_error_info {
+        status: last.status,
+        kind: BC_ERROR_KIND_NONE,
+        dim: -1,
+        size_a: -1,
+        size_b: -1,
+        arg: -1,
+        dtype_a: -1,
+        dtype_b: -1,
+        ndim_a: -1,
+        ndim_b: -1,
+    };
+    let to_i64 = |v: &[usize]| v.iter().map(|&d| d as i64).collect::<Vec<i64>>();
+    let (mut a, mut b) = (None, None);
+    match &last.error {
+        None => {
+            info.kind = match last.status {
+                super::status::BC_OK => BC_ERROR_KIND_NONE,
+                super::status::BC_ERR_NULL_ARG => BC_ERROR_KIND_NULL_ARG,
+                super::status::BC_ERR_INVALID_HANDLE => BC_ERROR_KIND_INVALID_HANDLE,
+                _ => BC_ERROR_KIND_INTERNAL,
+            }
+        }
+        Some(e) => match e {
+            E::NotBroadcastable {
+                a: sa,
+                b: sb,
+                dim,
+                size_a,
+                size_b,
+            } => {
+                info.kind = BC_ERROR_KIND_NOT_BROADCASTABLE;
+                (info.dim, info.size_a, info.size_b) =
+                    (*dim as i64, *size_a as i64, *size_b as i64);
+                (a, b) = (Some(to_i64(sa)), Some(to_i64(sb)));
+            }
+            E::NaryNotBroadcastable {
+                arg,
+                index,
+                size,
+                shape,
+                expected,
+            } => {
+                info.kind = BC_ERROR_KIND_NARY_NOT_BROADCASTABLE;
+                (info.arg, info.dim, info.size_a) = (*arg as i64, *index as i64, *size as i64);
+                (a, b) = (Some(to_i64(shape)), Some(to_i64(expected)));
+            }
+            E::InplaceMismatch {
+                self_shape,
+                other_shape,
+                dim,
+                self_size,
+                other_size,
+            } => {
+                info.kind = BC_ERROR_KIND_INPLACE_MISMATCH;
+                (info.dim, info.size_a, info.size_b) =
+                    (*dim as i64, *self_size as i64, *other_size as i64);
+                (a, b) = (Some(to_i64(self_shape)), Some(to_i64(other_shape)));
+            }
+            E::OutputShape { output, broadcast } => {
+                info.kind = BC_ERROR_KIND_OUTPUT_SHAPE;
+                (a, b) = (Some(to_i64(output)), Some(to_i64(broadcast)));
+            }
+            E::ExpandMismatch {
+                sizes,
+                shape,
+                dim,
+                target,
+                size,
+            } => {
+                info.kind = BC_ERROR_KIND_EXPAND_MISMATCH;
+                (info.dim, info.size_a, info.size_b) = (*dim as i64, *target, *size as i64);
+                (a, b) = (Some(to_i64(shape)), Some(sizes.clone()));
+            }
+            E::ExpandLeadingMinusOne { sizes, shape, dim } => {
+                info.kind = BC_ERROR_KIND_EXPAND_LEADING;
+                info.dim = *dim as i64;
+                (a, b) = (Some(to_i64(shape)), Some(sizes.clone()));
+            }
+            E::ExpandTooFewSizes { given, ndim } => {
+                info.kind = BC_ERROR_KIND_EXPAND_TOO_FEW_SIZES;
+                (info.size_a, info.size_b) = (*given as i64, *ndim as i64);
+            }
+            E::ExpandNegative { dim, target } => {
+                info.kind = BC_ERROR_KIND_EXPAND_NEGATIVE;
+                (info.dim, info.size_a) = (*dim as i64, *target);
+            }
+            E::CastRefused { from, to } => {
+                info.kind = BC_ERROR_KIND_CAST_REFUSED;
+                (info.dtype_a, info.dtype_b) = (from.code(), to.code());
+            }
+            E::BoolSubtraction { .. } => info.kind = BC_ERROR_KIND_BOOL_SUBTRACTION,
+            E::InternalOverlap => info.kind = BC_ERROR_KIND_INTERNAL_OVERLAP,
+            E::PartialOverlap => info.kind = BC_ERROR_KIND_PARTIAL_OVERLAP,
+            E::Overflow { .. } => info.kind = BC_ERROR_KIND_OVERFLOW,
+            E::Alloc { bytes } => {
+                info.kind = BC_ERROR_KIND_ALLOC;
+                info.size_a = *bytes as i64;
+            }
+            E::InvalidArgument(_) => info.kind = BC_ERROR_KIND_INVALID_ARGUMENT,
+            E::BufferTooSmall { needed, given, .. } => {
+                info.kind = BC_ERROR_KIND_BUFFER_TOO_SMALL;
+                (info.size_a, info.size_b) = (*needed as i64, *given as i64);
+            }
+            // The engine's error type is non-exhaustive: a new variant reads as invalid argument
+            // until it gets a kind of its own.
+            #[allow(unreachable_patterns)]
+            _ => info.kind = BC_ERROR_KIND_INVALID_ARGUMENT,
+        },
+    }
+    info.ndim_a = a.as_ref().map_or(-1, |v| v.len() as i64);
+    info.ndim_b = b.as_ref().map_or(-1, |v| v.len() as i64);
+    (info, a.unwrap_or_default(), b.unwrap_or_default())
+}
+
+/// Fills `*out` with the last failure on this thread as data (kind, dimension, sizes, ...).
+/// Reading it does not change the record; like the message, it lasts until the next failure.
+///
+/// # Returns
+/// `BC_OK`, or `BC_ERR_NULL_ARG` (this failure is not recorded, so the last error stays readable).
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_last_error_info(out: *mut bc_error_info) -> i32 {
+    call_or(super::status::BC_ERR_INTERNAL, || {
+        if out.is_null() {
+            return super::status::BC_ERR_NULL_ARG;
+        }
+        let info = LAST_ERROR.with(|slot| info_of(&slot.borrow()).0);
+        // SAFETY: non-NULL and valid by the caller's contract.
+        unsafe { out.write(info) };
+        super::status::BC_OK
+    })
+}
+
+/// Copies shape `which` (0: shape a, 1: shape b, see `BC_ERROR_KIND_*`) of the last failure on
+/// this thread into `buf` (`cap` entries) and its length into `*ndim` (-1 when the failure has no
+/// such shape, and then nothing is copied).
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_NULL_ARG` (`ndim` NULL, or `buf` NULL with `cap` > 0);
+/// `BC_ERR_BUFFER_TOO_SMALL` (`*ndim` is still set); `BC_ERR_INVALID_ARG` (`which` not 0 or 1).
+/// These failures are not recorded, so the last error stays readable.
+///
+/// # Safety
+/// `buf` must be valid for `cap` writes, `ndim` for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_last_error_shape(
+    which: i32,
+    buf: *mut i64,
+    cap: usize,
+    ndim: *mut i64,
+) -> i32 {
+    use super::status::*;
+    call_or(BC_ERR_INTERNAL, || {
+        if ndim.is_null() {
+            return BC_ERR_NULL_ARG;
+        }
+        let (info, a, b) = LAST_ERROR.with(|slot| info_of(&slot.borrow()));
+        let (n, shape) = match which {
+            0 => (info.ndim_a, a),
+            1 => (info.ndim_b, b),
+            _ => return BC_ERR_INVALID_ARG,
+        };
+        // SAFETY: non-NULL and valid by the caller's contract.
+        unsafe { ndim.write(n) };
+        if n < 0 {
+            return BC_OK;
+        }
+        if cap < shape.len() {
+            return BC_ERR_BUFFER_TOO_SMALL;
+        }
+        if shape.is_empty() {
+            return BC_OK;
+        }
+        if buf.is_null() {
+            return BC_ERR_NULL_ARG;
+        }
+        // SAFETY: buf is valid for cap >= shape.len() writes.
+        unsafe { std::ptr::copy_nonoverlapping(shape.as_ptr(), buf, shape.len()) };
+        BC_OK
+    })
+}

@@ -1,0 +1,265 @@
+//! Tensor handles and every conversion of a caller's pointer. A `bc_tensor *` is never
+//! dereferenced: it is a token (slot index + generation) into a registry of live tensors, so a
+//! freed, twice-freed or made-up handle is recognised and refused instead of being followed.
+use super::status::FfiError;
+use crate::engine::shape::Dims;
+use crate::engine::Tensor;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// An opaque tensor handle. Obtain one from a `bc_tensor_*` constructor, a view function or an
+/// operation; release it with `bc_tensor_free`. Handles are tokens, not addresses: never
+/// dereference one. Using a handle after freeing it yields `BC_ERR_INVALID_HANDLE`.
+pub struct bc_tensor {
+    _private: [u8; 0],
+}
+
+/// Largest number of dimensions a shape may have.
+pub const BC_MAX_NDIM: usize = 64;
+
+struct Slot {
+    generation: u32,
+    tensor: Option<Tensor>,
+}
+
+struct Registry {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+}
+
+static REGISTRY: RwLock<Registry> = RwLock::new(Registry {
+    slots: Vec::new(),
+    free: Vec::new(),
+});
+
+// The registry's invariants hold between statements, so a poisoned lock is still usable.
+fn read() -> RwLockReadGuard<'static, Registry> {
+    REGISTRY.read().unwrap_or_else(|e| e.into_inner())
+}
+fn write() -> RwLockWriteGuard<'static, Registry> {
+    REGISTRY.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Low half of the token: slot index + 1 (so no token is NULL); high half: the generation.
+const INDEX_BITS: u32 = usize::BITS / 2;
+const INDEX_MASK: usize = (1 << INDEX_BITS) - 1;
+
+fn encode(index: usize, generation: u32) -> *mut bc_tensor {
+    let gen = (generation as usize) & INDEX_MASK;
+    ((gen << INDEX_BITS) | (index + 1)) as *mut bc_tensor
+}
+
+fn decode(handle: *const bc_tensor) -> (usize, u32) {
+    let raw = handle as usize;
+    (
+        (raw & INDEX_MASK).wrapping_sub(1),
+        (raw >> INDEX_BITS) as u32,
+    )
+}
+
+/// Registers `t` and returns its new handle.
+pub(crate) fn register(t: Tensor) -> Result<*mut bc_tensor, FfiError> {
+    let mut reg = write();
+    let index = match reg.free.pop() {
+        Some(i) => i as usize,
+        None => {
+            if reg.slots.len() >= INDEX_MASK - 1 {
+                return Err(FfiError::invalid("too many live tensor handles"));
+            }
+            reg.slots.push(Slot {
+                generation: 0,
+                tensor: None,
+            });
+            reg.slots.len() - 1
+        }
+    };
+    let slot = &mut reg.slots[index];
+    slot.tensor = Some(t);
+    Ok(encode(index, slot.generation))
+}
+
+fn live(reg: &Registry, handle: *const bc_tensor) -> Option<&Tensor> {
+    let (index, generation) = decode(handle);
+    let slot = reg.slots.get(index)?;
+    let gen_mask = INDEX_MASK as u32;
+    if slot.generation & gen_mask != generation & gen_mask {
+        return None;
+    }
+    slot.tensor.as_ref()
+}
+
+/// The tensor behind a handle argument (a cheap clone: storage is shared).
+pub(crate) fn get(handle: *const bc_tensor, name: &'static str) -> Result<Tensor, FfiError> {
+    if handle.is_null() {
+        return Err(FfiError::NullArg(name));
+    }
+    live(&read(), handle)
+        .cloned()
+        .ok_or(FfiError::InvalidHandle(name))
+}
+
+/// Frees a handle. Returns false when it was not live. The tensor is dropped after the lock is
+/// released, because dropping may run a caller's release callback, which may call back in.
+pub(crate) fn release(handle: *mut bc_tensor) -> bool {
+    let taken = {
+        let mut reg = write();
+        let (index, generation) = decode(handle);
+        let gen_mask = INDEX_MASK as u32;
+        match reg.slots.get_mut(index) {
+            Some(slot)
+                if slot.generation & gen_mask == generation & gen_mask && slot.tensor.is_some() =>
+            {
+                slot.generation = slot.generation.wrapping_add(1);
+                let t = slot.tensor.take();
+                reg.free.push(index as u32);
+                t
+            }
+            _ => None,
+        }
+    };
+    taken.is_some()
+}
+
+/// Whether a handle is live right now.
+pub(crate) fn is_live(handle: *const bc_tensor) -> bool {
+    !handle.is_null() && live(&read(), handle).is_some()
+}
+
+/// Number of live handles (for leak checks in tests).
+pub(crate) fn live_count() -> usize {
+    read().slots.iter().filter(|s| s.tensor.is_some()).count()
+}
+
+/// Checks an out-pointer and clears it, so the caller sees NULL unless the call succeeds.
+///
+/// # Safety
+/// `out`, when not NULL, must be valid for a write of one pointer.
+pub(crate) unsafe fn out_handle<'a>(
+    out: *mut *mut bc_tensor,
+    name: &'static str,
+) -> Result<&'a mut *mut bc_tensor, FfiError> {
+    if out.is_null() {
+        return Err(FfiError::NullArg(name));
+    }
+    // SAFETY: non-NULL and, by the caller's contract, valid for writes.
+    let slot = unsafe { &mut *out };
+    *slot = std::ptr::null_mut();
+    Ok(slot)
+}
+
+/// Registers `t` and stores its handle in `slot`.
+pub(crate) fn hand_out(slot: &mut *mut bc_tensor, t: Tensor) -> Result<(), FfiError> {
+    *slot = register(t)?;
+    Ok(())
+}
+
+/// A caller's array of `n` values; (NULL, 0) is the empty array.
+///
+/// # Safety
+/// `ptr`, when `n > 0`, must be valid for reads of `n` values.
+pub(crate) unsafe fn slice_in<'a, T>(
+    ptr: *const T,
+    n: usize,
+    name: &'static str,
+) -> Result<&'a [T], FfiError> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        return Err(FfiError::NullArg(name));
+    }
+    // SAFETY: non-NULL and valid for n reads by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, n) })
+}
+
+/// A caller's writable array of `n` values; (NULL, 0) is the empty array.
+///
+/// # Safety
+/// `ptr`, when `n > 0`, must be valid for writes of `n` values.
+pub(crate) unsafe fn slice_out<'a, T>(
+    ptr: *mut T,
+    n: usize,
+    name: &'static str,
+) -> Result<&'a mut [T], FfiError> {
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if ptr.is_null() {
+        return Err(FfiError::NullArg(name));
+    }
+    // SAFETY: non-NULL and valid for n writes by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(ptr, n) })
+}
+
+/// A shape argument: at most `BC_MAX_NDIM` non-negative sizes.
+///
+/// # Safety
+/// As [`slice_in`].
+pub(crate) unsafe fn dims_in(
+    ptr: *const i64,
+    ndim: usize,
+    name: &'static str,
+) -> Result<Dims, FfiError> {
+    check_ndim(ndim, name)?;
+    // SAFETY: forwarded.
+    let raw = unsafe { slice_in(ptr, ndim, name)? };
+    raw.iter()
+        .enumerate()
+        .map(|(i, &d)| {
+            usize::try_from(d).map_err(|_| {
+                FfiError::invalid(format!("`{name}`: size {d} at index {i} is negative"))
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn check_ndim(ndim: usize, name: &'static str) -> Result<(), FfiError> {
+    if ndim > BC_MAX_NDIM {
+        return Err(FfiError::invalid(format!(
+            "`{name}`: {ndim} dimensions, more than the {BC_MAX_NDIM} supported"
+        )));
+    }
+    Ok(())
+}
+
+/// Writes one value through an out-pointer.
+///
+/// # Safety
+/// `ptr`, when not NULL, must be valid for a write of `T`.
+pub(crate) unsafe fn write_out<T>(
+    ptr: *mut T,
+    value: T,
+    name: &'static str,
+) -> Result<(), FfiError> {
+    if ptr.is_null() {
+        return Err(FfiError::NullArg(name));
+    }
+    // SAFETY: non-NULL and valid by the caller's contract.
+    unsafe { ptr.write(value) };
+    Ok(())
+}
+
+/// Copies sizes into a caller's buffer of `cap` entries.
+///
+/// # Safety
+/// `buf`, when `cap > 0`, must be valid for `cap` writes.
+pub(crate) unsafe fn dims_out<T: Copy + TryInto<i64>>(
+    values: &[T],
+    buf: *mut i64,
+    cap: usize,
+    name: &'static str,
+) -> Result<(), FfiError> {
+    if cap < values.len() {
+        return Err(crate::engine::Error::BufferTooSmall {
+            needed: values.len(),
+            given: cap,
+            unit: "entries",
+        }
+        .into());
+    }
+    // SAFETY: forwarded; only `values.len()` entries are written.
+    let out = unsafe { slice_out(buf, values.len(), name)? };
+    for (o, &v) in out.iter_mut().zip(values) {
+        *o = v.try_into().unwrap_or(i64::MAX);
+    }
+    Ok(())
+}

@@ -1,0 +1,28 @@
+//! The C ABI: the only module with `extern "C"`, caller pointers and status codes.
+//!
+//! Conventions, for every export: a status (`BC_OK` = 0 or a `BC_ERR_*` code) is returned; every
+//! pointer is checked (NULL gives `BC_ERR_NULL_ARG`, except documented `(NULL, 0)` empty arrays);
+//! handles are validated against the registry (`BC_ERR_INVALID_HANDLE`); panics are caught
+//! (`BC_ERR_INTERNAL`); out-handles are NULL unless the call succeeds; a failed call changes
+//! nothing the caller owns. See `boundary` for the mechanism and `status` for the codes.
+#![allow(non_camel_case_types)]
+
+mod boundary;
+pub mod error;
+pub mod handle;
+pub mod ops;
+pub mod settings;
+pub mod shape;
+mod status;
+pub mod tensor;
+
+pub use error::*;
+pub use handle::{bc_tensor, BC_MAX_NDIM};
+pub use ops::*;
+pub use settings::*;
+pub use shape::*;
+pub use status::{
+    BC_ERR_ALLOC, BC_ERR_BUFFER_TOO_SMALL, BC_ERR_DTYPE, BC_ERR_INTERNAL, BC_ERR_INVALID_ARG,
+    BC_ERR_INVALID_HANDLE, BC_ERR_NULL_ARG, BC_ERR_OVERFLOW, BC_ERR_OVERLAP, BC_ERR_SHAPE, BC_OK,
+};
+pub use tensor::*;

@@ -1,0 +1,104 @@
+//! Shapes without tensors.
+use super::boundary::call;
+use super::handle::{dims_in, dims_out, slice_in, write_out};
+use super::status::FfiError;
+use crate::engine::shape::{broadcast_shapes, broadcast_shapes_n, Dims};
+
+/// Broadcasts shapes `a` and `b` (spec sections 1-2) into `out`.
+///
+/// `*out_ndim` receives the result's number of dimensions (`max(a_ndim, b_ndim)`), also when
+/// `out_cap` is too small, so a caller can size the buffer. `out` may be NULL when `out_cap` is 0.
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_SHAPE` when the shapes do not broadcast (message: `The size of tensor a (A)
+/// must match the size of tensor b (B) at non-singleton dimension D`); `BC_ERR_BUFFER_TOO_SMALL`;
+/// `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG` for a negative size.
+///
+/// # Safety
+/// Each array must be valid for its length; `out_ndim` for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_shape_broadcast(
+    a: *const i64,
+    a_ndim: usize,
+    b: *const i64,
+    b_ndim: usize,
+    out: *mut i64,
+    out_cap: usize,
+    out_ndim: *mut usize,
+) -> i32 {
+    call(|| {
+        if out_ndim.is_null() {
+            return Err(FfiError::NullArg("out_ndim"));
+        }
+        // SAFETY (this block): the caller's contract on each array.
+        let (a, b) = unsafe { (dims_in(a, a_ndim, "a")?, dims_in(b, b_ndim, "b")?) };
+        unsafe { write_out(out_ndim, a.len().max(b.len()), "out_ndim")? };
+        let shape = broadcast_shapes(&a, &b)?;
+        unsafe { dims_out(&shape, out, out_cap, "out") }
+    })
+}
+
+/// Broadcasts `n` shapes at once (PyTorch's `broadcast_shapes`). `shapes[i]` has `ndims[i]` sizes
+/// (it may be NULL when `ndims[i]` is 0). `*out_ndim` receives the result's number of dimensions.
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_SHAPE` (message: `Attempting to broadcast a dimension of length L at -K!
+/// Mismatching argument at index I had (..); but expected shape should be broadcastable to [..]`);
+/// `BC_ERR_BUFFER_TOO_SMALL`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG`.
+///
+/// # Safety
+/// `shapes` and `ndims` must be valid for `n` reads, and each shape for its length.
+#[no_mangle]
+pub unsafe extern "C" fn bc_shape_broadcast_n(
+    shapes: *const *const i64,
+    ndims: *const usize,
+    n: usize,
+    out: *mut i64,
+    out_cap: usize,
+    out_ndim: *mut usize,
+) -> i32 {
+    call(|| {
+        if out_ndim.is_null() {
+            return Err(FfiError::NullArg("out_ndim"));
+        }
+        // SAFETY (this block): the caller's contract on each array.
+        let (ptrs, lens) =
+            unsafe { (slice_in(shapes, n, "shapes")?, slice_in(ndims, n, "ndims")?) };
+        let all: Vec<Dims> = ptrs
+            .iter()
+            .zip(lens)
+            .map(|(&p, &len)| unsafe { dims_in(p, len, "shapes[i]") })
+            .collect::<Result<_, _>>()?;
+        let ndim = all.iter().map(|s| s.len()).max().unwrap_or(0);
+        unsafe { write_out(out_ndim, ndim, "out_ndim")? };
+        let views: Vec<&[usize]> = all.iter().map(|s| &s[..]).collect();
+        let shape = broadcast_shapes_n(&views)?;
+        unsafe { dims_out(&shape, out, out_cap, "out") }
+    })
+}
+
+/// Whether shapes `a` and `b` broadcast together: `*out` is true or false, and the status is
+/// `BC_OK` either way (not broadcastable is an answer here, not an error).
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG` for a negative size.
+///
+/// # Safety
+/// Each array must be valid for its length; `out` for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_shape_is_broadcastable(
+    a: *const i64,
+    a_ndim: usize,
+    b: *const i64,
+    b_ndim: usize,
+    out: *mut bool,
+) -> i32 {
+    call(|| {
+        if out.is_null() {
+            return Err(FfiError::NullArg("out"));
+        }
+        // SAFETY (this block): the caller's contract on each array.
+        let (a, b) = unsafe { (dims_in(a, a_ndim, "a")?, dims_in(b, b_ndim, "b")?) };
+        unsafe { write_out(out, broadcast_shapes(&a, &b).is_ok(), "out") }
+    })
+}

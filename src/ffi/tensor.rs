@@ -1,0 +1,656 @@
+//! Tensor handles: creation, release, queries, copies and views.
+use super::boundary::{call, call_or};
+use super::handle::{
+    self, bc_tensor, dims_in, dims_out, hand_out, out_handle, slice_in, slice_out, write_out,
+};
+use super::status::FfiError;
+use crate::engine::shape::{checked_nbytes, checked_numel, Strides};
+use crate::engine::{ops, DType, Init, Tensor};
+use std::ffi::{c_char, c_void};
+use std::ptr::NonNull;
+
+/// Element type codes (the `dtype` arguments). bool is one byte (0 or 1); float16 and bfloat16
+/// are the 2-byte IEEE binary16 and bfloat16 bit patterns.
+pub const BC_DTYPE_BOOL: i32 = 0;
+pub const BC_DTYPE_UINT8: i32 = 1;
+pub const BC_DTYPE_INT8: i32 = 2;
+pub const BC_DTYPE_INT16: i32 = 3;
+pub const BC_DTYPE_INT32: i32 = 4;
+pub const BC_DTYPE_INT64: i32 = 5;
+pub const BC_DTYPE_FLOAT16: i32 = 6;
+pub const BC_DTYPE_BFLOAT16: i32 = 7;
+pub const BC_DTYPE_FLOAT32: i32 = 8;
+pub const BC_DTYPE_FLOAT64: i32 = 9;
+
+/// Called once with its `user_data` when memory wrapped by `bc_tensor_wrap` is no longer used by
+/// any tensor. It may run on any thread (the one that frees the last view).
+pub type bc_release_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
+
+pub(crate) fn dtype_in(code: i32) -> Result<DType, FfiError> {
+    DType::from_code(code).ok_or_else(|| FfiError::invalid(format!("unknown dtype code {code}")))
+}
+
+/// # Safety
+/// `shape` valid for `ndim` reads; `out` for one write.
+unsafe fn create(
+    dtype: i32,
+    shape: *const i64,
+    ndim: usize,
+    init: Init,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    call(|| {
+        // SAFETY (this block): the caller's contract.
+        let slot = unsafe { out_handle(out, "out")? };
+        let shape = unsafe { dims_in(shape, ndim, "shape")? };
+        let t = Tensor::new(dtype_in(dtype)?, &shape, init)?;
+        hand_out(slot, t)
+    })
+}
+
+/// A new row-major tensor of `dtype` and `shape` whose elements are unspecified.
+///
+/// On success the caller owns `*out` and frees it with `bc_tensor_free`; on failure `*out` is NULL.
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG` (unknown dtype, negative size, more than
+/// `BC_MAX_NDIM` dimensions); `BC_ERR_OVERFLOW` (element or byte count overflows); `BC_ERR_ALLOC`.
+///
+/// # Safety
+/// `shape` must be valid for `ndim` reads (NULL allowed when `ndim` is 0); `out` for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_empty(
+    dtype: i32,
+    shape: *const i64,
+    ndim: usize,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { create(dtype, shape, ndim, Init::Uninit, out) }
+}
+
+/// Like `bc_tensor_empty`, with every element 0 (false for bool).
+///
+/// # Safety
+/// As `bc_tensor_empty`.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_zeros(
+    dtype: i32,
+    shape: *const i64,
+    ndim: usize,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { create(dtype, shape, ndim, Init::Zeros, out) }
+}
+
+/// Like `bc_tensor_empty`, with every element 1 (true for bool).
+///
+/// # Safety
+/// As `bc_tensor_empty`.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_ones(
+    dtype: i32,
+    shape: *const i64,
+    ndim: usize,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { create(dtype, shape, ndim, Init::Fill(1.0), out) }
+}
+
+/// Like `bc_tensor_empty`, with every element `value` converted to `dtype` as a C cast would
+/// (for bool: `value != 0`).
+///
+/// # Safety
+/// As `bc_tensor_empty`.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_full(
+    dtype: i32,
+    shape: *const i64,
+    ndim: usize,
+    value: f64,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { create(dtype, shape, ndim, Init::Fill(value), out) }
+}
+
+/// A new row-major tensor holding a copy of `data`: `numel * itemsize` bytes in row-major order
+/// (`nbytes` must be exactly that). `data` may be NULL when `nbytes` is 0.
+///
+/// On success the caller owns `*out`; `data` is not retained.
+///
+/// # Returns
+/// As `bc_tensor_empty`, and `BC_ERR_INVALID_ARG` when `nbytes` does not match the shape.
+///
+/// # Safety
+/// `data` must be valid for `nbytes` reads; `shape` for `ndim` reads; `out` for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_from_data(
+    dtype: i32,
+    shape: *const i64,
+    ndim: usize,
+    data: *const c_void,
+    nbytes: usize,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    call(|| {
+        // SAFETY (this block): the caller's contract.
+        let slot = unsafe { out_handle(out, "out")? };
+        let shape = unsafe { dims_in(shape, ndim, "shape")? };
+        let bytes = unsafe { slice_in(data.cast::<u8>(), nbytes, "data")? };
+        let t = Tensor::from_bytes(dtype_in(dtype)?, &shape, bytes)?;
+        hand_out(slot, t)
+    })
+}
+
+/// A tensor that views caller memory without copying: element `(i0, i1, ...)` is at
+/// `data + (offset + i0*strides[0] + i1*strides[1] + ...) * itemsize`. Strides and offset count
+/// elements and may not be negative; `strides` NULL means row-major. Every element must lie within
+/// the `nbytes` bytes at `data`, and `data` must be aligned to the element size.
+///
+/// The library may read and (through in-place and `out` operations) write the memory.
+/// `release(user_data)`, when `release` is not NULL, runs exactly once, when the last tensor
+/// sharing this memory (this one and every view of it) is freed, on the thread that frees it.
+/// Until then the memory must stay valid. When this call fails, `release` is not called and the
+/// caller keeps ownership of the memory.
+///
+/// Go: memory from Go's heap may not be kept by C past the call (cgo pointer rules); wrap C memory
+/// (C.malloc) or pinned memory only. Julia: keep the array rooted (`GC.@preserve`, or a release
+/// callback that drops a reference) for as long as the tensor lives.
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_NULL_ARG` (`data` NULL with `nbytes` > 0, or `out` NULL, or `shape`/`strides`
+/// NULL with `ndim` > 0... `strides` NULL is row-major); `BC_ERR_INVALID_ARG` (out of bounds,
+/// negative stride or offset, misaligned, unknown dtype); `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
+///
+/// # Safety
+/// `data` must be valid for reads and writes of `nbytes` bytes until `release` runs; `shape` and
+/// `strides` (when not NULL) for `ndim` reads; `out` for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_wrap(
+    dtype: i32,
+    data: *mut c_void,
+    nbytes: usize,
+    shape: *const i64,
+    strides: *const i64,
+    ndim: usize,
+    offset: i64,
+    release: bc_release_fn,
+    user_data: *mut c_void,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    struct Hook(unsafe extern "C" fn(*mut c_void), usize);
+    call(|| {
+        // SAFETY (this block): the caller's contract.
+        let slot = unsafe { out_handle(out, "out")? };
+        let dtype = dtype_in(dtype)?;
+        let shape = unsafe { dims_in(shape, ndim, "shape")? };
+        let strides: Option<Strides> = if strides.is_null() {
+            None
+        } else {
+            Some(
+                unsafe { slice_in(strides, ndim, "strides")? }
+                    .iter()
+                    .map(|&s| s as isize)
+                    .collect(),
+            )
+        };
+        let offset = usize::try_from(offset)
+            .map_err(|_| FfiError::invalid(format!("offset {offset} is negative")))?;
+        let data = match NonNull::new(data.cast::<u8>()) {
+            Some(p) => p,
+            None if nbytes == 0 => NonNull::dangling(),
+            None => return Err(FfiError::NullArg("data")),
+        };
+        let hook = release.map(|f| Hook(f, user_data as usize)).map(|h| {
+            Box::new(move || {
+                let h = h;
+                // SAFETY: the caller gave this function and pointer for exactly this call.
+                unsafe { (h.0)(h.1 as *mut c_void) }
+            }) as crate::engine::storage::ReleaseHook
+        });
+        // If this fails the hook is dropped unrun: a failed wrap leaves ownership with the caller.
+        let t = unsafe {
+            Tensor::from_foreign(
+                dtype,
+                data,
+                nbytes,
+                &shape,
+                strides.as_deref(),
+                offset,
+                hook,
+            )?
+        };
+        hand_out(slot, t)
+    })
+}
+
+/// Frees a handle. The elements are freed (or, for wrapped memory, released) when the last
+/// handle sharing them is freed. NULL is a no-op. Safe on any thread. Freeing a handle that is
+/// not live (already freed, or not from this library) does nothing and records
+/// `BC_ERR_INVALID_HANDLE` as the thread's last error.
+#[no_mangle]
+pub extern "C" fn bc_tensor_free(t: *mut bc_tensor) {
+    if t.is_null() {
+        return;
+    }
+    call(|| {
+        if handle::release(t) {
+            Ok(())
+        } else {
+            Err(FfiError::InvalidHandle("t"))
+        }
+    });
+}
+
+/// Whether `t` is a live handle (not NULL, not freed, from this library).
+#[no_mangle]
+pub extern "C" fn bc_tensor_is_live(t: *const bc_tensor) -> bool {
+    call_or(false, || handle::is_live(t))
+}
+
+/// The number of live handles in the process (for leak checks).
+#[no_mangle]
+pub extern "C" fn bc_tensor_live_count() -> usize {
+    call_or(0, handle::live_count)
+}
+
+/// Runs `f` on the tensor behind `t` and hands out the tensor it makes as `*out`.
+///
+/// # Safety
+/// `out` valid for one write.
+unsafe fn derive(
+    t: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+    f: impl FnOnce(&Tensor) -> Result<Tensor, FfiError>,
+) -> i32 {
+    call(|| {
+        // SAFETY: the caller's contract.
+        let slot = unsafe { out_handle(out, "out")? };
+        let t = handle::get(t, "t")?;
+        hand_out(slot, f(&t)?)
+    })
+}
+
+/// A deep copy of `t` in new row-major storage.
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_clone(t: *const bc_tensor, out: *mut *mut bc_tensor) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { derive(t, out, |t| Ok(t.to_contiguous(t.dtype())?)) }
+}
+
+/// A row-major copy of `t` (always a copy, in new storage, even when `t` is contiguous).
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_contiguous(
+    t: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { derive(t, out, |t| Ok(t.to_contiguous(t.dtype())?)) }
+}
+
+/// A row-major copy of `t` converted to `dtype` with C-style casts (floating to integer
+/// truncates; to bool is `!= 0`; to float16/bfloat16 rounds to nearest even).
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_to_dtype(
+    t: *const bc_tensor,
+    dtype: i32,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { derive(t, out, |t| Ok(t.to_contiguous(dtype_in(dtype)?)?)) }
+}
+
+/// Reads one property of `t` into `*out`.
+///
+/// # Safety
+/// `out` valid for one write.
+unsafe fn query<T>(t: *const bc_tensor, out: *mut T, f: impl FnOnce(&Tensor) -> T) -> i32 {
+    call(|| {
+        if out.is_null() {
+            return Err(FfiError::NullArg("out"));
+        }
+        let t = handle::get(t, "t")?;
+        // SAFETY: checked non-NULL; valid by the caller's contract.
+        unsafe { write_out(out, f(&t), "out") }
+    })
+}
+
+/// `*out` = the element type code of `t` (`BC_DTYPE_*`).
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_dtype(t: *const bc_tensor, out: *mut i32) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { query(t, out, |t| t.dtype().code()) }
+}
+
+/// `*out` = the number of dimensions of `t` (0 for a 0-d tensor).
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_ndim(t: *const bc_tensor, out: *mut usize) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { query(t, out, |t| t.ndim()) }
+}
+
+/// `*out` = the number of elements of `t` (1 for a 0-d tensor).
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_numel(t: *const bc_tensor, out: *mut i64) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { query(t, out, |t| t.numel() as i64) }
+}
+
+/// `*out` = the offset of `t`'s first element in its storage, in elements.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_offset(t: *const bc_tensor, out: *mut i64) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { query(t, out, |t| t.offset() as i64) }
+}
+
+/// `*out` = whether `t` is row-major without gaps (size-1 dimensions may have any stride).
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_is_contiguous(t: *const bc_tensor, out: *mut bool) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { query(t, out, |t| t.is_contiguous()) }
+}
+
+/// Copies `t`'s sizes into `buf` (`cap` entries; at least `ndim` needed; NULL allowed when
+/// `cap` is 0).
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_BUFFER_TOO_SMALL` when `cap < ndim`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`.
+///
+/// # Safety
+/// `buf` must be valid for `cap` writes.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_shape(t: *const bc_tensor, buf: *mut i64, cap: usize) -> i32 {
+    call(|| {
+        let t = handle::get(t, "t")?;
+        // SAFETY: the caller's contract.
+        unsafe { dims_out(t.shape(), buf, cap, "buf") }
+    })
+}
+
+/// Copies `t`'s strides, in elements, into `buf` (as `bc_tensor_shape`). Broadcast dimensions
+/// have stride 0.
+///
+/// # Safety
+/// `buf` must be valid for `cap` writes.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_strides(t: *const bc_tensor, buf: *mut i64, cap: usize) -> i32 {
+    call(|| {
+        let t = handle::get(t, "t")?;
+        // SAFETY: the caller's contract.
+        unsafe { dims_out(t.strides(), buf, cap, "buf") }
+    })
+}
+
+/// Copies `t`'s elements in row-major order into `buf`, which holds `nbytes` bytes (at least
+/// `numel * itemsize`; NULL allowed when that is 0).
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_BUFFER_TOO_SMALL` (nothing written); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`.
+///
+/// # Safety
+/// `buf` must be valid for `nbytes` writes and must not overlap `t`'s elements.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_copy_to(
+    t: *const bc_tensor,
+    buf: *mut c_void,
+    nbytes: usize,
+) -> i32 {
+    call(|| {
+        let t = handle::get(t, "t")?;
+        let needed = checked_nbytes(checked_numel(t.shape())?, t.dtype().size())?;
+        if nbytes < needed {
+            return Err(crate::engine::Error::BufferTooSmall {
+                needed,
+                given: nbytes,
+                unit: "bytes",
+            }
+            .into());
+        }
+        // SAFETY: the caller's contract; only `needed` bytes are written.
+        let dst = unsafe { slice_out(buf.cast::<u8>(), needed, "buf")? };
+        Ok(t.copy_to_bytes(dst)?)
+    })
+}
+
+/// The size in bytes of one element of `dtype`, or 0 for an unknown code.
+#[no_mangle]
+pub extern "C" fn bc_dtype_size(dtype: i32) -> usize {
+    DType::from_code(dtype).map_or(0, |d| d.size())
+}
+
+/// The name of `dtype` ("float32", "int64", ...), or "unknown": a static string.
+#[no_mangle]
+pub extern "C" fn bc_dtype_name(dtype: i32) -> *const c_char {
+    let name: &'static std::ffi::CStr = match DType::from_code(dtype) {
+        Some(DType::Bool) => c"bool",
+        Some(DType::U8) => c"uint8",
+        Some(DType::I8) => c"int8",
+        Some(DType::I16) => c"int16",
+        Some(DType::I32) => c"int32",
+        Some(DType::I64) => c"int64",
+        Some(DType::F16) => c"float16",
+        Some(DType::BF16) => c"bfloat16",
+        Some(DType::F32) => c"float32",
+        Some(DType::F64) => c"float64",
+        None => c"unknown",
+    };
+    name.as_ptr()
+}
+
+/// A view of `t` expanded to `sizes` (PyTorch's `expand`): dimensions of size 1 repeat with
+/// stride 0, new leading dimensions may be added, -1 keeps a size (not allowed in a new leading
+/// dimension). No data is copied; writes through views that repeat elements are refused.
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_SHAPE` (message e.g. `The expanded size of the tensor (5) must match the
+/// existing size (3) at non-singleton dimension 1.  Target sizes: [2, 5].  Tensor sizes: [3]`);
+/// `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_INVALID_ARG`; `BC_ERR_OVERFLOW`.
+///
+/// # Safety
+/// `sizes` valid for `ndim` reads; `out` for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_expand(
+    t: *const bc_tensor,
+    sizes: *const i64,
+    ndim: usize,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    call(|| {
+        // SAFETY (this block): the caller's contract.
+        let slot = unsafe { out_handle(out, "out")? };
+        handle::check_ndim(ndim, "sizes")?;
+        let sizes = unsafe { slice_in(sizes, ndim, "sizes")? };
+        let t = handle::get(t, "t")?;
+        hand_out(slot, t.expand(sizes)?)
+    })
+}
+
+/// The same as `bc_tensor_expand` (NumPy's and PyTorch's `broadcast_to`).
+///
+/// # Safety
+/// As `bc_tensor_expand`.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_broadcast_to(
+    t: *const bc_tensor,
+    shape: *const i64,
+    ndim: usize,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_tensor_expand(t, shape, ndim, out) }
+}
+
+/// `t` expanded to the shape of `other` (a view).
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_expand_as(
+    t: *const bc_tensor,
+    other: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    call(|| {
+        // SAFETY: the caller's contract.
+        let slot = unsafe { out_handle(out, "out")? };
+        let (t, other) = (handle::get(t, "t")?, handle::get(other, "other")?);
+        hand_out(slot, t.expand_to(other.shape())?)
+    })
+}
+
+/// Views of the `n` tensors `ins[0..n]` expanded to their common broadcast shape, written to
+/// `outs[0..n]`: all of them on success (the caller owns each), none on failure (all NULL).
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_SHAPE` (PyTorch's `broadcast_shapes` message); `BC_ERR_NULL_ARG`;
+/// `BC_ERR_INVALID_HANDLE`.
+///
+/// # Safety
+/// `ins` valid for `n` reads and `outs` for `n` writes.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_broadcast_tensors(
+    ins: *const *const bc_tensor,
+    n: usize,
+    outs: *mut *mut bc_tensor,
+) -> i32 {
+    call(|| {
+        // SAFETY (this block): the caller's contract.
+        let outs = unsafe { slice_out(outs, n, "outs")? };
+        outs.fill(std::ptr::null_mut());
+        let ins = unsafe { slice_in(ins, n, "ins")? };
+        let tensors: Vec<Tensor> = ins
+            .iter()
+            .map(|&h| handle::get(h, "ins[i]"))
+            .collect::<Result<_, _>>()?;
+        let refs: Vec<&Tensor> = tensors.iter().collect();
+        let views = ops::broadcast_tensors(&refs)?;
+        let mut handles = Vec::with_capacity(n);
+        for v in views {
+            match handle::register(v) {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    for h in handles {
+                        handle::release(h);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        outs.copy_from_slice(&handles);
+        Ok(())
+    })
+}
+
+/// A view with the dimensions of `t` reordered: dimension `i` of the result is dimension
+/// `dims[i]` of `t` (negative entries count from the end). `ndim` must equal `t`'s.
+///
+/// # Safety
+/// `dims` valid for `ndim` reads; `out` for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_permute(
+    t: *const bc_tensor,
+    dims: *const i64,
+    ndim: usize,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    call(|| {
+        // SAFETY (this block): the caller's contract.
+        let slot = unsafe { out_handle(out, "out")? };
+        handle::check_ndim(ndim, "dims")?;
+        let dims = unsafe { slice_in(dims, ndim, "dims")? };
+        let t = handle::get(t, "t")?;
+        hand_out(slot, t.permute(dims)?)
+    })
+}
+
+/// A view with dimensions `dim0` and `dim1` swapped (negative counts from the end).
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_transpose(
+    t: *const bc_tensor,
+    dim0: i64,
+    dim1: i64,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { derive(t, out, |t| Ok(t.transpose(dim0, dim1)?)) }
+}
+
+/// A view of `t[..., start:stop:step, ...]` along `dim`, with Python's rules: negative `start` and
+/// `stop` count from the end, both are clamped to the dimension; `step` must be at least 1.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_slice(
+    t: *const bc_tensor,
+    dim: i64,
+    start: i64,
+    stop: i64,
+    step: i64,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { derive(t, out, |t| Ok(t.slice(dim, start, stop, step)?)) }
+}
+
+/// Any view over `t`'s storage: `shape`, `strides` (elements, not negative) and an absolute
+/// `offset` (elements from the start of the storage). Every element must lie inside the storage.
+///
+/// # Safety
+/// `shape` and `strides` valid for `ndim` reads; `out` for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_as_strided(
+    t: *const bc_tensor,
+    shape: *const i64,
+    strides: *const i64,
+    ndim: usize,
+    offset: i64,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    call(|| {
+        // SAFETY (this block): the caller's contract.
+        let slot = unsafe { out_handle(out, "out")? };
+        let shape = unsafe { dims_in(shape, ndim, "shape")? };
+        let strides: Strides = unsafe { slice_in(strides, ndim, "strides")? }
+            .iter()
+            .map(|&s| s as isize)
+            .collect();
+        let offset = usize::try_from(offset)
+            .map_err(|_| FfiError::invalid(format!("offset {offset} is negative")))?;
+        let t = handle::get(t, "t")?;
+        hand_out(slot, t.as_strided(&shape, &strides, offset)?)
+    })
+}
