@@ -336,6 +336,13 @@ int32_t bc_last_error_info(struct bc_error_info *out);
 int32_t bc_last_error_shape(int32_t which, int64_t *buf, size_t cap, int64_t *ndim);
 
 /**
+ * A diagnostic entry point that panics inside the library on purpose, to show that no panic
+ * crosses the boundary: it returns `BC_ERR_INTERNAL` with the message
+ * `internal error: bc_debug_panic: deliberate panic`, and the library stays usable.
+ */
+int32_t bc_debug_panic(void);
+
+/**
  * `*out = a op b` in a new tensor of the broadcast shape and PyTorch's result type.
  *
  * Shapes broadcast (spec sections 1-2); the result type follows PyTorch 2.x's `result_type`

@@ -306,3 +306,13 @@ pub unsafe extern "C" fn bc_last_error_shape(
         BC_OK
     })
 }
+
+/// A diagnostic entry point that panics inside the library on purpose, to show that no panic
+/// crosses the boundary: it returns `BC_ERR_INTERNAL` with the message
+/// `internal error: bc_debug_panic: deliberate panic`, and the library stays usable.
+#[no_mangle]
+pub extern "C" fn bc_debug_panic() -> i32 {
+    super::boundary::call(|| -> Result<(), super::status::FfiError> {
+        panic!("bc_debug_panic: deliberate panic");
+    })
+}
