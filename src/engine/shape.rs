@@ -154,6 +154,7 @@ pub fn expand_geometry(
     }
     let mut out_shape: Dims = SmallVec::from_elem(0, ndim);
     let mut out_strides: Strides = SmallVec::from_elem(0, ndim);
+    let mut negative = None;
     for i in (0..ndim).rev() {
         let offset = ndim - 1 - i;
         let existing = shape.len().checked_sub(offset + 1);
@@ -188,11 +189,16 @@ pub fn expand_geometry(
             }
             stride = 0;
         }
-        if target < 0 {
-            return Err(Error::ExpandNegative { dim: i, target });
+        // PyTorch lets other negative sizes through this walk and fails on them afterwards, so
+        // an error further left (such as a leading -1) is reported first.
+        if target < 0 && negative.is_none() {
+            negative = Some(Error::ExpandNegative { dim: i, target });
         }
-        out_shape[i] = target as usize;
+        out_shape[i] = target.max(0) as usize;
         out_strides[i] = stride;
+    }
+    if let Some(e) = negative {
+        return Err(e);
     }
     checked_numel(&out_shape)?;
     Ok((out_shape, out_strides))

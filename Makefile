@@ -1,0 +1,34 @@
+# The two commands of the README, plus the checks CI runs. Everything goes through cargo; the
+# C demo is compiled against the header and the shared library cargo just built.
+CC ?= cc
+RELEASE := target/release
+
+.PHONY: demo test check bench bench-smoke header-drift
+
+# Build the library and run the C tour of the documented examples.
+demo:
+	cargo build --release
+	$(CC) -std=c11 -Wall -Wextra -Werror -Iinclude examples/tour.c -L$(RELEASE) -lbroadcast \
+		-Wl,-rpath,'$$ORIGIN' -o $(RELEASE)/tour
+	$(RELEASE)/tour
+
+# Every test: Rust unit and integration tests (oracle conformance, property, C suite, reliability,
+# bounded fuzzing), then the C suite under valgrind and under AddressSanitizer/UBSan.
+test:
+	cargo test
+	bash scripts/sanitizers.sh
+
+# Formatting, lints, and the generated header matching the code.
+check: header-drift
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
+
+header-drift:
+	cargo build
+	git diff --exit-code -- include/ || { echo "include/broadcast.h is out of date: commit the regenerated header"; exit 1; }
+
+bench:
+	cargo run --release --bin bench-compare
+
+bench-smoke:
+	cargo run --release --bin bench-compare -- --smoke

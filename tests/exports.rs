@@ -1,0 +1,85 @@
+//! The shipped library's interface: every exported symbol carries the `bc_` prefix, the header
+//! declares each of them, and the header's version macros agree with Cargo.toml.
+use std::path::PathBuf;
+use std::process::Command;
+
+/// target/<profile>/ of the library this test binary was built with.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf()
+}
+
+fn exported_symbols() -> Vec<String> {
+    let so = profile_dir().join("libbroadcast.so");
+    assert!(
+        so.exists(),
+        "{} is missing: cargo builds the cdylib with the tests",
+        so.display()
+    );
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&so)
+        .output()
+        .expect("nm (binutils) must be installed");
+    assert!(
+        out.status.success(),
+        "nm failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (_addr, kind, name) = (f.next()?, f.next()?, f.next()?);
+            matches!(kind, "T" | "D" | "B" | "R" | "W" | "V").then(|| name.to_string())
+        })
+        .collect()
+}
+
+fn header() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/broadcast.h"))
+        .expect("include/broadcast.h")
+}
+
+#[test]
+fn every_exported_symbol_has_the_bc_prefix() {
+    let symbols = exported_symbols();
+    assert!(symbols.len() > 50, "suspiciously few exports: {symbols:?}");
+    let stray: Vec<&String> = symbols.iter().filter(|s| !s.starts_with("bc_")).collect();
+    assert!(
+        stray.is_empty(),
+        "exports without the bc_ prefix: {stray:?}"
+    );
+    println!("{} exported symbols, all prefixed bc_", symbols.len());
+}
+
+#[test]
+fn header_declares_every_export() {
+    let header = header();
+    let missing: Vec<String> = exported_symbols()
+        .into_iter()
+        .filter(|s| !header.contains(&format!(" {s}(")) && !header.contains(&format!("*{s}(")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "exported but not declared in the header: {missing:?}"
+    );
+}
+
+#[test]
+fn header_version_macros_match_cargo() {
+    let header = header();
+    let version = env!("CARGO_PKG_VERSION");
+    let mut parts = version.split('.');
+    for name in ["MAJOR", "MINOR", "PATCH"] {
+        let line = format!("#define BC_VERSION_{name} {}", parts.next().unwrap());
+        assert!(header.contains(&line), "header lacks `{line}`");
+    }
+    assert!(header.contains(&format!("#define BC_VERSION_STRING \"{version}\"")));
+    // SAFETY: bc_version returns a static NUL-terminated string.
+    let v = unsafe { std::ffi::CStr::from_ptr(broadcast::ffi::bc_version()) };
+    assert_eq!(v.to_str().unwrap(), version);
+}
