@@ -675,9 +675,9 @@ int32_t bc_tensor_from_data(int32_t dtype,
  * callback that drops a reference) for as long as the tensor lives.
  *
  * # Returns
- * `BC_OK`; `BC_ERR_NULL_ARG` (`data` NULL with `nbytes` > 0, or `out` NULL, or `shape`/`strides`
- * NULL with `ndim` > 0... `strides` NULL is row-major); `BC_ERR_INVALID_ARG` (out of bounds,
- * negative stride or offset, misaligned, unknown dtype); `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
+ * `BC_OK`; `BC_ERR_NULL_ARG` (`out` NULL, `data` NULL with `nbytes` > 0, or `shape` NULL with
+ * `ndim` > 0); `BC_ERR_INVALID_ARG` (an element out of bounds, a negative stride or offset,
+ * misaligned `data`, an unknown dtype); `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
  *
  * # Safety
  * `data` must be valid for reads and writes of `nbytes` bytes until `release` runs; `shape` and

@@ -92,7 +92,8 @@ impl Tensor {
         offset: usize,
         release: Option<ReleaseHook>,
     ) -> Result<Tensor> {
-        if (data.as_ptr() as usize) % dtype.size() != 0 {
+        // With no bytes nothing is ever read, and NULL/dangling stand-ins need not be aligned.
+        if nbytes > 0 && (data.as_ptr() as usize) % dtype.size() != 0 {
             return Err(Error::invalid(format!(
                 "data pointer is not aligned to the {}-byte elements of {}",
                 dtype.size(),
@@ -240,8 +241,9 @@ impl Tensor {
         let len = self.shape[d] as i64;
         let clamp = |i: i64| if i < 0 { (i + len).max(0) } else { i.min(len) };
         let (start, stop) = (clamp(start), clamp(stop));
+        // 0 <= start < stop <= len: no step, however large, can overflow this.
         let count = if stop > start {
-            (stop - start + step - 1) / step
+            (stop - start - 1) / step + 1
         } else {
             0
         };
@@ -253,7 +255,15 @@ impl Tensor {
             self.offset
         };
         shape[d] = count as usize;
-        strides[d] = self.strides[d] * step as isize;
+        // With two or more elements the new stride spans memory the view already covered, so it
+        // fits; with fewer it is never used, and the old one is kept.
+        if count > 1 {
+            strides[d] = self.strides[d]
+                .checked_mul(step as isize)
+                .ok_or(Error::Overflow {
+                    what: "slice stride",
+                })?;
+        }
         Ok(self.view(shape, strides, offset))
     }
 

@@ -3,8 +3,9 @@
 //! message, and a panic into `BC_ERR_INTERNAL`: nothing unwinds into the caller.
 use super::status::{FfiError, BC_OK};
 use crate::engine::Error;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Once;
 
 /// What the last failed call on this thread left behind.
 #[derive(Default)]
@@ -36,9 +37,38 @@ fn record(e: FfiError) -> i32 {
     status
 }
 
+thread_local! {
+    /// Depth of boundary calls on this thread: panics inside them are reported as statuses, so
+    /// the panic hook stays quiet for them.
+    static INSIDE: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Installs, once, a panic hook that stays silent for panics caught by the boundary (they become
+/// a status and a message) and hands every other panic to the hook that was there before.
+fn quiet_panics_inside_boundary() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if INSIDE.with(|d| d.get()) == 0 {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Runs `body` under `catch_unwind`, marking the thread as inside the boundary.
+fn guarded<T>(body: impl FnOnce() -> T) -> std::thread::Result<T> {
+    quiet_panics_inside_boundary();
+    INSIDE.with(|d| d.set(d.get() + 1));
+    let result = catch_unwind(AssertUnwindSafe(body));
+    INSIDE.with(|d| d.set(d.get() - 1));
+    result
+}
+
 /// Runs an export's body: the status it returns is `BC_OK` or the failure's code.
 pub(crate) fn call(body: impl FnOnce() -> Result<(), FfiError>) -> i32 {
-    match catch_unwind(AssertUnwindSafe(body)) {
+    match guarded(body) {
         Ok(Ok(())) => BC_OK,
         Ok(Err(e)) => record(e),
         Err(payload) => {
@@ -54,5 +84,5 @@ pub(crate) fn call(body: impl FnOnce() -> Result<(), FfiError>) -> i32 {
 
 /// For exports that cannot report a status: the body's value, or `fallback` on a panic.
 pub(crate) fn call_or<T>(fallback: T, body: impl FnOnce() -> T) -> T {
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
+    guarded(body).unwrap_or(fallback)
 }

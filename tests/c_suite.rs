@@ -1,0 +1,361 @@
+//! The C test suite: compiles each C program in `c_tests/` against `include/broadcast.h` and the
+//! library cargo has just built (in this test binary's own target directory), runs it, and fails
+//! with its output when it exits non-zero. One `#[test]` per C program, plus header hygiene
+//! (C++17, two C translation units), `examples/tour.c`, and a check that no file in `c_tests/` is
+//! left out.
+//!
+//! The compiler is found with the `cc` crate (so `CC`/`CXX` are honoured). The library is taken
+//! from `target/<profile>/deps`, where `cargo test` itself builds the cdylib and staticlib (only
+//! `cargo build` copies them up to `target/<profile>`, so that copy may be stale), falling back to
+//! `target/<profile>`. Binaries and their output (`<name>.log`) go to `target/c_suite/<profile>/`.
+//! Each program prints `test <name> ... ok|FAILED` per C test; see them with `-- --nocapture`.
+//!
+//! Environment variables:
+//!
+//! * `BC_C_SUITE_WRAPPER`: a command prefix for running the binaries, e.g.
+//!   `valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect`.
+//! * `BC_C_SUITE_CFLAGS`: extra compiler/linker flags, e.g. `-fsanitize=address,undefined`.
+//! * `BC_C_SUITE_LINK=static`: link `libbroadcast.a` instead of the shared library.
+//! * `BC_C_SUITE_TIMEOUT`: seconds a program may run (default 600).
+//!
+//! Flags and wrapper are split on whitespace (no quoting).
+#![cfg(unix)]
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Every source file in `c_tests/` and the test that builds it (checked by `every_c_test_file_is_built`).
+const KNOWN_SOURCES: &[&str] = &[
+    "documented_examples.c",
+    "bad_input.c",
+    "ops.c",
+    "header_tu_main.c",
+    "header_tu_other.c",
+    "header_cxx.cpp",
+];
+
+const C_FLAGS: &[&str] = &["-std=c11", "-Wall", "-Wextra", "-Werror", "-g"];
+const CXX_FLAGS: &[&str] = &["-std=c++17", "-Wall", "-Wextra", "-Werror", "-g"];
+
+struct Paths {
+    root: PathBuf,
+    /// Where the library this test run was built with lives: target/<profile>/deps. `cargo test`
+    /// builds the cdylib and staticlib there (all crate types come from one rustc run) but only
+    /// `cargo build` copies them up to target/<profile>, so the copy there may be missing or stale.
+    lib_dir: PathBuf,
+    /// target/c_suite/<profile>: where the C binaries go.
+    out_dir: PathBuf,
+}
+
+fn paths() -> Paths {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/c_suite-<hash>  ->  target/<profile>
+    let deps = exe.parent().expect("test binary has a parent directory");
+    let profile_dir = if deps.file_name().is_some_and(|n| n == "deps") {
+        deps.parent().expect("deps has a parent").to_path_buf()
+    } else {
+        deps.to_path_buf()
+    };
+    let wanted = if static_link() {
+        "libbroadcast.a"
+    } else {
+        shared_lib_name()
+    };
+    let lib_dir = [deps.to_path_buf(), profile_dir.clone()]
+        .into_iter()
+        .find(|d| d.join(wanted).exists())
+        .unwrap_or_else(|| {
+            panic!(
+                "{wanted} is in neither {} nor {}: cargo builds it with the library (try `cargo build`)",
+                deps.display(),
+                profile_dir.display()
+            )
+        });
+    let profile = profile_dir
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_else(|| "debug".into());
+    let target_dir = profile_dir
+        .parent()
+        .expect("profile dir has a parent")
+        .to_path_buf();
+    let out_dir = target_dir.join("c_suite").join(profile);
+    std::fs::create_dir_all(&out_dir).expect("create target/c_suite");
+    Paths {
+        root,
+        lib_dir,
+        out_dir,
+    }
+}
+
+/// The target triple of this test binary (cc wants one; outside build scripts there is no TARGET).
+fn target_triple() -> String {
+    if let Ok(t) = std::env::var("TARGET") {
+        return t;
+    }
+    let arch = std::env::consts::ARCH;
+    if cfg!(target_os = "macos") {
+        format!("{arch}-apple-darwin")
+    } else if cfg!(target_os = "linux") {
+        let env = if cfg!(target_env = "musl") {
+            "musl"
+        } else {
+            "gnu"
+        };
+        format!("{arch}-unknown-linux-{env}")
+    } else if cfg!(target_os = "freebsd") {
+        format!("{arch}-unknown-freebsd")
+    } else {
+        format!("{arch}-unknown-{}", std::env::consts::OS)
+    }
+}
+
+fn compiler(cpp: bool) -> PathBuf {
+    let triple = target_triple();
+    let tool = cc::Build::new()
+        .cpp(cpp)
+        .target(&triple)
+        .host(&triple)
+        .opt_level(0)
+        .debug(true)
+        .cargo_metadata(false)
+        .cargo_warnings(false)
+        .try_get_compiler()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cc could not find a {} compiler: {e}",
+                if cpp { "C++" } else { "C" }
+            )
+        });
+    tool.path().to_path_buf()
+}
+
+fn env_words(name: &str) -> Vec<String> {
+    std::env::var(name)
+        .map(|v| v.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+fn shared_lib_name() -> &'static str {
+    if cfg!(target_os = "macos") {
+        "libbroadcast.dylib"
+    } else {
+        "libbroadcast.so"
+    }
+}
+
+fn static_link() -> bool {
+    std::env::var("BC_C_SUITE_LINK").is_ok_and(|v| v == "static")
+}
+
+/// Link arguments for the library, shared (default) or static (`BC_C_SUITE_LINK=static`).
+fn link_args(p: &Paths) -> Vec<String> {
+    if static_link() {
+        let a = p.lib_dir.join("libbroadcast.a");
+        let mut v = vec![a.display().to_string()];
+        if cfg!(target_os = "linux") {
+            for l in [
+                "-lgcc_s",
+                "-lutil",
+                "-lrt",
+                "-lpthread",
+                "-lm",
+                "-ldl",
+                "-lc",
+            ] {
+                v.push(l.into());
+            }
+        } else {
+            v.push("-lm".into());
+        }
+        v
+    } else {
+        vec![
+            format!("-L{}", p.lib_dir.display()),
+            "-lbroadcast".into(),
+            format!("-Wl,-rpath,{}", p.lib_dir.display()),
+            "-pthread".into(),
+            "-lm".into(),
+        ]
+    }
+}
+
+/// Compile `sources` (relative to the repository root) into target/c_suite/<profile>/<name>;
+/// panics with the compiler's output on failure.
+fn build(p: &Paths, name: &str, sources: &[&str], cpp: bool, extra_flags: &[&str]) -> PathBuf {
+    let header = p.root.join("include").join("broadcast.h");
+    assert!(
+        header.exists(),
+        "{} is missing: cargo build generates it",
+        header.display()
+    );
+    let exe = p.out_dir.join(name);
+    let cc = compiler(cpp);
+    let mut cmd = Command::new(&cc);
+    cmd.args(if cpp { CXX_FLAGS } else { C_FLAGS })
+        .args(extra_flags)
+        .arg(format!("-I{}", p.root.join("include").display()))
+        .arg(format!("-I{}", p.root.join("c_tests").display()))
+        .args(env_words("BC_C_SUITE_CFLAGS"));
+    for s in sources {
+        cmd.arg(p.root.join(s));
+    }
+    cmd.arg("-o").arg(&exe).args(link_args(p));
+    let shown = format!("{cmd:?}");
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", cc.display()));
+    if !out.status.success() {
+        panic!(
+            "compiling {name} failed ({}):\n{shown}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    exe
+}
+
+/// Run a built program (behind `BC_C_SUITE_WRAPPER` if set) with stdout+stderr captured in order;
+/// panics with that output if it exits non-zero, times out, or dies from a signal.
+fn run(p: &Paths, exe: &Path) {
+    let log_path = exe.with_extension("log");
+    let log = File::create(&log_path).expect("create log file");
+    let log_err = log.try_clone().expect("clone log file");
+    let wrapper = env_words("BC_C_SUITE_WRAPPER");
+    let mut cmd = match wrapper.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
+    cmd.current_dir(&p.root)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err);
+    if std::env::var_os("UBSAN_OPTIONS").is_none() {
+        cmd.env("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1");
+    }
+    let shown = format!("{cmd:?}");
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {shown}: {e}"));
+    let timeout = Duration::from_secs(
+        std::env::var("BC_C_SUITE_TIMEOUT")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(600),
+    );
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait for the C program") {
+            break Some(st);
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+    match status {
+        Some(st) if st.success() => {
+            // Visible with `cargo test -- --nocapture`.
+            println!("{shown}\n{output}");
+        }
+        Some(st) => panic!("{shown} failed ({st}); its output:\n{output}"),
+        None => panic!("{shown} did not finish within {timeout:?}; its output so far:\n{output}"),
+    }
+}
+
+fn build_and_run(name: &str) {
+    let p = paths();
+    let exe = build(&p, name, &[&format!("c_tests/{name}.c")], false, &[]);
+    run(&p, &exe);
+}
+
+#[test]
+fn documented_examples() {
+    build_and_run("documented_examples");
+}
+
+#[test]
+fn bad_input() {
+    build_and_run("bad_input");
+}
+
+#[test]
+fn ops() {
+    build_and_run("ops");
+}
+
+/// include/broadcast.h compiles as C++17 (twice included) and links.
+#[test]
+fn header_cxx() {
+    let p = paths();
+    let exe = build(
+        &p,
+        "header_cxx",
+        &["c_tests/header_cxx.cpp"],
+        true,
+        &["-Wpedantic"],
+    );
+    run(&p, &exe);
+}
+
+/// Two C translation units that both include the header compile (-Wpedantic) and link together.
+#[test]
+fn header_two_translation_units() {
+    let p = paths();
+    let exe = build(
+        &p,
+        "header_tu",
+        &["c_tests/header_tu_main.c", "c_tests/header_tu_other.c"],
+        false,
+        &["-Wpedantic"],
+    );
+    run(&p, &exe);
+}
+
+/// examples/tour.c (the walk through the documented examples that README shows how to build)
+/// compiles warning-free and reports that every example behaved as documented.
+#[test]
+fn tour_example() {
+    let p = paths();
+    let exe = build(&p, "tour", &["examples/tour.c"], false, &["-Wpedantic"]);
+    run(&p, &exe);
+}
+
+/// A new C program dropped into c_tests/ must get a test here, not be silently skipped.
+#[test]
+fn every_c_test_file_is_built() {
+    let p = paths();
+    let mut unknown = Vec::new();
+    for entry in std::fs::read_dir(p.root.join("c_tests")).expect("read c_tests/") {
+        let name = entry
+            .expect("dir entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        let is_source = name.ends_with(".c") || name.ends_with(".cpp") || name.ends_with(".cc");
+        if is_source && !KNOWN_SOURCES.contains(&name.as_str()) {
+            unknown.push(name);
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "c_tests/ has sources no test builds: {unknown:?} (add them to tests/c_suite.rs)"
+    );
+    for s in KNOWN_SOURCES {
+        assert!(
+            p.root.join("c_tests").join(s).exists(),
+            "c_tests/{s} is listed but missing"
+        );
+    }
+}
