@@ -332,6 +332,35 @@ fn tour_example() {
     run(&p, &exe);
 }
 
+/// examples/quickstart.c (the README's quick start, verbatim) compiles warning-free and prints
+/// what the README says it prints.
+#[test]
+fn quickstart_example() {
+    let p = paths();
+    let exe = build(
+        &p,
+        "quickstart",
+        &["examples/quickstart.c"],
+        false,
+        &["-Wpedantic"],
+    );
+    run(&p, &exe);
+    let printed = std::fs::read_to_string(exe.with_extension("log")).expect("quickstart log");
+    let expected = "(4,1) + (4,) -> (4,4); first row: 1.5 2.5 3.5 4.5";
+    assert_eq!(printed.trim(), expected);
+    let readme = std::fs::read_to_string(p.root.join("README.md")).expect("README.md");
+    let source =
+        std::fs::read_to_string(p.root.join("examples/quickstart.c")).expect("quickstart.c");
+    assert!(
+        readme.contains(source.trim()),
+        "README's quick start differs from examples/quickstart.c"
+    );
+    assert!(
+        readme.contains(expected),
+        "README does not show what the quick start prints"
+    );
+}
+
 /// A new C program dropped into c_tests/ must get a test here, not be silently skipped.
 #[test]
 fn every_c_test_file_is_built() {
