@@ -597,7 +597,9 @@ int32_t bc_shape_is_broadcastable(const int64_t *a,
                                   bool *out);
 
 /**
- * A new row-major tensor of `dtype` and `shape` whose elements are unspecified.
+ * A new row-major tensor of `dtype` and `shape` whose elements are unspecified: do not rely on
+ * their values. (They are in fact zero, so that reading them is never reading uninitialised
+ * memory; fresh pages cost the same either way.)
  *
  * On success the caller owns `*out` and frees it with `bc_tensor_free`; on failure `*out` is NULL.
  *

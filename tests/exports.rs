@@ -3,22 +3,23 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-/// target/<profile>/ of the library this test binary was built with.
-fn profile_dir() -> PathBuf {
+/// The shared library this test binary was built with: `cargo test` builds it in
+/// target/<profile>/deps (only `cargo build` copies it one level up, so that copy may be stale).
+fn shared_library() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    exe.parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf()
+    let deps = exe.parent().expect("target/<profile>/deps/<test>");
+    [
+        deps.to_path_buf(),
+        deps.parent().expect("target/<profile>").to_path_buf(),
+    ]
+    .into_iter()
+    .map(|dir| dir.join("libbroadcast.so"))
+    .find(|so| so.exists())
+    .unwrap_or_else(|| panic!("libbroadcast.so is missing from {}", deps.display()))
 }
 
 fn exported_symbols() -> Vec<String> {
-    let so = profile_dir().join("libbroadcast.so");
-    assert!(
-        so.exists(),
-        "{} is missing: cargo builds the cdylib with the tests",
-        so.display()
-    );
+    let so = shared_library();
     let out = Command::new("nm")
         .args(["-D", "--defined-only"])
         .arg(&so)

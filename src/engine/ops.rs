@@ -192,6 +192,9 @@ fn write_result(op: BinaryOp, dest: &Tensor, a: &Tensor, b: &Tensor, dtype: DTyp
 /// `out = a op b` where `out` has the broadcast shape and the computation type. Inputs of another
 /// type are first converted into temporaries of their own (un-broadcast) shape.
 fn compute(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+    if out.numel() == 0 {
+        return Ok(()); // nothing to compute, and no input needs converting
+    }
     let dtype = out.dtype();
     let convert = |t: &Tensor| {
         if t.dtype() == dtype {

@@ -27,7 +27,7 @@ pub fn has_internal_overlap(t: &Tensor) -> bool {
             separable = false;
             break;
         }
-        reach += (n - 1) * s;
+        reach = reach.saturating_add((n - 1).saturating_mul(s));
     }
     if separable {
         return false;

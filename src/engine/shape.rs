@@ -27,6 +27,10 @@ pub fn fmt_tuple<T: std::fmt::Display>(dims: &[T]) -> String {
 
 /// Number of elements, refusing products that do not fit in `isize` (so byte offsets stay valid).
 pub fn checked_numel(shape: &[usize]) -> Result<usize> {
+    // A 0 anywhere makes 0, whatever the other sizes and their order.
+    if shape.contains(&0) {
+        return Ok(0);
+    }
     shape
         .iter()
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))

@@ -131,7 +131,12 @@ impl Tensor {
         self.shape.len()
     }
     pub fn numel(&self) -> usize {
-        self.shape.iter().product()
+        // A 0 anywhere makes 0, whatever the other sizes (which may overflow together).
+        if self.shape.contains(&0) {
+            0
+        } else {
+            self.shape.iter().product()
+        }
     }
 
     /// Row-major with no gaps (size-1 dimensions may have any stride).
@@ -155,7 +160,7 @@ impl Tensor {
     pub fn data_ptr(&self) -> *mut u8 {
         self.storage
             .as_ptr()
-            .wrapping_add(self.offset * self.dtype.size())
+            .wrapping_add(self.offset.wrapping_mul(self.dtype.size()))
     }
 
     /// Address range `[lo, hi)` of the bytes the view touches; `None` when it has no elements.
@@ -250,7 +255,14 @@ impl Tensor {
         let mut shape = self.shape.clone();
         let mut strides = self.strides.clone();
         let offset = if count > 0 {
-            self.offset + (start as usize) * self.strides[d] as usize
+            // Bounded for views with elements; an empty view's offset is not, so check.
+            (start as usize)
+                .checked_mul(self.strides[d] as usize)
+                .and_then(|o| o.checked_add(self.offset))
+                .filter(|&o| o <= i64::MAX as usize)
+                .ok_or(Error::Overflow {
+                    what: "slice offset",
+                })?
         } else {
             self.offset
         };
@@ -313,6 +325,9 @@ impl Tensor {
 /// Writes `src` (same shape) into `dst`, converting dtypes. Overlap is the caller's concern.
 pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) {
     debug_assert_eq!(dst.shape(), src.shape());
+    if dst.numel() == 0 {
+        return; // nothing to copy; the geometry of an empty view may not even be computable
+    }
     let plan = Plan::new(dst.shape(), [dst.strides(), src.strides()]);
     let (from, to) = (src.dtype, dst.dtype);
     parallel::run(

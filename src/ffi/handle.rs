@@ -43,13 +43,18 @@ fn write() -> RwLockWriteGuard<'static, Registry> {
 const INDEX_BITS: u32 = usize::BITS / 2;
 const INDEX_MASK: usize = (1 << INDEX_BITS) - 1;
 
+/// XORed into every token so that small integers and ordinary pointers do not decode to the
+/// first slots at generation 0: a stray value then names a live handle only by chance. Its low
+/// half is 0, so no token is NULL.
+const KEY: usize = 0x9E37_79B9_7F4A_7C15_u64 as usize & !INDEX_MASK;
+
 fn encode(index: usize, generation: u32) -> *mut bc_tensor {
     let gen = (generation as usize) & INDEX_MASK;
-    ((gen << INDEX_BITS) | (index + 1)) as *mut bc_tensor
+    (((gen << INDEX_BITS) | (index + 1)) ^ KEY) as *mut bc_tensor
 }
 
 fn decode(handle: *const bc_tensor) -> (usize, u32) {
-    let raw = handle as usize;
+    let raw = handle as usize ^ KEY;
     (
         (raw & INDEX_MASK).wrapping_sub(1),
         (raw >> INDEX_BITS) as u32,

@@ -48,7 +48,9 @@ unsafe fn create(
     })
 }
 
-/// A new row-major tensor of `dtype` and `shape` whose elements are unspecified.
+/// A new row-major tensor of `dtype` and `shape` whose elements are unspecified: do not rely on
+/// their values. (They are in fact zero, so that reading them is never reading uninitialised
+/// memory; fresh pages cost the same either way.)
 ///
 /// On success the caller owns `*out` and frees it with `bc_tensor_free`; on failure `*out` is NULL.
 ///
@@ -66,7 +68,7 @@ pub unsafe extern "C" fn bc_tensor_empty(
     out: *mut *mut bc_tensor,
 ) -> i32 {
     // SAFETY: forwarded.
-    unsafe { create(dtype, shape, ndim, Init::Uninit, out) }
+    unsafe { create(dtype, shape, ndim, Init::Zeros, out) }
 }
 
 /// Like `bc_tensor_empty`, with every element 0 (false for bool).
