@@ -1,0 +1,248 @@
+//! Regression tests for every failure the reliability work found (issue #5), one readable test
+//! per bug; the fuzzer inputs that found them are kept in `fuzz/corpus/api/` as well.
+//!
+//! Fixed:
+//! * slice with a huge step: `(stop - start + step - 1)` overflowed. Debug builds panicked
+//!   (`BC_ERR_INTERNAL`); release builds made a view of `usize::MAX` elements over 4, and an
+//!   in-place operation on it with 3 worker threads wrote wild memory (SIGBUS).
+//! * `bc_tensor_wrap` of no bytes (`nbytes` 0, data NULL or unaligned) was refused as misaligned.
+//! * tensors with no elements skip every size check, so their shapes, strides and offsets may
+//!   make products that overflow; later arithmetic on them (`Plan::new`'s stride * size,
+//!   `Tensor::data_ptr`'s offset * itemsize, `Tensor::numel`, slice offsets) panicked in debug
+//!   builds (`BC_ERR_INTERNAL` for a perfectly valid empty tensor) and wrapped in release builds.
+//!   Empty results and copies now return before any geometry is computed, `data_ptr` wraps,
+//!   the overlap check saturates, and a slice offset above `i64::MAX` is `BC_ERR_OVERFLOW`.
+//! * the element-count check multiplied left to right: `[2^62, 2^62, 0]` was refused as an
+//!   overflow while `[0, 2^62, 2^62]` was accepted, so a permuted valid empty tensor could not be
+//!   cloned (debug and release). A 0 anywhere now makes 0.
+//! * a binary operation whose result is empty still converted its inputs at their full size
+//!   (`BC_ERR_ALLOC`/`BC_ERR_OVERFLOW` for a broadcast input, or gigabytes of needless work).
+//! * handles were `slot + 1` in the low half, so small integers named the first live tensors
+//!   (tested in `reliability_handles.rs`, `small_integers_are_not_handles`).
+mod reliability_support;
+
+use broadcast::ffi::*;
+use reliability_support::*;
+use std::ffi::c_void;
+use std::ptr;
+
+#[test]
+fn slice_with_a_huge_step_keeps_one_element() {
+    let _g = serial();
+    let t = f64_tensor(&[4], &[1.0, 2.0, 3.0, 4.0]);
+    let one = f64_tensor(&[], &[1.0]);
+    for threads in [1usize, 3] {
+        bc_set_num_threads(threads);
+        bc_set_parallel_threshold(1);
+        for step in [i64::MAX, i64::MAX - 1, 1 << 62, 5] {
+            let mut v = ptr::null_mut();
+            // SAFETY: valid out-pointer.
+            let st = unsafe { bc_tensor_slice(t, 0, 0, 2, step, &mut v) };
+            assert_eq!(st, BC_OK, "step {step}: {}", last_message());
+            assert_eq!(shape_of(v), vec![1], "step {step}");
+            // The in-place operation that wrote wild memory in release builds.
+            assert_eq!(bc_add_inplace(v, one), BC_OK, "{}", last_message());
+            bc_tensor_free(v);
+        }
+    }
+    bc_set_num_threads(0);
+    bc_set_parallel_threshold(0);
+    // Only element 0 was touched, 8 times.
+    assert_eq!(values_f64(t), vec![9.0, 2.0, 3.0, 4.0]);
+    bc_tensor_free(t);
+    bc_tensor_free(one);
+}
+
+#[test]
+fn slice_whose_new_stride_overflows_is_an_overflow_error() {
+    let _g = serial();
+    let t = f64_tensor(&[4], &[1.0, 2.0, 3.0, 4.0]);
+    // A view whose only dimension has 2 elements at stride 3: step 2^62 keeps one element (no
+    // stride needed), but a stride of 2^62 * 3 for two elements can never be made.
+    let mut v = ptr::null_mut();
+    let (shape, strides) = ([2i64], [3i64]);
+    // SAFETY: valid pointers.
+    let st = unsafe { bc_tensor_as_strided(t, shape.as_ptr(), strides.as_ptr(), 1, 0, &mut v) };
+    assert_eq!(st, BC_OK, "{}", last_message());
+    let mut w = ptr::null_mut();
+    // SAFETY: valid out-pointer.
+    let st = unsafe { bc_tensor_slice(v, 0, 0, 2, 1 << 62, &mut w) };
+    assert_eq!(st, BC_OK);
+    assert_eq!(values_f64(w), vec![1.0]);
+    bc_tensor_free(w);
+    bc_tensor_free(v);
+    bc_tensor_free(t);
+}
+
+#[test]
+fn wrapping_no_bytes_needs_no_alignment() {
+    let _g = serial();
+    let mut backing = [0u64; 4];
+    let odd = (backing.as_mut_ptr() as *mut u8).wrapping_add(1) as *mut c_void;
+    let shape = [0i64, 3];
+    for dtype in 0..10 {
+        for data in [ptr::null_mut(), odd] {
+            let mut out = ptr::null_mut();
+            // SAFETY: no bytes are ever read through `data`.
+            let st = unsafe {
+                bc_tensor_wrap(
+                    dtype,
+                    data,
+                    0,
+                    shape.as_ptr(),
+                    ptr::null(),
+                    2,
+                    0,
+                    None,
+                    ptr::null_mut(),
+                    &mut out,
+                )
+            };
+            assert_eq!(
+                st,
+                BC_OK,
+                "dtype {dtype}, data {data:p}: {}",
+                last_message()
+            );
+            assert_eq!(shape_of(out), vec![0, 3]);
+            bc_tensor_free(out);
+        }
+    }
+    // With bytes to read, misalignment is still refused.
+    let mut out = ptr::null_mut();
+    let one = [1i64];
+    // SAFETY: 8 valid bytes at `odd`.
+    let st = unsafe {
+        bc_tensor_wrap(
+            BC_DTYPE_INT32,
+            odd,
+            8,
+            one.as_ptr(),
+            ptr::null(),
+            1,
+            0,
+            None,
+            ptr::null_mut(),
+            &mut out,
+        )
+    };
+    assert_eq!(st, BC_ERR_INVALID_ARG);
+    assert!(out.is_null());
+}
+
+/// Every call that reads or copies an empty tensor must succeed, whatever its other sizes.
+fn empty_tensor_is_usable(t: *mut bc_tensor) {
+    let mut buf = [0u8; 8];
+    // SAFETY (each call): valid pointers.
+    unsafe {
+        assert_eq!(
+            bc_tensor_copy_to(t, buf.as_mut_ptr().cast(), 8),
+            BC_OK,
+            "copy_to: {}",
+            last_message()
+        );
+        let mut c = ptr::null_mut();
+        assert_eq!(
+            bc_tensor_clone(t, &mut c),
+            BC_OK,
+            "clone: {}",
+            last_message()
+        );
+        bc_tensor_free(c);
+        let mut s = ptr::null_mut();
+        assert_eq!(bc_add(t, t, &mut s), BC_OK, "add: {}", last_message());
+        bc_tensor_free(s);
+    }
+}
+
+#[test]
+fn empty_tensor_with_huge_sizes_is_usable() {
+    let _g = serial();
+    let shape = [0i64, i64::MAX - 1, 2];
+    let mut t = ptr::null_mut();
+    // SAFETY: valid pointers.
+    let st = unsafe { bc_tensor_zeros(BC_DTYPE_UINT8, shape.as_ptr(), 3, &mut t) };
+    assert_eq!(st, BC_OK);
+    empty_tensor_is_usable(t);
+    bc_tensor_free(t);
+}
+
+#[test]
+fn empty_view_with_a_huge_offset_is_usable() {
+    let _g = serial();
+    let base = f64_tensor(&[4], &[1.0, 2.0, 3.0, 4.0]);
+    let (shape, strides) = ([3i64, 0, 1], [3i64, 0, 7]);
+    let mut v = ptr::null_mut();
+    // SAFETY: valid pointers.
+    let st = unsafe {
+        bc_tensor_as_strided(base, shape.as_ptr(), strides.as_ptr(), 3, i64::MAX, &mut v)
+    };
+    assert_eq!(st, BC_OK, "{}", last_message());
+    empty_tensor_is_usable(v);
+    bc_tensor_free(v);
+    bc_tensor_free(base);
+}
+
+#[test]
+fn empty_result_needs_no_conversion_of_inputs() {
+    let _g = serial();
+    let (s01, s1, big) = ([0i64, 1], [1i64], [1i64, 1 << 61]);
+    let (mut a, mut one, mut b, mut o) = (
+        ptr::null_mut(),
+        ptr::null_mut(),
+        ptr::null_mut(),
+        ptr::null_mut(),
+    );
+    // SAFETY (each call): valid pointers.
+    unsafe {
+        assert_eq!(
+            bc_tensor_zeros(BC_DTYPE_FLOAT64, s01.as_ptr(), 2, &mut a),
+            BC_OK
+        );
+        assert_eq!(
+            bc_tensor_ones(BC_DTYPE_FLOAT32, s1.as_ptr(), 1, &mut one),
+            BC_OK
+        );
+        assert_eq!(bc_tensor_expand(one, big.as_ptr(), 2, &mut b), BC_OK);
+        // [0, 1] + [1, 2^61] is an empty [0, 2^61] float64 tensor: nothing to convert.
+        let st = bc_add(a, b, &mut o);
+        assert_eq!(st, BC_OK, "{}", last_message());
+        assert_eq!(shape_of(o), vec![0, 1 << 61]);
+    }
+    for t in [a, one, b, o] {
+        bc_tensor_free(t);
+    }
+}
+
+#[test]
+fn element_count_check_does_not_depend_on_order() {
+    let _g = serial();
+    let z = [0i64, 1 << 62, 1 << 62];
+    let (mut t, mut p, mut c, mut u) = (
+        ptr::null_mut(),
+        ptr::null_mut(),
+        ptr::null_mut(),
+        ptr::null_mut(),
+    );
+    let perm = [1i64, 2, 0];
+    let z_last = [1i64 << 62, 1 << 62, 0];
+    // SAFETY (each call): valid pointers.
+    unsafe {
+        assert_eq!(
+            bc_tensor_zeros(BC_DTYPE_UINT8, z.as_ptr(), 3, &mut t),
+            BC_OK
+        );
+        assert_eq!(bc_tensor_permute(t, perm.as_ptr(), 3, &mut p), BC_OK);
+        assert_eq!(
+            bc_tensor_clone(p, &mut c),
+            BC_OK,
+            "clone: {}",
+            last_message()
+        );
+        let st = bc_tensor_zeros(BC_DTYPE_UINT8, z_last.as_ptr(), 3, &mut u);
+        assert_eq!(st, BC_OK, "zeros [2^62, 2^62, 0]: {}", last_message());
+    }
+    for h in [t, p, c, u] {
+        bc_tensor_free(h);
+    }
+}
