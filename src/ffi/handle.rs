@@ -4,7 +4,8 @@
 use super::status::FfiError;
 use crate::engine::shape::Dims;
 use crate::engine::Tensor;
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 /// An opaque tensor handle. Obtain one from a `bc_tensor_*` constructor, a view function or an
 /// operation; release it with `bc_tensor_free`. Handles are tokens, not addresses: never
@@ -16,32 +17,50 @@ pub struct bc_tensor {
 /// Largest number of dimensions a shape may have.
 pub const BC_MAX_NDIM: usize = 64;
 
+/// Slots live in fixed-size chunks that are allocated on first need and never move or go away,
+/// so a lookup finds its slot without any registry-wide lock: it locks only that slot. Threads
+/// working on different tensors therefore never contend; only creating and freeing handles take
+/// the (short) allocator lock.
+const CHUNK_SLOTS: usize = 256;
+const MAX_CHUNKS: usize = 1 << 16;
+
+#[derive(Default)]
 struct Slot {
-    generation: u32,
-    tensor: Option<Tensor>,
+    /// (generation, tensor): the generation grows by one at every free of the slot.
+    inner: Mutex<(u32, Option<Tensor>)>,
 }
 
-struct Registry {
-    slots: Vec<Slot>,
+struct Chunk {
+    slots: [Slot; CHUNK_SLOTS],
+}
+
+static CHUNKS: [AtomicPtr<Chunk>; MAX_CHUNKS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_CHUNKS];
+
+/// Which slots exist (`next`) and which of them are free.
+struct Allocator {
+    next: usize,
     free: Vec<u32>,
 }
-
-static REGISTRY: RwLock<Registry> = RwLock::new(Registry {
-    slots: Vec::new(),
+static ALLOCATOR: Mutex<Allocator> = Mutex::new(Allocator {
+    next: 0,
     free: Vec::new(),
 });
+static LIVE: AtomicUsize = AtomicUsize::new(0);
 
-// The registry's invariants hold between statements, so a poisoned lock is still usable.
-fn read() -> RwLockReadGuard<'static, Registry> {
-    REGISTRY.read().unwrap_or_else(|e| e.into_inner())
-}
-fn write() -> RwLockWriteGuard<'static, Registry> {
-    REGISTRY.write().unwrap_or_else(|e| e.into_inner())
+// Every critical section leaves its data consistent, so a poisoned lock is still usable.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Low half of the token: slot index + 1 (so no token is NULL); high half: the generation.
 const INDEX_BITS: u32 = usize::BITS / 2;
 const INDEX_MASK: usize = (1 << INDEX_BITS) - 1;
+const MAX_SLOTS: usize = if CHUNK_SLOTS * MAX_CHUNKS < INDEX_MASK {
+    CHUNK_SLOTS * MAX_CHUNKS
+} else {
+    INDEX_MASK - 1
+};
 
 /// XORed into every token so that small integers and ordinary pointers do not decode to the
 /// first slots at generation 0: a stray value then names a live handle only by chance. Its low
@@ -61,35 +80,48 @@ fn decode(handle: *const bc_tensor) -> (usize, u32) {
     )
 }
 
-/// Registers `t` and returns its new handle.
-pub(crate) fn register(t: Tensor) -> Result<*mut bc_tensor, FfiError> {
-    let mut reg = write();
-    let index = match reg.free.pop() {
-        Some(i) => i as usize,
-        None => {
-            if reg.slots.len() >= INDEX_MASK - 1 {
-                return Err(FfiError::invalid("too many live tensor handles"));
-            }
-            reg.slots.push(Slot {
-                generation: 0,
-                tensor: None,
-            });
-            reg.slots.len() - 1
-        }
-    };
-    let slot = &mut reg.slots[index];
-    slot.tensor = Some(t);
-    Ok(encode(index, slot.generation))
+fn same_generation(a: u32, b: u32) -> bool {
+    let mask = INDEX_MASK as u32;
+    a & mask == b & mask
 }
 
-fn live(reg: &Registry, handle: *const bc_tensor) -> Option<&Tensor> {
-    let (index, generation) = decode(handle);
-    let slot = reg.slots.get(index)?;
-    let gen_mask = INDEX_MASK as u32;
-    if slot.generation & gen_mask != generation & gen_mask {
-        return None;
-    }
-    slot.tensor.as_ref()
+/// The slot at `index`, if its chunk exists.
+fn slot(index: usize) -> Option<&'static Slot> {
+    let chunk = CHUNKS.get(index / CHUNK_SLOTS)?.load(Ordering::Acquire);
+    // SAFETY: a non-null chunk pointer comes from Box::into_raw in `register` and is never freed.
+    let chunk = unsafe { chunk.as_ref()? };
+    Some(&chunk.slots[index % CHUNK_SLOTS])
+}
+
+/// Registers `t` and returns its new handle.
+pub(crate) fn register(t: Tensor) -> Result<*mut bc_tensor, FfiError> {
+    let index = {
+        let mut alloc = lock(&ALLOCATOR);
+        match alloc.free.pop() {
+            Some(i) => i as usize,
+            None => {
+                let i = alloc.next;
+                if i >= MAX_SLOTS {
+                    return Err(FfiError::invalid("too many live tensor handles"));
+                }
+                if i % CHUNK_SLOTS == 0 {
+                    let chunk = Box::new(Chunk {
+                        slots: std::array::from_fn(|_| Slot::default()),
+                    });
+                    CHUNKS[i / CHUNK_SLOTS].store(Box::into_raw(chunk), Ordering::Release);
+                }
+                alloc.next = i + 1;
+                i
+            }
+        }
+    };
+    // The slot is ours until it holds a tensor: it is on no free list, and stale handles to it
+    // carry an older generation.
+    let slot = slot(index).expect("allocated slots have a chunk");
+    let mut inner = lock(&slot.inner);
+    inner.1 = Some(t);
+    LIVE.fetch_add(1, Ordering::Relaxed);
+    Ok(encode(index, inner.0))
 }
 
 /// The tensor behind a handle argument (a cheap clone: storage is shared).
@@ -97,41 +129,44 @@ pub(crate) fn get(handle: *const bc_tensor, name: &'static str) -> Result<Tensor
     if handle.is_null() {
         return Err(FfiError::NullArg(name));
     }
-    live(&read(), handle)
-        .cloned()
-        .ok_or(FfiError::InvalidHandle(name))
+    let (index, generation) = decode(handle);
+    let slot = slot(index).ok_or(FfiError::InvalidHandle(name))?;
+    let inner = lock(&slot.inner);
+    match &inner.1 {
+        Some(t) if same_generation(inner.0, generation) => Ok(t.clone()),
+        _ => Err(FfiError::InvalidHandle(name)),
+    }
 }
 
-/// Frees a handle. Returns false when it was not live. The tensor is dropped after the lock is
+/// Frees a handle. Returns false when it was not live. The tensor is dropped after the locks are
 /// released, because dropping may run a caller's release callback, which may call back in.
 pub(crate) fn release(handle: *mut bc_tensor) -> bool {
-    let taken = {
-        let mut reg = write();
-        let (index, generation) = decode(handle);
-        let gen_mask = INDEX_MASK as u32;
-        match reg.slots.get_mut(index) {
-            Some(slot)
-                if slot.generation & gen_mask == generation & gen_mask && slot.tensor.is_some() =>
-            {
-                slot.generation = slot.generation.wrapping_add(1);
-                let t = slot.tensor.take();
-                reg.free.push(index as u32);
-                t
-            }
-            _ => None,
-        }
+    let (index, generation) = decode(handle);
+    let Some(slot) = slot(index) else {
+        return false;
     };
-    taken.is_some()
+    let taken = {
+        let mut inner = lock(&slot.inner);
+        if !same_generation(inner.0, generation) || inner.1.is_none() {
+            return false;
+        }
+        inner.0 = inner.0.wrapping_add(1);
+        inner.1.take()
+    };
+    lock(&ALLOCATOR).free.push(index as u32);
+    LIVE.fetch_sub(1, Ordering::Relaxed);
+    drop(taken);
+    true
 }
 
 /// Whether a handle is live right now.
 pub(crate) fn is_live(handle: *const bc_tensor) -> bool {
-    !handle.is_null() && live(&read(), handle).is_some()
+    get(handle, "t").is_ok()
 }
 
 /// Number of live handles (for leak checks in tests).
 pub(crate) fn live_count() -> usize {
-    read().slots.iter().filter(|s| s.tensor.is_some()).count()
+    LIVE.load(Ordering::Relaxed)
 }
 
 /// Checks an out-pointer and clears it, so the caller sees NULL unless the call succeeds.
