@@ -8,6 +8,7 @@ use super::parallel;
 use super::plan::{broadcast_strides, Plan};
 use super::shape::{broadcast_shapes, broadcast_shapes_n, check_inplace, Dims};
 use super::tensor::{copy_into, Init, Tensor};
+use std::borrow::Cow;
 
 /// The backwards-compatibility switches of spec section 5.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -70,11 +71,11 @@ pub fn binary_inplace(
             {
                 warnings.push(Warning::BroadcastChange);
             }
-            other.clone()
+            Cow::Borrowed(other)
         }
         Err(_) if opts.legacy_fallback && self_.numel() == other.numel() => {
             warnings.push(Warning::FallbackInPlace);
-            reshape_row_major(other, self_.shape())?
+            Cow::Owned(reshape_row_major(other, self_.shape())?)
         }
         Err(e) => return Err(e),
     };
@@ -144,22 +145,22 @@ fn check_cast(from: DType, to: DType) -> Result<()> {
 
 /// The result shape of an out-of-place operation, with the switches applied: returns the shape,
 /// `b` as it is to be read (row-major reshaped under the fallback), and the warnings.
-fn out_of_place_shape(
+fn out_of_place_shape<'b>(
     a: &Tensor,
-    b: &Tensor,
+    b: &'b Tensor,
     opts: Options,
-) -> Result<(Dims, Tensor, Vec<Warning>)> {
+) -> Result<(Dims, Cow<'b, Tensor>, Vec<Warning>)> {
     match broadcast_shapes(a.shape(), b.shape()) {
         Ok(shape) => {
             let mut warnings = Vec::new();
             if opts.broadcast_warning && a.shape() != b.shape() && a.numel() == b.numel() {
                 warnings.push(Warning::BroadcastChange);
             }
-            Ok((shape, b.clone(), warnings))
+            Ok((shape, Cow::Borrowed(b), warnings))
         }
         Err(_) if opts.legacy_fallback && a.numel() == b.numel() => {
             let b = reshape_row_major(b, a.shape())?;
-            Ok((a.shape().into(), b, vec![Warning::Fallback]))
+            Ok((a.shape().into(), Cow::Owned(b), vec![Warning::Fallback]))
         }
         Err(e) => Err(e),
     }
@@ -196,11 +197,11 @@ fn compute(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
         return Ok(()); // nothing to compute, and no input needs converting
     }
     let dtype = out.dtype();
-    let convert = |t: &Tensor| {
-        if t.dtype() == dtype {
-            Ok(t.clone())
+    let convert = |t| -> Result<Cow<Tensor>> {
+        if Tensor::dtype(t) == dtype {
+            Ok(Cow::Borrowed(t))
         } else {
-            t.to_contiguous(dtype)
+            Ok(Cow::Owned(t.to_contiguous(dtype)?))
         }
     };
     let (a, b) = (convert(a)?, convert(b)?);

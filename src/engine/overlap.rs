@@ -2,13 +2,14 @@
 //! wrap the same caller memory separately are caught too. Cheap sufficient tests come first; an
 //! exact test by enumeration settles the rest up to a size, beyond which overlap is assumed.
 use super::tensor::Tensor;
+use smallvec::SmallVec;
 
 /// Largest view enumerated exactly; beyond it an undecided layout counts as overlapping.
 const EXACT_LIMIT: usize = 1 << 20;
 
 /// Do two elements of `t` share a memory location?
 pub fn has_internal_overlap(t: &Tensor) -> bool {
-    let mut dims: Vec<(usize, usize)> = t
+    let mut dims: SmallVec<[(usize, usize); 6]> = t
         .shape()
         .iter()
         .zip(t.strides())

@@ -11,13 +11,26 @@ use smallvec::SmallVec;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-#[derive(Clone)]
 pub struct Tensor {
     storage: Arc<Storage>,
     dtype: DType,
     shape: Dims,
     strides: Strides,
     offset: usize,
+}
+
+// By hand: SmallVec's derived clone goes element by element; these are plain words to copy, and
+// handle lookups clone a tensor on every call.
+impl Clone for Tensor {
+    fn clone(&self) -> Tensor {
+        Tensor {
+            storage: Arc::clone(&self.storage),
+            dtype: self.dtype,
+            shape: SmallVec::from_slice(&self.shape),
+            strides: SmallVec::from_slice(&self.strides),
+            offset: self.offset,
+        }
+    }
 }
 
 impl std::fmt::Debug for Tensor {
