@@ -1,9 +1,22 @@
 //! Inner loops. A kernel sees only pointers, strides and a count, never shapes: the plan has
 //! already reduced the work to runs along one dimension. Contiguous runs, and runs where one
 //! input is a repeated scalar (stride 0), get loops the compiler vectorizes.
+//!
+//! On x86-64 the binary loops exist twice: for the baseline instruction set (SSE2, what the
+//! library is compiled for) and as `#[target_feature(enable = "avx2")]` clones chosen at run time
+//! when the CPU has AVX2. Both compute each element with the same scalar operation (IEEE
+//! arithmetic is exactly rounded and nothing is fused or reassociated), so results are
+//! bit-identical whichever runs.
+//!
+//! When the executor marks a computation as streaming (a result larger than the caches, see
+//! [`super::parallel`]), contiguous results are written with non-temporal stores: whole cache
+//! lines go to memory without first being read for ownership, which saves a third of the memory
+//! traffic of `c = a + b`. Values are computed exactly as in the normal path, into a small block
+//! in L1, then streamed out.
 use super::dtype::DType;
 use super::elem::Elem;
 use crate::with_elem;
+use std::cell::Cell;
 
 /// The four elementwise operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,16 +29,91 @@ pub enum BinaryOp {
 
 impl BinaryOp {
     pub const ALL: [BinaryOp; 4] = [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div];
+}
 
-    #[inline(always)]
-    fn apply<T: Elem>(self, a: T, b: T) -> T {
-        match self {
-            BinaryOp::Add => a.add(b),
-            BinaryOp::Sub => a.sub(b),
-            BinaryOp::Mul => a.mul(b),
-            BinaryOp::Div => a.div(b),
+const ADD: u8 = 0;
+const SUB: u8 = 1;
+const MUL: u8 = 2;
+const DIV: u8 = 3;
+
+#[inline(always)]
+fn apply<T: Elem, const OP: u8>(a: T, b: T) -> T {
+    match OP {
+        ADD => a.add(b),
+        SUB => a.sub(b),
+        MUL => a.mul(b),
+        _ => a.div(b),
+    }
+}
+
+thread_local! {
+    /// Set by the executor around the runs of a computation whose result should be streamed.
+    static STREAM: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A block of runs offered for the next kernel call on this thread: the call's pointers and
+/// count describe the first run; run `r` starts `r * strides[k]` bytes further for operand `k`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rows {
+    pub rows: usize,
+    pub strides: [isize; 3],
+}
+
+thread_local! {
+    static ROWS: Cell<Option<Rows>> = const { Cell::new(None) };
+    static TAKEN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `call` (one kernel call) with `rows` offered; returns whether the kernel took the offer
+/// and computed every row. If not, it computed the first row only, as an ordinary run. Kernels
+/// that take offers: [`binary_run`].
+pub(crate) fn offer_rows(rows: Rows, call: impl FnOnce()) -> bool {
+    ROWS.with(|r| r.set(Some(rows)));
+    TAKEN.with(|t| t.set(false));
+    call();
+    ROWS.with(|r| r.set(None));
+    TAKEN.with(|t| t.replace(false))
+}
+
+/// Marks the runs that follow on this thread as streaming (or not); returns the previous mark.
+pub(crate) fn set_streaming(on: bool) -> bool {
+    STREAM.with(|s| s.replace(on))
+}
+
+#[inline]
+fn streaming() -> bool {
+    STREAM.with(|s| s.get())
+}
+
+/// Makes this thread's non-temporal stores visible before anything it stores afterwards (an
+/// `sfence`); the executor calls it before reporting a streamed range done.
+#[inline]
+pub(crate) fn store_fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: sfence has no preconditions (SSE, part of x86-64).
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
+}
+
+/// The widest vector code path this CPU runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimdLevel {
+    /// The baseline the library is compiled for (SSE2 on x86-64).
+    Baseline,
+    /// 256-bit AVX2 clones.
+    Avx2,
+}
+
+/// Which clones [`binary_run`] uses on this machine.
+pub fn simd_level() -> SimdLevel {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") {
+            return SimdLevel::Avx2;
         }
     }
+    SimdLevel::Baseline
 }
 
 /// `out[i] = a[i] op b[i]` for `n` elements; strides in bytes.
@@ -40,45 +128,568 @@ pub unsafe fn binary_run(
     strides: [isize; 3],
     n: usize,
 ) {
+    let stream = streaming();
+    if let Some(rows) = ROWS.with(|r| r.take()) {
+        TAKEN.with(|t| t.set(true));
+        // SAFETY: the executor offers rows only for runs that are valid for this call's
+        // contract, row after row.
+        with_elem!(dtype, T => unsafe {
+            match op {
+                BinaryOp::Add => dispatch_rows::<T, ADD>(ptrs, strides, rows, n, stream),
+                BinaryOp::Sub => dispatch_rows::<T, SUB>(ptrs, strides, rows, n, stream),
+                BinaryOp::Mul => dispatch_rows::<T, MUL>(ptrs, strides, rows, n, stream),
+                BinaryOp::Div => dispatch_rows::<T, DIV>(ptrs, strides, rows, n, stream),
+            }
+        });
+        return;
+    }
     // SAFETY: forwarded from this function's contract.
     with_elem!(dtype, T => unsafe {
         match op {
-            BinaryOp::Add => binary_typed::<T>(BinaryOp::Add, ptrs, strides, n),
-            BinaryOp::Sub => binary_typed::<T>(BinaryOp::Sub, ptrs, strides, n),
-            BinaryOp::Mul => binary_typed::<T>(BinaryOp::Mul, ptrs, strides, n),
-            BinaryOp::Div => binary_typed::<T>(BinaryOp::Div, ptrs, strides, n),
+            BinaryOp::Add => dispatch::<T, ADD>(ptrs, strides, n, stream),
+            BinaryOp::Sub => dispatch::<T, SUB>(ptrs, strides, n, stream),
+            BinaryOp::Mul => dispatch::<T, MUL>(ptrs, strides, n, stream),
+            BinaryOp::Div => dispatch::<T, DIV>(ptrs, strides, n, stream),
+        }
+    })
+}
+
+/// `binary_run` over `rows.rows` runs (a tile): with AVX2, a transposed input is transposed in
+/// registers a block at a time; otherwise run by run.
+#[inline(always)]
+unsafe fn dispatch_rows<T: Elem, const OP: u8>(
+    ptrs: [*mut u8; 3],
+    strides: [isize; 3],
+    rows: Rows,
+    n: usize,
+    stream: bool,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2; the rest is the caller's contract.
+            return unsafe { avx2::binary_rows::<T, OP>(ptrs, strides, rows, n, stream) };
+        }
+    }
+    for r in 0..rows.rows {
+        let p = std::array::from_fn(|k| ptrs[k].wrapping_offset(r as isize * rows.strides[k]));
+        // SAFETY: the caller's contract, row by row.
+        unsafe { binary_base::<T, OP>(p, strides, n, stream) };
+    }
+}
+
+/// `binary_run` on a chosen code path (tests compare the paths bit for bit).
+///
+/// # Safety
+/// As [`binary_run`]; `level` must be supported by this CPU (see [`simd_level`]).
+pub unsafe fn binary_run_with(
+    level: SimdLevel,
+    stream: bool,
+    op: BinaryOp,
+    dtype: DType,
+    ptrs: [*mut u8; 3],
+    strides: [isize; 3],
+    n: usize,
+) {
+    // SAFETY: forwarded from this function's contract.
+    with_elem!(dtype, T => unsafe {
+        match (op, level) {
+            (BinaryOp::Add, SimdLevel::Baseline) => binary_base::<T, ADD>(ptrs, strides, n, stream),
+            (BinaryOp::Sub, SimdLevel::Baseline) => binary_base::<T, SUB>(ptrs, strides, n, stream),
+            (BinaryOp::Mul, SimdLevel::Baseline) => binary_base::<T, MUL>(ptrs, strides, n, stream),
+            (BinaryOp::Div, SimdLevel::Baseline) => binary_base::<T, DIV>(ptrs, strides, n, stream),
+            (BinaryOp::Add, SimdLevel::Avx2) => binary_wide::<T, ADD>(ptrs, strides, n, stream),
+            (BinaryOp::Sub, SimdLevel::Avx2) => binary_wide::<T, SUB>(ptrs, strides, n, stream),
+            (BinaryOp::Mul, SimdLevel::Avx2) => binary_wide::<T, MUL>(ptrs, strides, n, stream),
+            (BinaryOp::Div, SimdLevel::Avx2) => binary_wide::<T, DIV>(ptrs, strides, n, stream),
         }
     })
 }
 
 #[inline(always)]
-unsafe fn binary_typed<T: Elem>(op: BinaryOp, ptrs: [*mut u8; 3], strides: [isize; 3], n: usize) {
+unsafe fn dispatch<T: Elem, const OP: u8>(
+    ptrs: [*mut u8; 3],
+    strides: [isize; 3],
+    n: usize,
+    stream: bool,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2; the rest is this function's caller's contract.
+            return unsafe { avx2::binary::<T, OP>(ptrs, strides, n, stream) };
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe { binary_base::<T, OP>(ptrs, strides, n, stream) }
+}
+
+/// The AVX2 path where it exists, else the baseline (for [`binary_run_with`]).
+unsafe fn binary_wide<T: Elem, const OP: u8>(
+    ptrs: [*mut u8; 3],
+    strides: [isize; 3],
+    n: usize,
+    stream: bool,
+) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: binary_run_with's caller guarantees the CPU has AVX2.
+    unsafe {
+        avx2::binary::<T, OP>(ptrs, strides, n, stream)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: the caller's contract.
+    unsafe {
+        binary_base::<T, OP>(ptrs, strides, n, stream)
+    }
+}
+
+/// The baseline clone.
+#[inline(never)]
+unsafe fn binary_base<T: Elem, const OP: u8>(
+    ptrs: [*mut u8; 3],
+    strides: [isize; 3],
+    n: usize,
+    stream: bool,
+) {
+    // SAFETY: the caller's contract.
+    unsafe { binary_body::<T, OP, BaseLines>(ptrs, strides, n, stream) }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{binary_body, Elem, LineStore};
+    use std::arch::x86_64::*;
+
+    /// The AVX2 clone: the same body, compiled with 256-bit vectors.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2; otherwise as `binary_run`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn binary<T: Elem, const OP: u8>(
+        ptrs: [*mut u8; 3],
+        strides: [isize; 3],
+        n: usize,
+        stream: bool,
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { binary_body::<T, OP, Avx2Lines>(ptrs, strides, n, stream) }
+    }
+
+    /// A tile of `rows.rows` runs. When one input is transposed (contiguous along the rows,
+    /// strided along the runs), the output contiguous along the runs and the other input
+    /// contiguous or broadcast along them, blocks of one cache line square are transposed in
+    /// registers: every line of every operand is then read or written whole, once.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2; each row as `binary_run`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn binary_rows<T: Elem, const OP: u8>(
+        ptrs: [*mut u8; 3],
+        strides: [isize; 3],
+        rows: super::Rows,
+        n: usize,
+        stream: bool,
+    ) {
+        let size = std::mem::size_of::<T>() as isize;
+        let [so, sa, sb] = strides;
+        let rs = rows.strides;
+        // Which input is transposed: its row stride is one element, its run stride is not.
+        let transposed = |s: isize, r: isize| r == size && s != size && s != 0;
+        let other_ok = |s: isize| s == size || s == 0;
+        let which = if transposed(sa, rs[1]) && other_ok(sb) {
+            Some(1)
+        } else if transposed(sb, rs[2]) && other_ok(sa) {
+            Some(2)
+        } else {
+            None
+        };
+        let line = 64 / size as usize;
+        let fast = so == size && (size == 4 || size == 8) && which.is_some();
+        let (rb, cb) = if fast {
+            (rows.rows / line * line, n / line * line)
+        } else {
+            (0, 0)
+        };
+        // SAFETY (this block): every pointer formed addresses an element of the tile, which the
+        // caller guarantees valid; the blocks cover rows [0, rb) x columns [0, cb); the runs
+        // below cover the rest.
+        unsafe {
+            if rb > 0 && cb > 0 {
+                if which == Some(1) {
+                    transposed_block::<T, OP, true>(ptrs, strides, rs, rb, cb, stream);
+                } else {
+                    transposed_block::<T, OP, false>(ptrs, strides, rs, rb, cb, stream);
+                }
+            }
+            let at = |r: usize, c: usize| -> [*mut u8; 3] {
+                std::array::from_fn(|k| {
+                    ptrs[k].wrapping_offset(r as isize * rs[k] + c as isize * strides[k])
+                })
+            };
+            for r in 0..rows.rows {
+                if r < rb {
+                    if cb < n {
+                        binary_body::<T, OP, Avx2Lines>(at(r, cb), strides, n - cb, stream);
+                    }
+                } else {
+                    binary_body::<T, OP, Avx2Lines>(at(r, 0), strides, n, stream);
+                }
+            }
+        }
+    }
+
+    /// Rows `[0, rb)` x columns `[0, cb)` (multiples of a line) of a tile whose input `A_T ? a :
+    /// b` is transposed, in squares of one cache line.
+    #[inline(always)]
+    unsafe fn transposed_block<T: Elem, const OP: u8, const A_T: bool>(
+        ptrs: [*mut u8; 3],
+        strides: [isize; 3],
+        rs: [isize; 3],
+        rb: usize,
+        cb: usize,
+        stream: bool,
+    ) {
+        let size = std::mem::size_of::<T>();
+        let line = 64 / size;
+        let (x, xs) = if A_T {
+            (ptrs[1], strides[1])
+        } else {
+            (ptrs[2], strides[2])
+        };
+        let (y, ys, yrs) = if A_T {
+            (ptrs[2], strides[2], rs[2])
+        } else {
+            (ptrs[1], strides[1], rs[1])
+        };
+        let f = super::apply::<T, OP>;
+        let mut sq = std::mem::MaybeUninit::<[super::Block; 4]>::uninit(); // line x line of T
+        let sq = sq.as_mut_ptr() as *mut T;
+        let mut out_line = std::mem::MaybeUninit::<super::Block>::uninit();
+        let ol = out_line.as_mut_ptr() as *mut T;
+        // SAFETY (this block): see binary_rows; `sq` holds line * line elements (1 KiB for
+        // 4-byte, 512 B for 8-byte types), `ol` one line.
+        unsafe {
+            let mut c0 = 0;
+            while c0 < cb {
+                let mut r0 = 0;
+                while r0 < rb {
+                    // Line i of the square: x's rows r0.. at column c0 + i (contiguous).
+                    let src = |i: usize| {
+                        x.offset((c0 + i) as isize * xs + (r0 * size) as isize) as *const u8
+                    };
+                    if size == 4 {
+                        square16(src, sq as *mut u8);
+                    } else {
+                        square8(src, sq as *mut u8);
+                    }
+                    // sq[j * line + i] = x[row r0 + j][column c0 + i].
+                    for j in 0..line {
+                        let yrow = y.offset((r0 + j) as isize * yrs + c0 as isize * ys);
+                        let t = sq.add(j * line);
+                        if ys == 0 {
+                            let yv = (yrow as *const T).read();
+                            for i in 0..line {
+                                let xv = t.add(i).read();
+                                ol.add(i).write(if A_T { f(xv, yv) } else { f(yv, xv) });
+                            }
+                        } else {
+                            let yr = yrow as *const T;
+                            for i in 0..line {
+                                let (xv, yv) = (t.add(i).read(), yr.add(i).read());
+                                ol.add(i).write(if A_T { f(xv, yv) } else { f(yv, xv) });
+                            }
+                        }
+                        let o = ptrs[0].offset((r0 + j) as isize * rs[0] + (c0 * size) as isize);
+                        if stream && (o as usize) % 64 == 0 {
+                            for k in 0..2 {
+                                let v = _mm256_load_si256(
+                                    (ol as *const u8).add(32 * k) as *const __m256i
+                                );
+                                _mm256_stream_si256(o.add(32 * k) as *mut __m256i, v);
+                            }
+                        } else {
+                            std::ptr::copy_nonoverlapping(ol as *const u8, o, 64);
+                        }
+                    }
+                    r0 += line;
+                }
+                c0 += line;
+            }
+        }
+    }
+
+    /// Transposes a 16 x 16 square of 4-byte elements: `dst[j * 16 + i] = src(i)[j]`, where
+    /// `src(i)` points at 16 contiguous elements.
+    #[inline(always)]
+    unsafe fn square16(src: impl Fn(usize) -> *const u8, dst: *mut u8) {
+        // SAFETY: the caller: each src(i) valid for 64 bytes, dst for 1 KiB.
+        unsafe {
+            for ib in [0usize, 8] {
+                for jb in [0usize, 8] {
+                    let mut r: [__m256; 8] = std::array::from_fn(|k| {
+                        _mm256_loadu_ps((src(ib + k) as *const f32).add(jb))
+                    });
+                    tr8x8(&mut r);
+                    // r[m] = [src(ib+0)[jb+m], ..., src(ib+7)[jb+m]] = dst row jb+m, columns ib..
+                    for (m, v) in r.iter().enumerate() {
+                        _mm256_storeu_ps((dst as *mut f32).add((jb + m) * 16 + ib), *v);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Transposes an 8 x 8 square of 8-byte elements: `dst[j * 8 + i] = src(i)[j]`.
+    #[inline(always)]
+    unsafe fn square8(src: impl Fn(usize) -> *const u8, dst: *mut u8) {
+        // SAFETY: the caller: each src(i) valid for 64 bytes, dst for 512 bytes.
+        unsafe {
+            for ib in [0usize, 4] {
+                for jb in [0usize, 4] {
+                    let r: [__m256d; 4] = std::array::from_fn(|k| {
+                        _mm256_loadu_pd((src(ib + k) as *const f64).add(jb))
+                    });
+                    let t0 = _mm256_unpacklo_pd(r[0], r[1]);
+                    let t1 = _mm256_unpackhi_pd(r[0], r[1]);
+                    let t2 = _mm256_unpacklo_pd(r[2], r[3]);
+                    let t3 = _mm256_unpackhi_pd(r[2], r[3]);
+                    let o = [
+                        _mm256_permute2f128_pd(t0, t2, 0x20),
+                        _mm256_permute2f128_pd(t1, t3, 0x20),
+                        _mm256_permute2f128_pd(t0, t2, 0x31),
+                        _mm256_permute2f128_pd(t1, t3, 0x31),
+                    ];
+                    for (m, v) in o.iter().enumerate() {
+                        _mm256_storeu_pd((dst as *mut f64).add((jb + m) * 8 + ib), *v);
+                    }
+                }
+            }
+        }
+    }
+
+    /// In-register transpose of eight rows of eight 4-byte lanes.
+    #[inline(always)]
+    fn tr8x8(r: &mut [__m256; 8]) {
+        // SAFETY: AVX shuffles on registers; the enclosing functions enable AVX2.
+        unsafe {
+            let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+            let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+            let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+            let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+            let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+            let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+            let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+            let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+            let s0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+            let s1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+            let s2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+            let s3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+            let s4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+            let s5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+            let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+            let s7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+            r[0] = _mm256_permute2f128_ps::<0x20>(s0, s4);
+            r[1] = _mm256_permute2f128_ps::<0x20>(s1, s5);
+            r[2] = _mm256_permute2f128_ps::<0x20>(s2, s6);
+            r[3] = _mm256_permute2f128_ps::<0x20>(s3, s7);
+            r[4] = _mm256_permute2f128_ps::<0x31>(s0, s4);
+            r[5] = _mm256_permute2f128_ps::<0x31>(s1, s5);
+            r[6] = _mm256_permute2f128_ps::<0x31>(s2, s6);
+            r[7] = _mm256_permute2f128_ps::<0x31>(s3, s7);
+        }
+    }
+
+    pub(super) struct Avx2Lines;
+    impl LineStore for Avx2Lines {
+        #[inline(always)]
+        unsafe fn stream_block(dst: *mut u8, src: *const u8) {
+            // SAFETY: the trait's contract: dst 64-byte aligned, both valid for BLOCK bytes, src
+            // 64-byte aligned; only called from AVX2 clones.
+            unsafe {
+                for k in 0..super::BLOCK / 32 {
+                    let v = _mm256_load_si256(src.add(32 * k) as *const __m256i);
+                    _mm256_stream_si256(dst.add(32 * k) as *mut __m256i, v);
+                }
+            }
+        }
+    }
+}
+
+/// Bytes computed into L1 then streamed out at a time: four cache lines.
+const BLOCK: usize = 256;
+
+/// Streams one computed block to memory.
+trait LineStore {
+    /// Copies `BLOCK` bytes from `src` to `dst` with non-temporal stores.
+    ///
+    /// # Safety
+    /// `dst` and `src` 64-byte aligned and valid for `BLOCK` bytes.
+    unsafe fn stream_block(dst: *mut u8, src: *const u8);
+}
+
+struct BaseLines;
+impl LineStore for BaseLines {
+    #[inline(always)]
+    unsafe fn stream_block(dst: *mut u8, src: *const u8) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the trait's contract; SSE2 is part of x86-64.
+        unsafe {
+            use std::arch::x86_64::{__m128i, _mm_load_si128, _mm_stream_si128};
+            for k in 0..BLOCK / 16 {
+                let v = _mm_load_si128(src.add(16 * k) as *const __m128i);
+                _mm_stream_si128(dst.add(16 * k) as *mut __m128i, v);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        // SAFETY: the trait's contract.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src, dst, BLOCK)
+        }
+    }
+}
+
+#[repr(C, align(64))]
+struct Block([u8; BLOCK]);
+
+/// `out[i] = f(i)` for `i < n`, with streaming stores for the whole aligned blocks.
+///
+/// # Safety
+/// `out` valid for `n` writes and aligned to `T`; `f(i)` must only read memory that the writes
+/// to `out[..i]` do not change (it may read `out[i]` itself).
+#[inline(always)]
+unsafe fn stream_fill<T: Elem, S: LineStore>(out: *mut T, n: usize, f: impl Fn(usize) -> T) {
+    let size = std::mem::size_of::<T>();
+    let per = BLOCK / size;
+    // SAFETY (this block): indices stay below n; the block buffer holds `per` elements of T and
+    // is 64-byte aligned, and `out + i` is 64-byte aligned whenever a block is streamed.
+    unsafe {
+        let misalign = (out as usize) % 64;
+        let head = if misalign == 0 {
+            0
+        } else {
+            ((64 - misalign) / size).min(n)
+        };
+        for i in 0..head {
+            out.add(i).write(f(i));
+        }
+        let mut i = head;
+        let mut buf = std::mem::MaybeUninit::<Block>::uninit();
+        let tmp = buf.as_mut_ptr() as *mut T;
+        while i + per <= n {
+            for j in 0..per {
+                tmp.add(j).write(f(i + j));
+            }
+            S::stream_block(out.add(i) as *mut u8, tmp as *const u8);
+            i += per;
+        }
+        while i < n {
+            out.add(i).write(f(i));
+            i += 1;
+        }
+    }
+}
+
+#[inline(always)]
+unsafe fn binary_body<T: Elem, const OP: u8, S: LineStore>(
+    ptrs: [*mut u8; 3],
+    strides: [isize; 3],
+    n: usize,
+    stream: bool,
+) {
     let size = std::mem::size_of::<T>() as isize;
     let (out, a, b) = (ptrs[0] as *mut T, ptrs[1] as *const T, ptrs[2] as *const T);
     let [so, sa, sb] = strides;
-    // SAFETY (all branches): the caller guarantees n elements at these strides; reads happen
-    // before the write of the same index, so exact aliasing of out with an input is fine.
+    let f = apply::<T, OP>;
+    // SAFETY (all branches): the caller guarantees n elements at these strides; every element is
+    // read before the write of the same index, and a streamed block is computed before it is
+    // stored, so exact aliasing of out with an input is fine.
     unsafe {
+        if so == size && stream && n * size as usize >= BLOCK {
+            if sa == size && sb == size {
+                stream_fill::<T, S>(out, n, |i| f(a.add(i).read(), b.add(i).read()));
+            } else if sa == size && sb == 0 {
+                let bv = b.read();
+                stream_fill::<T, S>(out, n, |i| f(a.add(i).read(), bv));
+            } else if sa == 0 && sb == size {
+                let av = a.read();
+                stream_fill::<T, S>(out, n, |i| f(av, b.add(i).read()));
+            } else {
+                let (a, b) = (a as *const u8, b as *const u8);
+                stream_fill::<T, S>(out, n, |i| {
+                    let x = (a.offset(i as isize * sa) as *const T).read();
+                    let y = (b.offset(i as isize * sb) as *const T).read();
+                    f(x, y)
+                });
+            }
+            return;
+        }
+        // In place (out is exactly an input): loops that say so, since the general contiguous
+        // loops below cannot be vectorized when out overlaps an input.
+        if so == size && std::ptr::eq(out, a) && sa == size {
+            if sb == size {
+                for i in 0..n {
+                    let p = out.add(i);
+                    p.write(f(p.read(), b.add(i).read()));
+                }
+                return;
+            } else if sb == 0 {
+                let bv = b.read();
+                for i in 0..n {
+                    let p = out.add(i);
+                    p.write(f(p.read(), bv));
+                }
+                return;
+            }
+        } else if so == size && std::ptr::eq(out, b) && sb == size {
+            if sa == size {
+                for i in 0..n {
+                    let p = out.add(i);
+                    p.write(f(a.add(i).read(), p.read()));
+                }
+                return;
+            } else if sa == 0 {
+                let av = a.read();
+                for i in 0..n {
+                    let p = out.add(i);
+                    p.write(f(av, p.read()));
+                }
+                return;
+            }
+        }
         if so == size && sa == size && sb == size {
             for i in 0..n {
-                out.add(i).write(op.apply(a.add(i).read(), b.add(i).read()));
+                out.add(i).write(f(a.add(i).read(), b.add(i).read()));
             }
         } else if so == size && sa == size && sb == 0 {
             let bv = b.read();
             for i in 0..n {
-                out.add(i).write(op.apply(a.add(i).read(), bv));
+                out.add(i).write(f(a.add(i).read(), bv));
             }
         } else if so == size && sa == 0 && sb == size {
             let av = a.read();
             for i in 0..n {
-                out.add(i).write(op.apply(av, b.add(i).read()));
+                out.add(i).write(f(av, b.add(i).read()));
+            }
+        } else if so == size && sb == size {
+            // One strided input (a transposed operand): the plan's blocking keeps its lines in
+            // cache from one run to the next.
+            let a = a as *const u8;
+            for i in 0..n {
+                let x = (a.offset(i as isize * sa) as *const T).read();
+                out.add(i).write(f(x, b.add(i).read()));
+            }
+        } else if so == size && sa == size {
+            let b = b as *const u8;
+            for i in 0..n {
+                let y = (b.offset(i as isize * sb) as *const T).read();
+                out.add(i).write(f(a.add(i).read(), y));
             }
         } else {
             let (o, a, b) = (out as *mut u8, a as *const u8, b as *const u8);
             for i in 0..n as isize {
                 let x = (a.offset(i * sa) as *const T).read();
                 let y = (b.offset(i * sb) as *const T).read();
-                (o.offset(i * so) as *mut T).write(op.apply(x, y));
+                (o.offset(i * so) as *mut T).write(f(x, y));
             }
         }
     }
@@ -126,4 +737,303 @@ pub unsafe fn fill_run(dtype: DType, value: f64, out: *mut u8, stride: isize, n:
             unsafe { (out.offset(i * stride) as *mut T).write(v) }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic bytes that make valid elements of every dtype (bools are 0 or 1).
+    fn bytes(n: usize, seed: u64, dtype: DType) -> Vec<u8> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..n)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if dtype == DType::Bool {
+                    (x & 1) as u8
+                } else if i % 17 == 3 {
+                    0 // zeros and special values appear too
+                } else {
+                    (x >> 24) as u8
+                }
+            })
+            .collect()
+    }
+
+    /// Equal bits, or both NaN: a NaN's sign and payload are not specified by Rust (LLVM may
+    /// swap the operands of a commutative operation), only that it is a NaN.
+    fn same_bits(dtype: DType, x: &[u8], y: &[u8]) -> bool {
+        let is_nan = |b: &[u8]| match dtype {
+            DType::F16 => half::f16::from_le_bytes([b[0], b[1]]).is_nan(),
+            DType::BF16 => half::bf16::from_le_bytes([b[0], b[1]]).is_nan(),
+            DType::F32 => f32::from_le_bytes(b.try_into().unwrap()).is_nan(),
+            DType::F64 => f64::from_le_bytes(b.try_into().unwrap()).is_nan(),
+            _ => false,
+        };
+        x == y || (is_nan(x) && is_nan(y))
+    }
+
+    fn levels() -> Vec<SimdLevel> {
+        match simd_level() {
+            SimdLevel::Avx2 => vec![SimdLevel::Baseline, SimdLevel::Avx2],
+            SimdLevel::Baseline => vec![SimdLevel::Baseline],
+        }
+    }
+
+    /// Every code path (baseline / AVX2, normal / streaming stores), every dtype and op, and
+    /// contiguous, broadcast and strided operands at several alignments: bit-identical results.
+    #[test]
+    fn every_path_gives_identical_bits() {
+        for dtype in DType::ALL {
+            let size = dtype.size();
+            for op in BinaryOp::ALL {
+                for &(n, sa_el, sb_el, off) in &[
+                    (1000usize, 1isize, 1isize, 0usize),
+                    (1000, 1, 0, 1),
+                    (1000, 0, 1, 3),
+                    (517, 3, 1, 5),
+                    (517, 1, 2, 0),
+                    (300, 2, 0, 7),
+                    (7, 1, 1, 0),
+                ] {
+                    let a = bytes((n * 3 + 8) * size, 1, dtype);
+                    let b = bytes((n * 3 + 8) * size, 2, dtype);
+                    let mut results: Vec<Vec<u8>> = Vec::new();
+                    for level in levels() {
+                        for stream in [false, true] {
+                            // An output buffer offset by `off` elements: several alignments.
+                            let mut buf = vec![0u64; (n + off) * size / 8 + 16];
+                            let out = (buf.as_mut_ptr() as *mut u8).wrapping_add(off * size);
+                            // SAFETY: every pointer covers n elements at its stride.
+                            unsafe {
+                                binary_run_with(
+                                    level,
+                                    stream,
+                                    op,
+                                    dtype,
+                                    [out, a.as_ptr() as *mut u8, b.as_ptr() as *mut u8],
+                                    [size as isize, sa_el * size as isize, sb_el * size as isize],
+                                    n,
+                                );
+                                results.push(std::slice::from_raw_parts(out, n * size).to_vec());
+                            }
+                        }
+                    }
+                    for (k, r) in results.iter().enumerate().skip(1) {
+                        for i in 0..n {
+                            assert!(
+                                same_bits(
+                                    dtype,
+                                    &r[i * size..][..size],
+                                    &results[0][i * size..][..size]
+                                ),
+                                "{dtype:?} {op:?} n={n} sa={sa_el} sb={sb_el} path {k} element {i}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// In place (out is exactly a), streaming or not, matches the out-of-place result.
+    #[test]
+    fn in_place_streaming_matches() {
+        let n = 1000;
+        let a0: Vec<f32> = (0..n).map(|i| i as f32 * 0.37 - 11.0).collect();
+        let b: Vec<f32> = (0..n).map(|i| 1.0 + (i % 13) as f32).collect();
+        let expect: Vec<f32> = a0.iter().zip(&b).map(|(x, y)| x / y).collect();
+        for level in levels() {
+            for stream in [false, true] {
+                let mut a = a0.clone();
+                let p = a.as_mut_ptr() as *mut u8;
+                // SAFETY: out == a exactly, n elements each.
+                unsafe {
+                    binary_run_with(
+                        level,
+                        stream,
+                        BinaryOp::Div,
+                        DType::F32,
+                        [p, p, b.as_ptr() as *mut u8],
+                        [4, 4, 4],
+                        n,
+                    )
+                };
+                assert_eq!(a, expect);
+                // And with the result in the second operand (b = a / b), b broadcast or not.
+                let mut bb = b.clone();
+                let q = bb.as_mut_ptr() as *mut u8;
+                // SAFETY: out == b exactly, n elements each.
+                unsafe {
+                    binary_run_with(
+                        level,
+                        stream,
+                        BinaryOp::Div,
+                        DType::F32,
+                        [q, a0.as_ptr() as *mut u8, q],
+                        [4, 4, 4],
+                        n,
+                    )
+                };
+                assert_eq!(bb, expect);
+                let mut bb = b.clone();
+                let q = bb.as_mut_ptr() as *mut u8;
+                let s = [2.5f32];
+                // SAFETY: out == b exactly; a is one element read at stride 0.
+                unsafe {
+                    binary_run_with(
+                        level,
+                        stream,
+                        BinaryOp::Sub,
+                        DType::F32,
+                        [q, s.as_ptr() as *mut u8, q],
+                        [4, 0, 4],
+                        n,
+                    )
+                };
+                let want: Vec<f32> = b.iter().map(|y| 2.5 - y).collect();
+                assert_eq!(bb, want);
+            }
+        }
+    }
+
+    /// Tiles offered as rows (the transposing kernel where it applies) give the bits of the same
+    /// rows computed one run at a time on the baseline path.
+    #[test]
+    fn offered_rows_match_runs() {
+        for dtype in [
+            DType::F32,
+            DType::I32,
+            DType::F64,
+            DType::I64,
+            DType::F16,
+            DType::U8,
+        ] {
+            let size = dtype.size() as isize;
+            for op in BinaryOp::ALL {
+                // (rows, cols, a transposed?, other input broadcast along the runs?)
+                for &(rows, cols, a_t, bcast) in &[
+                    (16usize, 64usize, true, false),
+                    (16, 64, false, false),
+                    (16, 70, true, true),
+                    (13, 37, true, false),
+                    (8, 256, false, true),
+                ] {
+                    // x: the transposed input, stored as (cols, ld) row-major, read as (rows, cols).
+                    let ld = rows + 3;
+                    let x = bytes(cols * ld * size as usize, 5, dtype);
+                    let ylen = if bcast { rows } else { rows * cols };
+                    let y = bytes(ylen * size as usize, 6, dtype);
+                    let (xs, xrs) = (ld as isize * size, size);
+                    let (ys, yrs) = if bcast {
+                        (0, size)
+                    } else {
+                        (size, cols as isize * size)
+                    };
+                    let (pa, pb) = if a_t {
+                        (x.as_ptr(), y.as_ptr())
+                    } else {
+                        (y.as_ptr(), x.as_ptr())
+                    };
+                    let strides = if a_t { [size, xs, ys] } else { [size, ys, xs] };
+                    let rstr = if a_t {
+                        [cols as isize * size, xrs, yrs]
+                    } else {
+                        [cols as isize * size, yrs, xrs]
+                    };
+                    let mut want = vec![0u64; rows * cols * size as usize / 8 + 8];
+                    let mut got = vec![0u64; rows * cols * size as usize / 8 + 8];
+                    for r in 0..rows {
+                        let off = |k: usize| r as isize * rstr[k];
+                        // SAFETY: each row is valid at these strides.
+                        unsafe {
+                            binary_run_with(
+                                SimdLevel::Baseline,
+                                false,
+                                op,
+                                dtype,
+                                [
+                                    (want.as_mut_ptr() as *mut u8).offset(off(0)),
+                                    (pa as *mut u8).offset(off(1)),
+                                    (pb as *mut u8).offset(off(2)),
+                                ],
+                                strides,
+                                cols,
+                            )
+                        };
+                    }
+                    for stream in [false, true] {
+                        let previous = set_streaming(stream);
+                        let taken = offer_rows(
+                            Rows {
+                                rows,
+                                strides: rstr,
+                            },
+                            || {
+                                // SAFETY: as above, for all rows.
+                                unsafe {
+                                    binary_run(
+                                        op,
+                                        dtype,
+                                        [got.as_mut_ptr() as *mut u8, pa as *mut u8, pb as *mut u8],
+                                        strides,
+                                        cols,
+                                    )
+                                }
+                            },
+                        );
+                        set_streaming(previous);
+                        store_fence();
+                        assert!(taken);
+                        let n = rows * cols * size as usize;
+                        let (w, g) = (
+                            // SAFETY: both buffers hold n bytes.
+                            unsafe { std::slice::from_raw_parts(want.as_ptr() as *const u8, n) },
+                            unsafe { std::slice::from_raw_parts(got.as_ptr() as *const u8, n) },
+                        );
+                        for e in 0..rows * cols {
+                            let sz = size as usize;
+                            assert!(
+                                same_bits(dtype, &w[e * sz..][..sz], &g[e * sz..][..sz]),
+                                "{dtype:?} {op:?} rows={rows} cols={cols} a_t={a_t} bcast={bcast} stream={stream} element {e}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Without an offer, or after one, a call computes a single run.
+    #[test]
+    fn offers_do_not_leak() {
+        let a = [1.0f32; 8];
+        let mut o = [0.0f32; 16];
+        let taken = offer_rows(
+            Rows {
+                rows: 2,
+                strides: [32, 0, 0],
+            },
+            || {},
+        );
+        assert!(!taken);
+        // SAFETY: 8 elements each.
+        unsafe {
+            binary_run(
+                BinaryOp::Add,
+                DType::F32,
+                [
+                    o.as_mut_ptr() as *mut u8,
+                    a.as_ptr() as *mut u8,
+                    a.as_ptr() as *mut u8,
+                ],
+                [4, 4, 4],
+                8,
+            )
+        };
+        assert_eq!(&o[..8], &[2.0; 8]);
+        assert_eq!(&o[8..], &[0.0; 8]);
+    }
 }

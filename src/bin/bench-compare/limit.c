@@ -1,0 +1,451 @@
+/* The "limit" for bench-compare: hand-written, shape-specialised C kernels for every case of the
+ * performance suite, as in the shared reference (../shared/bench/limit.c, whose kernels these
+ * are), driven as a child process so that bench-compare can interleave its measurements with the
+ * library's and NumPy's in one run.
+ *
+ * Built by bench-compare with: cc -O3 -march=native -fopenmp limit.c -o limit
+ * (-march=native is for the limit only; the library itself is built for any x86-64.)
+ *
+ * Protocol (one command per line on stdin, one answer line on stdout):
+ *   case  <S1..S12> <alloc|out> <reps>   -> "ok <median ms> <variant>"  (best variant)
+ *   lat   <L1|L2>   <alloc|out> <reps>   -> "ok <median ms> <variant>"
+ *   sweep <elements> <alloc|out> <reps>  -> "ok <median ms> <variant>"
+ *   quit
+ * "alloc" is the best of the variants that allocate their result per call: fresh (64-byte
+ * aligned_alloc, 4 KiB pages) and fresh-thp (2 MiB aligned + MADV_HUGEPAGE from 4 MiB up), each
+ * with normal and streaming stores. "out" is the best of pre (a reused, already touched buffer)
+ * and pre-nt (the same with streaming stores). S9 is in place for both. Threads: OMP_NUM_THREADS.
+ * Timing: a sample is a batch of K back-to-back calls lasting >= min_batch_ms (K = 1 for slow
+ * cases); the answer is the median per-call time of <reps> samples after warm-up.
+ */
+#define _GNU_SOURCE
+#include <immintrin.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+/* ------------------------------------------------------------------ timing */
+static double now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+static int cmp_dbl(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+typedef void (*bench_fn)(void *ctx);
+static double measure(bench_fn fn, void *ctx, int warm, int reps, double min_batch_ms) {
+    long K = 1;
+    for (;;) {
+        double t0 = now_ns();
+        for (long k = 0; k < K; k++) fn(ctx);
+        double dt = (now_ns() - t0) * 1e-6;
+        if (dt >= min_batch_ms || K >= (1L << 30)) break;
+        long nk = (dt <= 0) ? K * 16 : (long)(K * (min_batch_ms / dt) * 1.2) + 1;
+        if (nk > K * 16) nk = K * 16;
+        K = nk > K ? nk : K + 1;
+    }
+    for (int w = 0; w < warm; w++)
+        for (long k = 0; k < K; k++) fn(ctx);
+    double s[256];
+    if (reps > 256) reps = 256;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_ns();
+        for (long k = 0; k < K; k++) fn(ctx);
+        s[r] = (now_ns() - t0) * 1e-6 / (double)K;
+    }
+    qsort(s, (size_t)reps, sizeof(double), cmp_dbl);
+    return (reps & 1) ? s[reps / 2] : 0.5 * (s[reps / 2 - 1] + s[reps / 2]);
+}
+
+/* ------------------------------------------------------------------ vectors */
+#ifdef __AVX512F__
+#define VWF 16
+#define VWD 8
+#define VWI 16
+#define vf_ld _mm512_loadu_ps
+#define vf_add _mm512_add_ps
+#define vf_div _mm512_div_ps
+#define vf_set1 _mm512_set1_ps
+#define vf_st(p, v) _mm512_stream_ps((p), (v))
+#define vd_ld _mm512_loadu_pd
+#define vd_add _mm512_add_pd
+#define vd_set1 _mm512_set1_pd
+#define vd_st(p, v) _mm512_stream_pd((p), (v))
+#define vi_ld(p) _mm512_loadu_si512((const void *)(p))
+#define vi_add _mm512_add_epi32
+#define vi_set1 _mm512_set1_epi32
+#define vi_st(p, v) _mm512_stream_si512((__m512i *)(p), (v))
+#else
+#define VWF 8
+#define VWD 4
+#define VWI 8
+#define vf_ld _mm256_loadu_ps
+#define vf_add _mm256_add_ps
+#define vf_div _mm256_div_ps
+#define vf_set1 _mm256_set1_ps
+#define vf_st(p, v) _mm256_stream_ps((p), (v))
+#define vd_ld _mm256_loadu_pd
+#define vd_add _mm256_add_pd
+#define vd_set1 _mm256_set1_pd
+#define vd_st(p, v) _mm256_stream_pd((p), (v))
+#define vi_ld(p) _mm256_loadu_si256((const __m256i *)(p))
+#define vi_add _mm256_add_epi32
+#define vi_set1 _mm256_set1_epi32
+#define vi_st(p, v) _mm256_stream_si256((__m256i *)(p), (v))
+#endif
+
+#define ROWK(T, SUF, OPN, OP)                                                                      \
+    static inline void vv_##OPN##_##SUF(T *restrict o, const T *restrict a, const T *restrict b, \
+                                        size_t n) {                                              \
+        for (size_t i = 0; i < n; i++) o[i] = a[i] OP b[i];                                      \
+    }                                                                                            \
+    static inline void vs_##OPN##_##SUF(T *restrict o, const T *restrict a, T s, size_t n) {     \
+        for (size_t i = 0; i < n; i++) o[i] = a[i] OP s;                                         \
+    }                                                                                            \
+    static inline void sv_##OPN##_##SUF(T *restrict o, T s, const T *restrict b, size_t n) {     \
+        for (size_t i = 0; i < n; i++) o[i] = s OP b[i];                                         \
+    }
+ROWK(float, f32, add, +)
+ROWK(float, f32, div, /)
+ROWK(double, f64, add, +)
+ROWK(int32_t, i32, add, +)
+
+/* streaming-store rows: o must be vector aligned (every row here is a multiple of 64 bytes) */
+#define ROWK_NT(T, SUF, OPN, OP, VW, LD, VOP, SET1, ST)                                  \
+    static inline void vv_##OPN##_##SUF##_nt(T *o, const T *a, const T *b, size_t n) { \
+        size_t i = 0;                                                                  \
+        for (; i + VW <= n; i += VW) ST(o + i, VOP(LD(a + i), LD(b + i)));             \
+        for (; i < n; i++) o[i] = a[i] OP b[i];                                        \
+    }                                                                                  \
+    static inline void vs_##OPN##_##SUF##_nt(T *o, const T *a, T s, size_t n) {        \
+        size_t i = 0;                                                                  \
+        for (; i + VW <= n; i += VW) ST(o + i, VOP(LD(a + i), SET1(s)));               \
+        for (; i < n; i++) o[i] = a[i] OP s;                                           \
+    }                                                                                  \
+    static inline void sv_##OPN##_##SUF##_nt(T *o, T s, const T *b, size_t n) {        \
+        size_t i = 0;                                                                  \
+        for (; i + VW <= n; i += VW) ST(o + i, VOP(SET1(s), LD(b + i)));               \
+        for (; i < n; i++) o[i] = s OP b[i];                                           \
+    }
+ROWK_NT(float, f32, add, +, VWF, vf_ld, vf_add, vf_set1, vf_st)
+ROWK_NT(float, f32, div, /, VWF, vf_ld, vf_div, vf_set1, vf_st)
+ROWK_NT(double, f64, add, +, VWD, vd_ld, vd_add, vd_set1, vd_st)
+ROWK_NT(int32_t, i32, add, +, VWI, vi_ld, vi_add, vi_set1, vi_st)
+
+/* ------------------------------------------------------------------ cases */
+#define R 4096L
+#define C 4096L
+#define NN (R * C)
+#define S6N 32L
+#define S6C 64L
+#define S6HW (56L * 56L)
+#define S7N 512L
+#define S7C 3L
+#define S7L 1024L
+
+typedef void (*kern_t)(void *o, const void *a, const void *b, int nt);
+#define PAR_BEGIN _Pragma("omp parallel") {
+#define PAR_END if (nt) _mm_sfence(); }
+#define FOR_STATIC _Pragma("omp for schedule(static)")
+
+static void k_s1(void *o_, const void *a_, const void *b_, int nt) {
+    float *o = o_; const float *a = a_, *b = b_;
+    PAR_BEGIN FOR_STATIC for (long r = 0; r < R; r++) {
+        if (nt) vv_add_f32_nt(o + r * C, a + r * C, b + r * C, C);
+        else vv_add_f32(o + r * C, a + r * C, b + r * C, C);
+    } PAR_END
+}
+static void k_s2(void *o_, const void *a_, const void *b_, int nt) {
+    float *o = o_; const float *a = a_, *b = b_;
+    PAR_BEGIN FOR_STATIC for (long r = 0; r < R; r++) {
+        if (nt) vv_add_f32_nt(o + r * C, a + r * C, b, C);
+        else vv_add_f32(o + r * C, a + r * C, b, C);
+    } PAR_END
+}
+static void k_s3(void *o_, const void *a_, const void *b_, int nt) {
+    float *o = o_; const float *a = a_, *b = b_;
+    PAR_BEGIN FOR_STATIC for (long r = 0; r < R; r++) {
+        if (nt) vs_add_f32_nt(o + r * C, a + r * C, b[r], C);
+        else vs_add_f32(o + r * C, a + r * C, b[r], C);
+    } PAR_END
+}
+static void k_s4(void *o_, const void *a_, const void *b_, int nt) {
+    float *o = o_; const float *a = a_, *b = b_;
+    PAR_BEGIN FOR_STATIC for (long r = 0; r < R; r++) {
+        if (nt) sv_add_f32_nt(o + r * C, a[r], b, C);
+        else sv_add_f32(o + r * C, a[r], b, C);
+    } PAR_END
+}
+static void k_s5(void *o_, const void *a_, const void *b_, int nt) {
+    float *o = o_; const float *a = a_; const float s = *(const float *)b_;
+    PAR_BEGIN FOR_STATIC for (long r = 0; r < R; r++) {
+        if (nt) vs_add_f32_nt(o + r * C, a + r * C, s, C);
+        else vs_add_f32(o + r * C, a + r * C, s, C);
+    } PAR_END
+}
+static void k_s6(void *o_, const void *a_, const void *b_, int nt) {
+    float *o = o_; const float *a = a_, *b = b_;
+    PAR_BEGIN FOR_STATIC for (long p = 0; p < S6N * S6C; p++) {
+        float s = b[p % S6C];
+        if (nt) vs_add_f32_nt(o + p * S6HW, a + p * S6HW, s, S6HW);
+        else vs_add_f32(o + p * S6HW, a + p * S6HW, s, S6HW);
+    } PAR_END
+}
+static void k_s7(void *o_, const void *a_, const void *b_, int nt) {
+    float *o = o_; const float *a = a_, *b = b_;
+    PAR_BEGIN FOR_STATIC for (long p = 0; p < S7N * S7C; p++) {
+        float s = b[p % S7C];
+        if (nt) vs_add_f32_nt(o + p * S7L, a + p * S7L, s, S7L);
+        else vs_add_f32(o + p * S7L, a + p * S7L, s, S7L);
+    } PAR_END
+}
+/* S8 transpose(a)+b: out[i][j] = a[j][i] + b[i][j]; 8x8 AVX register transposes in 64x64 tiles */
+static inline void tr8(__m256 *r) {
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 s0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 s1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 s2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 s3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 s4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 s5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 s6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 s7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+    r[0] = _mm256_permute2f128_ps(s0, s4, 0x20); r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+    r[2] = _mm256_permute2f128_ps(s2, s6, 0x20); r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+    r[4] = _mm256_permute2f128_ps(s0, s4, 0x31); r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+    r[6] = _mm256_permute2f128_ps(s2, s6, 0x31); r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+#define T8 64L
+static void k_s8(void *o_, const void *a_, const void *b_, int nt) {
+    float *o = o_; const float *a = a_, *b = b_;
+    PAR_BEGIN FOR_STATIC for (long ib = 0; ib < R; ib += T8) {
+        for (long jb = 0; jb < C; jb += T8)
+            for (long j0 = jb; j0 < jb + T8; j0 += 8)
+                for (long i0 = ib; i0 < ib + T8; i0 += 8) {
+                    __m256 r[8];
+                    for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(a + (j0 + k) * C + i0);
+                    tr8(r);
+                    for (int k = 0; k < 8; k++) {
+                        float *op = o + (i0 + k) * C + j0;
+                        __m256 v = _mm256_add_ps(r[k], _mm256_loadu_ps(b + (i0 + k) * C + j0));
+                        if (nt) _mm256_stream_ps(op, v); else _mm256_storeu_ps(op, v);
+                    }
+                }
+    } PAR_END
+}
+static void k_s9(void *o_, const void *a_, const void *b_, int nt) {
+    (void)a_; (void)nt;
+    float *o = o_; const float *b = b_;
+#pragma omp parallel for schedule(static)
+    for (long r = 0; r < R; r++) {
+        float *restrict row = o + r * C;
+        for (long c = 0; c < C; c++) row[c] += b[c];
+    }
+}
+static void k_s10(void *o_, const void *a_, const void *b_, int nt) {
+    double *o = o_; const double *a = a_, *b = b_;
+    PAR_BEGIN FOR_STATIC for (long r = 0; r < R; r++) {
+        if (nt) vv_add_f64_nt(o + r * C, a + r * C, b, C);
+        else vv_add_f64(o + r * C, a + r * C, b, C);
+    } PAR_END
+}
+static void k_s11(void *o_, const void *a_, const void *b_, int nt) {
+    int32_t *o = o_; const int32_t *a = a_, *b = b_;
+    PAR_BEGIN FOR_STATIC for (long r = 0; r < R; r++) {
+        if (nt) vv_add_i32_nt(o + r * C, a + r * C, b, C);
+        else vv_add_i32(o + r * C, a + r * C, b, C);
+    } PAR_END
+}
+static void k_s12(void *o_, const void *a_, const void *b_, int nt) {
+    float *o = o_; const float *a = a_, *b = b_;
+    PAR_BEGIN FOR_STATIC for (long r = 0; r < R; r++) {
+        if (nt) vv_div_f32_nt(o + r * C, a + r * C, b, C);
+        else vv_div_f32(o + r * C, a + r * C, b, C);
+    } PAR_END
+}
+
+/* sweep: (n,1024)+(1024,); serial below 65,536 elements (a parallel region costs more) */
+static long sw_rows;
+static void k_sweep(void *o_, const void *a_, const void *b_, int nt) {
+    float *o = o_; const float *a = a_, *b = b_;
+    long n = sw_rows;
+    if (n * 1024 < 65536) {
+        for (long r = 0; r < n; r++) {
+            if (nt) vv_add_f32_nt(o + r * 1024, a + r * 1024, b, 1024);
+            else vv_add_f32(o + r * 1024, a + r * 1024, b, 1024);
+        }
+        if (nt) _mm_sfence();
+        return;
+    }
+    PAR_BEGIN FOR_STATIC for (long r = 0; r < n; r++) {
+        if (nt) vv_add_f32_nt(o + r * 1024, a + r * 1024, b, 1024);
+        else vv_add_f32(o + r * 1024, a + r * 1024, b, 1024);
+    } PAR_END
+}
+
+/* L1 (3,1)+(1,3) and L2 (4,)+(4,): fixed shapes known at compile time */
+__attribute__((noinline)) static void k_l1(void *o_, const void *a_, const void *b_, int nt) {
+    (void)nt;
+    float *restrict o = o_; const float *restrict a = a_, *restrict b = b_;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) o[i * 3 + j] = a[i] + b[j];
+}
+__attribute__((noinline)) static void k_l2(void *o_, const void *a_, const void *b_, int nt) {
+    (void)nt;
+    float *restrict o = o_; const float *restrict a = a_, *restrict b = b_;
+    for (int i = 0; i < 4; i++) o[i] = a[i] + b[i];
+}
+
+/* ------------------------------------------------------------------ driver */
+typedef struct {
+    const char *name;
+    int esize, is_float, inplace, nt_ok;
+    long out_n, in_a, in_b;
+    kern_t kern;
+} case_t;
+
+static const case_t CASES[] = {
+    {"S1", 4, 1, 0, 1, NN, NN, NN, k_s1},
+    {"S2", 4, 1, 0, 1, NN, NN, C, k_s2},
+    {"S3", 4, 1, 0, 1, NN, NN, R, k_s3},
+    {"S4", 4, 1, 0, 1, NN, R, C, k_s4},
+    {"S5", 4, 1, 0, 1, NN, NN, 1, k_s5},
+    {"S6", 4, 1, 0, 1, S6N * S6C * S6HW, S6N * S6C * S6HW, S6C, k_s6},
+    {"S7", 4, 1, 0, 1, S7N * S7C * S7L, S7N * S7C * S7L, S7C, k_s7},
+    {"S8", 4, 1, 0, 1, NN, NN, NN, k_s8},
+    {"S9", 4, 1, 1, 0, NN, NN, C, k_s9},
+    {"S10", 8, 2, 0, 1, NN, NN, C, k_s10},
+    {"S11", 4, 0, 0, 1, NN, NN, C, k_s11},
+    {"S12", 4, 1, 0, 1, NN, NN, C, k_s12},
+    {"L1", 4, 1, 0, 0, 9, 3, 3, k_l1},
+    {"L2", 4, 1, 0, 0, 4, 4, 4, k_l2},
+};
+
+#define HUGE_SZ ((size_t)2 << 20)
+/* inputs and the reused output: 2 MiB aligned + MADV_HUGEPAGE, as NumPy's large arrays */
+static void *xalloc(size_t bytes) {
+    size_t sz = (bytes + HUGE_SZ - 1) / HUGE_SZ * HUGE_SZ;
+    void *p = aligned_alloc(HUGE_SZ, sz);
+    if (!p) { fprintf(stderr, "limit: out of memory\n"); exit(1); }
+    madvise(p, sz, MADV_HUGEPAGE);
+    return p;
+}
+static void *alloc_out(size_t bytes, int thp) {
+    if (thp && bytes >= ((size_t)4 << 20)) {
+        size_t sz = (bytes + HUGE_SZ - 1) / HUGE_SZ * HUGE_SZ;
+        void *p = aligned_alloc(HUGE_SZ, sz);
+        madvise(p, sz, MADV_HUGEPAGE);
+        return p;
+    }
+    return aligned_alloc(64, (bytes + 63) / 64 * 64);
+}
+/* the same values as the library and NumPy get (bench-compare's fill) */
+static void fill(void *p, long n, const case_t *c, int seed) {
+    for (long i = 0; i < n; i++) {
+        double v = (double)((i * 7 + seed) % 97) * 0.25 + 1.0;
+        if (c->is_float == 1) ((float *)p)[i] = (float)v;
+        else if (c->is_float == 2) ((double *)p)[i] = v;
+        else ((int32_t *)p)[i] = (int32_t)((i * 7 + seed) % 97) + 1;
+    }
+}
+
+typedef struct {
+    const case_t *c;
+    void *a, *b, *out;
+    int nt, mode; /* mode 0 pre, 1 fresh, 2 fresh-thp */
+    size_t obytes;
+} run_t;
+static void run_once(void *ctx) {
+    run_t *r = ctx;
+    if (r->mode == 0) { r->c->kern(r->out, r->a, r->b, r->nt); __asm__ volatile("" ::: "memory"); return; }
+    void *o = alloc_out(r->obytes, r->mode == 2);
+    r->c->kern(o, r->a, r->b, r->nt);
+    __asm__ volatile("" ::"r"(o) : "memory");
+    free(o);
+}
+
+/* inputs of the current case, kept while the same case is asked for again */
+static const case_t *cur;
+static long cur_sweep = -1;
+static void *A, *B, *O;
+static void release(void) {
+    free(A); free(B); free(O);
+    A = B = O = NULL; cur = NULL; cur_sweep = -1;
+}
+static void setup(const case_t *c, long sweep_elems) {
+    if (cur == c && cur_sweep == sweep_elems) return;
+    release();
+    cur = c; cur_sweep = sweep_elems;
+    size_t e = (size_t)c->esize;
+    A = xalloc((size_t)c->in_a * e); B = xalloc((size_t)c->in_b * e + 64); O = xalloc((size_t)c->out_n * e);
+    fill(A, c->in_a, c, 1); fill(B, c->in_b, c, 2);
+    memset(O, 0, (size_t)c->out_n * e);
+}
+
+static void answer(const case_t *c, const char *variant, int reps, double min_batch_ms) {
+    size_t ob = (size_t)c->out_n * c->esize;
+    double best = 1e300; const char *which = "-";
+    if (c->inplace) {
+        run_t r = {c, A, B, A, 0, 0, ob};
+        best = measure(run_once, &r, 2, reps, min_batch_ms); which = "inplace";
+    } else if (!strcmp(variant, "out")) {
+        static const char *names[] = {"pre", "pre-nt"};
+        for (int nt = 0; nt <= c->nt_ok; nt++) {
+            run_t r = {c, A, B, O, nt, 0, ob};
+            double m = measure(run_once, &r, 2, reps, min_batch_ms);
+            if (m < best) { best = m; which = names[nt]; }
+        }
+    } else {
+        static const char *names[2][2] = {{"fresh", "fresh-nt"}, {"fresh-thp", "fresh-thp-nt"}};
+        for (int thp = 0; thp <= 1; thp++) {
+            if (thp && ob < ((size_t)4 << 20)) continue; /* same as fresh below 4 MiB */
+            for (int nt = 0; nt <= c->nt_ok; nt++) {
+                run_t r = {c, A, B, O, nt, thp ? 2 : 1, ob};
+                double m = measure(run_once, &r, 2, reps, min_batch_ms);
+                if (m < best) { best = m; which = names[thp][nt]; }
+            }
+        }
+    }
+    printf("ok %.6g %s\n", best, which);
+    fflush(stdout);
+}
+
+int main(void) {
+    char line[256];
+    while (fgets(line, sizeof line, stdin)) {
+        char cmd[16], name[32], variant[16];
+        int reps = 0;
+        if (sscanf(line, "%15s %31s %15s %d", cmd, name, variant, &reps) != 4) {
+            if (!strncmp(line, "quit", 4)) break;
+            printf("err bad command\n"); fflush(stdout); continue;
+        }
+        if (!strcmp(cmd, "sweep")) {
+            long elems = atol(name);
+            long rows = elems / 1024 > 0 ? elems / 1024 : 1;
+            static case_t sc;
+            sc = (case_t){"SW", 4, 1, 0, 1, rows * 1024, rows * 1024, 1024, k_sweep};
+            sw_rows = rows;
+            if (cur_sweep != rows * 1024) { release(); }
+            setup(&sc, rows * 1024);
+            answer(&sc, variant, reps, 2.0);
+            continue;
+        }
+        const case_t *c = NULL;
+        for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
+            if (!strcmp(CASES[i].name, name)) c = &CASES[i];
+        if (!c) { printf("err unknown case\n"); fflush(stdout); continue; }
+        setup(c, -1);
+        answer(c, variant, reps, !strcmp(cmd, "lat") ? 2.0 : 1.0);
+    }
+    release();
+    return 0;
+}
