@@ -238,6 +238,19 @@ fn run(p: &Paths, exe: &Path) {
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log_err);
+    // cargo test puts target/<profile> on LD_LIBRARY_PATH, which the linker's RUNPATH does not
+    // override: a copy left there by an older `cargo build` would be loaded instead of the
+    // library this run built. Put the right directory first.
+    let mut search = vec![p.lib_dir.clone()];
+    search.extend(
+        std::env::var_os("LD_LIBRARY_PATH")
+            .iter()
+            .flat_map(std::env::split_paths),
+    );
+    cmd.env(
+        "LD_LIBRARY_PATH",
+        std::env::join_paths(search).expect("library paths hold no separator"),
+    );
     if std::env::var_os("UBSAN_OPTIONS").is_none() {
         cmd.env("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1");
     }
