@@ -14,7 +14,7 @@
 //! stores, unless the result is also an input (in place).
 use super::kernels;
 use super::plan::Plan;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -127,7 +127,18 @@ pub fn run<const N: usize>(
         }
     };
     if threads == 1 {
-        body(0, units);
+        if numel < SMALL_ELEMS && tiling.is_none() {
+            // Small work: run by run, without the block offer (its setup costs more than the few
+            // per-run calls it would save) or the streaming mark (never on at this size).
+            // SAFETY: the caller's contract: every element of the plan is addressable from base.
+            unsafe {
+                plan.for_each_run(base.get(), itemsize, 0, numel, &mut |p, s, n| {
+                    kernel(p, s, n)
+                })
+            };
+        } else {
+            body(0, units);
+        }
         return;
     }
     let grain = match &tiling {
@@ -167,6 +178,9 @@ fn run_tile<const N: usize>(
         kernel(ptrs, s, len);
     }
 }
+
+/// Below this many elements a computation runs run by run (see `run`).
+const SMALL_ELEMS: usize = 1 << 12;
 
 /// No chunk of a parallel job is smaller than this many elements.
 const MIN_CHUNK_ELEMS: usize = 1 << 14;
@@ -273,14 +287,60 @@ mod pool {
     /// A contiguous share of a job's chunks: its owner takes them in order; a thread that has
     /// finished its own part takes what is left of the others.
     struct Part {
-        /// Next chunk of this part to claim.
-        next: AtomicUsize,
+        /// The chunks not yet claimed, `[front, back)`, packed as `back << 32 | front`: the
+        /// owner takes from the front, helpers from the back, so a helper takes the chunks the
+        /// owner would reach last (and the same ones call after call), and the rest of the
+        /// part's data stays in the owner's cache.
+        range: AtomicU64,
         /// Chunks of this part finished.
         done: AtomicUsize,
         chunks: usize,
         /// The part's units.
         start: usize,
         end: usize,
+    }
+
+    impl Part {
+        fn new(start: usize, end: usize, chunk: usize) -> Part {
+            let chunks = (end - start).div_ceil(chunk);
+            Part {
+                range: AtomicU64::new((chunks as u64) << 32),
+                done: AtomicUsize::new(0),
+                chunks,
+                start,
+                end,
+            }
+        }
+
+        /// Claims a chunk from the front (the owner) or the back (a helper).
+        fn claim(&self, from_back: bool) -> Option<usize> {
+            let mut v = self.range.load(Ordering::Relaxed);
+            loop {
+                let (front, back) = (v & 0xffff_ffff, v >> 32);
+                if front >= back {
+                    return None;
+                }
+                let (next, chunk) = if from_back {
+                    ((back - 1) << 32 | front, back - 1)
+                } else {
+                    (back << 32 | (front + 1), front)
+                };
+                match self.range.compare_exchange_weak(
+                    v,
+                    next,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return Some(chunk as usize),
+                    Err(now) => v = now,
+                }
+            }
+        }
+
+        /// No more claims.
+        fn close(&self) {
+            self.range.store(0, Ordering::Relaxed);
+        }
     }
 
     /// One parallel computation, on the stack of the thread that posted it.
@@ -297,16 +357,12 @@ mod pool {
     }
 
     impl Job<'_> {
-        /// Runs chunks, its own part's first and then any left in the others, until none is
-        /// left; returns whether the body panicked.
+        /// Runs chunks, its own part's from the front and then any left in the others from the
+        /// back, until none is left; returns whether the body panicked.
         fn work(&self, seat: usize) -> bool {
             for k in 0..self.nparts {
                 let part = &self.parts[(seat + k) % self.nparts];
-                loop {
-                    let c = part.next.fetch_add(1, Ordering::Relaxed);
-                    if c >= part.chunks {
-                        break;
-                    }
+                while let Some(c) = part.claim(k != 0) {
                     let lo = part.start + c * self.chunk;
                     let hi = (lo + self.chunk).min(part.end);
                     let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -394,13 +450,7 @@ mod pool {
             parts: std::array::from_fn(|p| {
                 let start = (p * part_len).min(units);
                 let end = (start + part_len).min(units);
-                Padded(Part {
-                    next: AtomicUsize::new(0),
-                    done: AtomicUsize::new(0),
-                    chunks: (end - start).div_ceil(split.chunk),
-                    start,
-                    end,
-                })
+                Padded(Part::new(start, end, split.chunk))
             }),
             nparts,
             seats: threads - 1,
@@ -414,7 +464,7 @@ mod pool {
             fn drop(&mut self) {
                 // No more claims, then withdraw the job and wait for workers still holding it.
                 for p in &self.0.parts {
-                    p.next.store(usize::MAX / 2, Ordering::Relaxed);
+                    p.close();
                 }
                 POOL.posted
                     .job

@@ -350,8 +350,15 @@ impl Inputs {
 }
 
 /// Median per-call milliseconds of `reps` samples; a sample is a batch of K calls lasting at least
-/// `min_batch_ms` (K = 1 for slow calls), after `warm` warm-up samples (as limit.c and NumPy).
-pub fn measure(mut f: impl FnMut(), warm: usize, reps: usize, min_batch_ms: f64) -> f64 {
+/// `min_batch_ms` (K = 1 for slow calls), after at least `warm` warm-up samples lasting at least
+/// `warm_ms` in all (as limit.c and NumPy).
+pub fn measure(
+    mut f: impl FnMut(),
+    warm: usize,
+    warm_ms: f64,
+    reps: usize,
+    min_batch_ms: f64,
+) -> f64 {
     use std::time::Instant;
     let mut k: u64 = 1;
     loop {
@@ -370,10 +377,13 @@ pub fn measure(mut f: impl FnMut(), warm: usize, reps: usize, min_batch_ms: f64)
         };
         k = nk.max(k + 1);
     }
-    for _ in 0..warm {
+    let w0 = Instant::now();
+    let mut w = 0;
+    while w < warm || w0.elapsed().as_secs_f64() * 1e3 < warm_ms {
         for _ in 0..k {
             f();
         }
+        w += 1;
     }
     let mut s: Vec<f64> = (0..reps)
         .map(|_| {
@@ -400,13 +410,13 @@ pub fn median(s: &mut [f64]) -> f64 {
 }
 
 /// Times one case: median ms per call.
-pub fn time_case(inp: &Inputs, alloc: bool, reps: usize) -> f64 {
+pub fn time_case(inp: &Inputs, alloc: bool, reps: usize, warm_ms: f64) -> f64 {
     let min_batch = if numel(&out_shape(inp.case.a, inp.case.b)) < 100 {
         2.0
     } else {
         1.0
     };
-    measure(|| inp.call(alloc), 2, reps, min_batch)
+    measure(|| inp.call(alloc), 2, warm_ms, reps, min_batch)
 }
 
 /// The sweep's inputs: (rows, 1024) + (1024,).
@@ -424,8 +434,8 @@ pub fn sweep_inputs(elems: usize) -> Inputs {
     inputs(&c)
 }
 
-pub fn time_sweep(inp: &Inputs, alloc: bool, reps: usize) -> f64 {
-    measure(|| inp.call(alloc), 2, reps, 2.0)
+pub fn time_sweep(inp: &Inputs, alloc: bool, reps: usize, warm_ms: f64) -> f64 {
+    measure(|| inp.call(alloc), 2, warm_ms, reps, 2.0)
 }
 
 /// Reads a tensor's elements as f64.

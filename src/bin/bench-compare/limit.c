@@ -7,16 +7,17 @@
  * (-march=native is for the limit only; the library itself is built for any x86-64.)
  *
  * Protocol (one command per line on stdin, one answer line on stdout):
- *   case  <S1..S12> <alloc|out> <reps>   -> "ok <median ms> <variant>"  (best variant)
- *   lat   <L1|L2>   <alloc|out> <reps>   -> "ok <median ms> <variant>"
- *   sweep <elements> <alloc|out> <reps>  -> "ok <median ms> <variant>"
+ *   case  <S1..S12> <alloc|out> <reps> [warm ms]   -> "ok <median ms> <variant>"  (best variant)
+ *   lat   <L1|L2>   <alloc|out> <reps> [warm ms]   -> "ok <median ms> <variant>"
+ *   sweep <elements> <alloc|out> <reps> [warm ms]  -> "ok <median ms> <variant>"
  *   quit
  * "alloc" is the best of the variants that allocate their result per call: fresh (64-byte
  * aligned_alloc, 4 KiB pages) and fresh-thp (2 MiB aligned + MADV_HUGEPAGE from 4 MiB up), each
  * with normal and streaming stores. "out" is the best of pre (a reused, already touched buffer)
  * and pre-nt (the same with streaming stores). S9 is in place for both. Threads: OMP_NUM_THREADS.
  * Timing: a sample is a batch of K back-to-back calls lasting >= min_batch_ms (K = 1 for slow
- * cases); the answer is the median per-call time of <reps> samples after warm-up.
+ * cases); the answer is the median per-call time of <reps> samples after a warm-up of at least two
+ * samples and [warm ms] (the caches of this machine take tens of calls to settle).
  */
 #define _GNU_SOURCE
 #include <immintrin.h>
@@ -39,6 +40,7 @@ static int cmp_dbl(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 typedef void (*bench_fn)(void *ctx);
+static double warm_ms = 0; /* warm-up lasts at least this long (the 5th field of a command) */
 static double measure(bench_fn fn, void *ctx, int warm, int reps, double min_batch_ms) {
     long K = 1;
     for (;;) {
@@ -50,7 +52,8 @@ static double measure(bench_fn fn, void *ctx, int warm, int reps, double min_bat
         if (nk > K * 16) nk = K * 16;
         K = nk > K ? nk : K + 1;
     }
-    for (int w = 0; w < warm; w++)
+    double w0 = now_ns();
+    for (int w = 0; w < warm || (now_ns() - w0) * 1e-6 < warm_ms; w++)
         for (long k = 0; k < K; k++) fn(ctx);
     double s[256];
     if (reps > 256) reps = 256;
@@ -424,7 +427,8 @@ int main(void) {
     while (fgets(line, sizeof line, stdin)) {
         char cmd[16], name[32], variant[16];
         int reps = 0;
-        if (sscanf(line, "%15s %31s %15s %d", cmd, name, variant, &reps) != 4) {
+        warm_ms = 0;
+        if (sscanf(line, "%15s %31s %15s %d %lf", cmd, name, variant, &reps, &warm_ms) < 4) {
             if (!strncmp(line, "quit", 4)) break;
             printf("err bad command\n"); fflush(stdout); continue;
         }

@@ -7,6 +7,8 @@
 //!                     repetitions (CI)
 //!   --rounds N        interleaved rounds (default 5); medians over rounds are reported
 //!   --reps N          samples per measurement (default 5)
+//!   --warm-ms MS      warm-up per measurement, at least (default 150; the last-level cache of
+//!                     this machine takes tens of calls to settle after inputs are made)
 //!   --threads N       threads for the library and the limit (default 2)
 //!   --cases LIST      comma-separated, e.g. S1,S8,L1 (default: all)
 //!   --sweep LIST      sweep sizes in elements, e.g. 1e3,1e5 (default: 1e3 ... 1e8); "none" skips
@@ -102,6 +104,7 @@ fn baseline_best(case: &str) -> Option<BestPeer> {
 struct Options {
     rounds: usize,
     reps: usize,
+    warm_ms: f64,
     threads: usize,
     cases: Vec<Case>,
     sweep: Vec<usize>,
@@ -125,6 +128,7 @@ fn parse_args() -> Options {
     let mut o = Options {
         rounds: if smoke { 1 } else { 5 },
         reps: if smoke { 3 } else { 5 },
+        warm_ms: if smoke { 20.0 } else { 150.0 },
         threads: 2,
         cases: if smoke {
             ["S2", "L2"]
@@ -157,6 +161,7 @@ fn parse_args() -> Options {
             "--smoke" => {}
             "--rounds" => o.rounds = value().parse().unwrap_or_else(|_| usage("bad --rounds")),
             "--reps" => o.reps = value().parse().unwrap_or_else(|_| usage("bad --reps")),
+            "--warm-ms" => o.warm_ms = value().parse().unwrap_or_else(|_| usage("bad --warm-ms")),
             "--threads" => o.threads = value().parse().unwrap_or_else(|_| usage("bad --threads")),
             "--cases" => {
                 o.cases = value()
@@ -315,12 +320,12 @@ fn main() {
             let bytes = lib_side::case_bytes(c);
             for &(v, alloc) in variants {
                 let key = format!("{} {v}", c.name);
-                let cmd = format!("{cmd_kind} {} {} {}", c.name, v, o.reps);
+                let cmd = format!("{cmd_kind} {} {} {} {}", c.name, v, o.reps, o.warm_ms);
                 // Alternate who goes first from round to round.
                 for step in 0..3 {
                     match (step + round) % 3 {
                         0 => {
-                            let ms = lib_side::time_case(&inp, alloc, o.reps);
+                            let ms = lib_side::time_case(&inp, alloc, o.reps, o.warm_ms);
                             res.add(&key, "lib", round, ms, v, bytes);
                         }
                         1 => {
@@ -353,11 +358,11 @@ fn main() {
             };
             for (v, alloc) in [("alloc", true), ("out", false)] {
                 let key = format!("SW {elems} {v}");
-                let cmd = format!("sweep {elems} {v} {reps}");
+                let cmd = format!("sweep {elems} {v} {reps} {}", o.warm_ms);
                 for step in 0..3 {
                     match (step + round) % 3 {
                         0 => {
-                            let ms = lib_side::time_sweep(&inp, alloc, reps);
+                            let ms = lib_side::time_sweep(&inp, alloc, reps, o.warm_ms);
                             res.add(&key, "lib", round, ms, v, bytes);
                         }
                         1 => {

@@ -2,16 +2,17 @@
 """NumPy peer for bench-compare: the same cases, inputs and protocol as limit.c.
 
 One command per line on stdin, one answer line on stdout:
-  case  <S1..S12|L1|L2> <alloc|out> <reps>  -> "ok <median ms> <variant>"
-  sweep <elements> <alloc|out> <reps>       -> "ok <median ms> <variant>"
+  case  <S1..S12|L1|L2> <alloc|out> <reps> [warm ms]  -> "ok <median ms> <variant>"
+  sweep <elements> <alloc|out> <reps> [warm ms]       -> "ok <median ms> <variant>"
   quit
 alloc = `a + b` (a new array per call); out = `np.add(a, b, out=o)` into a reused, touched array;
 S9 is `np.add(a, b, out=a)` for both. NumPy runs on one thread. Timing as limit.c: a sample is a
 batch of K calls lasting >= min_batch_ms; the answer is the median per-call time of <reps>
-samples after two warm-up samples.
+samples after a warm-up of at least two samples and [warm ms].
 """
 import statistics
 import sys
+import time
 import timeit
 
 import numpy as np
@@ -48,7 +49,7 @@ def fill(shape, dt, seed):
     return x.reshape(shape)
 
 
-def measure(stmt, ns, reps, min_batch_ms):
+def measure(stmt, ns, reps, min_batch_ms, warm_ms):
     t = timeit.Timer(stmt, globals=ns)
     k = 1
     while True:
@@ -56,8 +57,10 @@ def measure(stmt, ns, reps, min_batch_ms):
         if dt * 1e3 >= min_batch_ms or k >= 1 << 24:
             break
         k = min(k * 16, int(k * (min_batch_ms * 1e-3) / max(dt, 1e-9) * 1.2) + 1)
-    for _ in range(2):
+    w0, w = time.perf_counter(), 0
+    while w < 2 or (time.perf_counter() - w0) * 1e3 < warm_ms:
         t.timeit(k)
+        w += 1
     return statistics.median(t.timeit(k) / k * 1e3 for _ in range(reps))
 
 
@@ -101,6 +104,7 @@ def main():
             break
         try:
             cmd, name, variant, reps = parts[0], parts[1], parts[2], int(parts[3])
+            warm_ms = float(parts[4]) if len(parts) > 4 else 0.0
             if cmd == "sweep":
                 ns = setup(("sweep", name), lambda: build_sweep(int(name)))
                 min_batch = 2.0
@@ -113,7 +117,7 @@ def main():
                 stmt, which = "f(a, b, out=o)", "out"
             else:
                 stmt, which = "f(a, b)", "alloc"
-            ms = measure(stmt, ns, reps, min_batch)
+            ms = measure(stmt, ns, reps, min_batch, warm_ms)
             print(f"ok {ms:.6g} {which}", flush=True)
         except Exception as e:  # report and keep serving
             print(f"err {type(e).__name__}: {e}", flush=True)
