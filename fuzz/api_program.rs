@@ -1149,6 +1149,11 @@ impl Runner<'_> {
     }
 
     fn internal_overlap(&self, t: &TM) -> bool {
+        // No elements, so no two share a location (spec section 8; PyTorch agrees: an empty
+        // tensor is contiguous, which settles `has_internal_overlap` before strides are looked at).
+        if t.numel() == 0 {
+            return false;
+        }
         if t.shape
             .iter()
             .zip(&t.strides)

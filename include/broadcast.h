@@ -710,7 +710,8 @@ void bc_tensor_free(struct bc_tensor *t);
 bool bc_tensor_is_live(const struct bc_tensor *t);
 
 /**
- * The number of live handles in the process (for leak checks).
+ * The number of live handles in the process (for leak checks). Counts the registry, so it takes
+ * time in proportion to the most handles ever live at once: not for hot loops.
  */
 size_t bc_tensor_live_count(void);
 

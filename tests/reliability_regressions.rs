@@ -17,6 +17,9 @@
 //!   cloned (debug and release). A 0 anywhere now makes 0.
 //! * a binary operation whose result is empty still converted its inputs at their full size
 //!   (`BC_ERR_ALLOC`/`BC_ERR_OVERFLOW` for a broadcast input, or gigabytes of needless work).
+//! * an empty written-to tensor with a stride-0 dimension (an expanded `[0, 2]` view) was refused
+//!   as internally overlapping, although it has no elements to share a location (spec section 8;
+//!   PyTorch counts an empty tensor as contiguous). It is now checked like any other target.
 //! * handles were `slot + 1` in the low half, so small integers named the first live tensors
 //!   (tested in `reliability_handles.rs`, `small_integers_are_not_handles`).
 mod reliability_support;
@@ -244,5 +247,39 @@ fn element_count_check_does_not_depend_on_order() {
     }
     for h in [t, p, c, u] {
         bc_tensor_free(h);
+    }
+}
+
+#[test]
+fn empty_expanded_target_does_not_overlap_itself() {
+    let _g = serial();
+    let one = full(BC_DTYPE_FLOAT32, &[1, 1], 1.0);
+    let empty = full(BC_DTYPE_FLOAT32, &[0, 2], 1.0);
+    let bigger = full(BC_DTYPE_FLOAT32, &[3, 2], 1.0);
+    let mut target = ptr::null_mut();
+    // SAFETY (each call): valid pointers.
+    unsafe {
+        // [0, 2] with stride 0 on both dimensions: no elements, so nothing overlaps.
+        assert_eq!(
+            bc_tensor_expand(one, [0i64, 2].as_ptr(), 2, &mut target),
+            BC_OK
+        );
+        assert_eq!(bc_add_inplace(target, empty), BC_OK, "{}", last_message());
+        assert_eq!(
+            bc_add_out(empty, empty, target),
+            BC_OK,
+            "{}",
+            last_message()
+        );
+        // A shape mismatch is then reported as such, not as an overlap.
+        assert_eq!(
+            bc_add_inplace(target, bigger),
+            BC_ERR_SHAPE,
+            "{}",
+            last_message()
+        );
+    }
+    for t in [one, empty, target, bigger] {
+        bc_tensor_free(t);
     }
 }

@@ -485,3 +485,55 @@ fn last_error_never_mixes_between_threads() {
         j.join().expect("thread failed");
     }
 }
+
+/// Small operations lock their operands' registry slots for the whole call. Threads passing the
+/// same handles in opposite orders (and one handle twice) must never wait on each other in a
+/// cycle, while another thread keeps creating and freeing handles around them. A deadlock shows
+/// as the watchdog's failure instead of a hung test run.
+#[test]
+fn operands_in_opposite_orders_never_deadlock() {
+    let _g = serial();
+    let before = bc_tensor_live_count();
+    let iterations = rounds() * 200;
+    let a = H::new(full(BC_DTYPE_FLOAT32, &[3, 1], 1.0));
+    let b = H::new(full(BC_DTYPE_FLOAT32, &[1, 3], 2.0));
+    let (done_tx, done_rx) = mpsc::channel();
+    for t in 0..4 {
+        let done_tx = done_tx.clone();
+        std::thread::spawn(move || {
+            let result = catch_unwind(AssertUnwindSafe(|| {
+                let out = full(BC_DTYPE_FLOAT32, &[3, 3], 0.0);
+                let acc = full(BC_DTYPE_FLOAT32, &[3, 1], 0.0);
+                for i in 0..iterations {
+                    let (x, y) = if (t + i) % 2 == 0 { (a, b) } else { (b, a) };
+                    ok(bc_add_out(x.get(), y.get(), out), "add_out");
+                    ok(
+                        bc_mul_out(out, out, out),
+                        "mul_out (one handle three times)",
+                    );
+                    if t == 3 {
+                        // Churn: new slots below and above the operands' indices.
+                        let tmp = full(BC_DTYPE_FLOAT32, &[1], 0.0);
+                        ok(bc_add_inplace(acc, tmp), "add_inplace");
+                        bc_tensor_free(tmp);
+                    }
+                }
+                assert_eq!(values_f64(out), vec![9.0; 9]);
+                bc_tensor_free(out);
+                bc_tensor_free(acc);
+            }));
+            let _ = done_tx.send(result.is_ok());
+        });
+    }
+    drop(done_tx);
+    let deadline = std::time::Duration::from_secs(120);
+    for _ in 0..4 {
+        match done_rx.recv_timeout(deadline) {
+            Ok(passed) => assert!(passed, "a worker thread failed"),
+            Err(_) => panic!("workers still blocked after {deadline:?}: a lock-order deadlock"),
+        }
+    }
+    bc_tensor_free(a.get());
+    bc_tensor_free(b.get());
+    assert_eq!(bc_tensor_live_count(), before);
+}

@@ -5,10 +5,9 @@ use super::dtype::{can_cast, result_type, DType};
 use super::error::{Error, Result};
 use super::kernels::{self, BinaryOp};
 use super::parallel;
-use super::plan::{broadcast_strides, Plan};
+use super::plan::{broadcast_strides, Plan, SmallPlan};
 use super::shape::{broadcast_shapes, broadcast_shapes_n, check_inplace, Dims};
 use super::tensor::{copy_into, Init, Tensor};
-use std::borrow::Cow;
 
 /// The backwards-compatibility switches of spec section 5.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -46,10 +45,11 @@ pub fn binary(
     opts: Options,
 ) -> Result<(Tensor, Vec<Warning>)> {
     check_op_defined(op, a.dtype(), b.dtype())?;
-    let (shape, b, warnings) = out_of_place_shape(a, b, opts)?;
-    let dtype = op_result_type(op, a, &b);
+    let (shape, reshaped, warnings) = out_of_place_shape(a, b, opts)?;
+    let b = reshaped.as_deref().unwrap_or(b);
+    let dtype = op_result_type(op, a, b);
     let out = Tensor::new(dtype, &shape, Init::Uninit)?;
-    compute(op, &out, a, &b)?;
+    compute(op, &out, a, b)?;
     Ok((out, warnings))
 }
 
@@ -63,7 +63,7 @@ pub fn binary_inplace(
     check_op_defined(op, self_.dtype(), other.dtype())?;
     check_writable(self_, &[other])?;
     let mut warnings = Vec::new();
-    let other = match check_inplace(self_.shape(), other.shape()) {
+    let reshaped: Reshaped = match check_inplace(self_.shape(), other.shape()) {
         Ok(()) => {
             if opts.broadcast_warning
                 && self_.shape() != other.shape()
@@ -71,17 +71,18 @@ pub fn binary_inplace(
             {
                 warnings.push(Warning::BroadcastChange);
             }
-            Cow::Borrowed(other)
+            None
         }
         Err(_) if opts.legacy_fallback && self_.numel() == other.numel() => {
             warnings.push(Warning::FallbackInPlace);
-            Cow::Owned(reshape_row_major(other, self_.shape())?)
+            Some(Box::new(reshape_row_major(other, self_.shape())?))
         }
         Err(e) => return Err(e),
     };
-    let dtype = op_result_type(op, self_, &other);
+    let other = reshaped.as_deref().unwrap_or(other);
+    let dtype = op_result_type(op, self_, other);
     check_cast(dtype, self_.dtype())?;
-    write_result(op, self_, self_, &other, dtype)?;
+    write_result(op, self_, self_, other, dtype)?;
     Ok(warnings)
 }
 
@@ -95,16 +96,17 @@ pub fn binary_out(
 ) -> Result<Vec<Warning>> {
     check_op_defined(op, a.dtype(), b.dtype())?;
     check_writable(out, &[a, b])?;
-    let (shape, b, warnings) = out_of_place_shape(a, b, opts)?;
+    let (shape, reshaped, warnings) = out_of_place_shape(a, b, opts)?;
+    let b = reshaped.as_deref().unwrap_or(b);
     if out.shape() != &shape[..] {
         return Err(Error::OutputShape {
             output: out.shape().to_vec(),
             broadcast: shape.to_vec(),
         });
     }
-    let dtype = op_result_type(op, a, &b);
+    let dtype = op_result_type(op, a, b);
     check_cast(dtype, out.dtype())?;
-    write_result(op, out, a, &b, dtype)?;
+    write_result(op, out, a, b, dtype)?;
     Ok(warnings)
 }
 
@@ -113,6 +115,24 @@ pub fn broadcast_tensors(inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
     let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
     let shape = broadcast_shapes_n(&shapes)?;
     inputs.iter().map(|t| t.expand_to(&shape)).collect()
+}
+
+/// Whether an operation on these operands stays on the calling thread: its broadcast shape (taken
+/// dimension by dimension as the largest size, so this never fails) has fewer elements than the
+/// parallel threshold. Callers use it to decide that the call will be short.
+pub fn is_small<const K: usize>(operands: [&Tensor; K]) -> bool {
+    let ndim = operands.iter().map(|t| t.ndim()).max().unwrap_or(0);
+    let mut numel: usize = 1;
+    for d in 0..ndim {
+        let size = operands
+            .iter()
+            .filter_map(|t| t.shape().get((t.ndim() + d).checked_sub(ndim)?))
+            .max()
+            .copied()
+            .unwrap_or(1);
+        numel = numel.saturating_mul(size);
+    }
+    numel < parallel::threshold()
 }
 
 fn check_op_defined(op: BinaryOp, a: DType, b: DType) -> Result<()> {
@@ -143,24 +163,28 @@ fn check_cast(from: DType, to: DType) -> Result<()> {
     }
 }
 
+/// `b` as the legacy fallback reads it, when it applies (boxed: it is rare, and the common
+/// result stays small to move).
+type Reshaped = Option<Box<Tensor>>;
+
 /// The result shape of an out-of-place operation, with the switches applied: returns the shape,
-/// `b` as it is to be read (row-major reshaped under the fallback), and the warnings.
-fn out_of_place_shape<'b>(
+/// `b` reshaped row-major when the fallback applies, and the warnings.
+fn out_of_place_shape(
     a: &Tensor,
-    b: &'b Tensor,
+    b: &Tensor,
     opts: Options,
-) -> Result<(Dims, Cow<'b, Tensor>, Vec<Warning>)> {
+) -> Result<(Dims, Reshaped, Vec<Warning>)> {
     match broadcast_shapes(a.shape(), b.shape()) {
         Ok(shape) => {
             let mut warnings = Vec::new();
             if opts.broadcast_warning && a.shape() != b.shape() && a.numel() == b.numel() {
                 warnings.push(Warning::BroadcastChange);
             }
-            Ok((shape, Cow::Borrowed(b), warnings))
+            Ok((shape, None, warnings))
         }
         Err(_) if opts.legacy_fallback && a.numel() == b.numel() => {
             let b = reshape_row_major(b, a.shape())?;
-            Ok((a.shape().into(), Cow::Owned(b), vec![Warning::Fallback]))
+            Ok((a.shape().into(), Some(Box::new(b)), vec![Warning::Fallback]))
         }
         Err(e) => Err(e),
     }
@@ -190,6 +214,10 @@ fn write_result(op: BinaryOp, dest: &Tensor, a: &Tensor, b: &Tensor, dtype: DTyp
     Ok(())
 }
 
+/// Below this many elements a computation takes a [`SmallPlan`]: it would stay on the calling
+/// thread anyway, and building the full plan would cost more than the arithmetic.
+const SMALL_WORK: usize = 1 << 12;
+
 /// `out = a op b` where `out` has the broadcast shape and the computation type. Inputs of another
 /// type are first converted into temporaries of their own (un-broadcast) shape.
 fn compute(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
@@ -197,30 +225,43 @@ fn compute(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
         return Ok(()); // nothing to compute, and no input needs converting
     }
     let dtype = out.dtype();
-    let convert = |t| -> Result<Cow<Tensor>> {
-        if Tensor::dtype(t) == dtype {
-            Ok(Cow::Borrowed(t))
+    if a.dtype() == dtype && b.dtype() == dtype {
+        compute_same_type(op, out, a, b);
+        return Ok(());
+    }
+    let convert = |t: &Tensor| -> Result<Option<Tensor>> {
+        Ok(if t.dtype() == dtype {
+            None
         } else {
-            Ok(Cow::Owned(t.to_contiguous(dtype)?))
-        }
+            Some(t.to_contiguous(dtype)?)
+        })
     };
-    let (a, b) = (convert(a)?, convert(b)?);
+    let (ca, cb) = (convert(a)?, convert(b)?);
+    compute_same_type(op, out, ca.as_ref().unwrap_or(a), cb.as_ref().unwrap_or(b));
+    Ok(())
+}
+
+/// [`compute`] once every operand has the computation type.
+fn compute_same_type(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) {
+    let dtype = out.dtype();
+    let size = dtype.size();
     let shape = out.shape();
+    let ptrs = [out.data_ptr(), a.data_ptr(), b.data_ptr()];
+    // SAFETY (both runs): the plan covers out's view and the inputs broadcast to its shape, all
+    // within their storages; out aliases an input only exactly (checked by check_writable).
+    if out.numel() < SMALL_WORK {
+        let operands = [out, a, b].map(|t| (t.shape(), t.strides(), size));
+        if let Some(plan) = SmallPlan::new(shape, operands) {
+            unsafe { plan.for_each_run(ptrs, |p, s, n| kernels::binary_run(op, dtype, p, s, n)) };
+            return;
+        }
+    }
     let sa = broadcast_strides(a.shape(), a.strides(), shape);
     let sb = broadcast_strides(b.shape(), b.strides(), shape);
     let plan = Plan::new(shape, [out.strides(), &sa, &sb]);
-    let size = dtype.size();
-    parallel::run(
-        &plan,
-        [out.data_ptr(), a.data_ptr(), b.data_ptr()],
-        [size; 3],
-        |ptrs, strides, n| {
-            // SAFETY: the plan covers out's view and the inputs broadcast to its shape, all within
-            // their storages; out aliases an input only exactly (checked by check_writable).
-            unsafe { kernels::binary_run(op, dtype, ptrs, strides, n) }
-        },
-    );
-    Ok(())
+    parallel::run(&plan, ptrs, [size; 3], |ptrs, strides, n| unsafe {
+        kernels::binary_run(op, dtype, ptrs, strides, n)
+    });
 }
 
 /// Spec section 8: a written-to tensor may not overlap itself, nor partly overlap an input.

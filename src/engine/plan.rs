@@ -363,6 +363,112 @@ impl<const N: usize> Plan<N> {
     }
 }
 
+/// Most dimensions a [`SmallPlan`] holds (after dropping size-1 dimensions and merging).
+const SMALL_NDIM: usize = 6;
+
+/// The plan for a computation small enough to stay on the calling thread: size-1 dimensions
+/// dropped and adjacent dimensions merged as in [`Plan`], but kept in logical order (with few
+/// elements, the walk order hardly matters), on the stack and with byte strides, so that building
+/// and walking it costs a few dozen instructions. A tiny operation spends less time computing
+/// than a [`Plan`] takes to build.
+pub struct SmallPlan<const N: usize> {
+    ndim: usize,
+    shape: [usize; SMALL_NDIM],
+    /// Byte strides of each operand, 0 on broadcast dimensions.
+    strides: [[isize; SMALL_NDIM]; N],
+}
+
+impl<const N: usize> SmallPlan<N> {
+    /// Operands are (shape, strides in elements, itemsize), each broadcastable to `shape`
+    /// (right-aligned). `None` when more than [`SMALL_NDIM`] dimensions remain.
+    #[inline]
+    pub fn new(shape: &[usize], operands: [(&[usize], &[isize], usize); N]) -> Option<Self> {
+        let mut plan = SmallPlan {
+            ndim: 0,
+            shape: [0; SMALL_NDIM],
+            strides: [[0; SMALL_NDIM]; N],
+        };
+        for (d, &size) in shape.iter().enumerate() {
+            if size == 1 {
+                continue;
+            }
+            let stride = |k: usize| {
+                let (s, st, itemsize) = operands[k];
+                let i = (d + s.len()).checked_sub(shape.len())?;
+                (s[i] == size).then(|| st[i] * itemsize as isize)
+            };
+            let strides: [isize; N] = std::array::from_fn(|k| stride(k).unwrap_or(0));
+            let n = plan.ndim;
+            // Wrapping: a product that overflows cannot equal a real stride anyway.
+            let merges =
+                |k: usize| plan.strides[k][n - 1] == strides[k].wrapping_mul(size as isize);
+            if n > 0 && (0..N).all(merges) {
+                plan.shape[n - 1] *= size;
+                for (k, &s) in strides.iter().enumerate() {
+                    plan.strides[k][n - 1] = s;
+                }
+                continue;
+            }
+            if n == SMALL_NDIM {
+                return None;
+            }
+            plan.shape[n] = size;
+            for (k, &s) in strides.iter().enumerate() {
+                plan.strides[k][n] = s;
+            }
+            plan.ndim += 1;
+        }
+        Some(plan)
+    }
+
+    /// Calls `inner(ptrs, strides, len)` for every run along the innermost dimension, in
+    /// row-major order (once with length 1 for a single element).
+    ///
+    /// # Safety
+    /// As [`Plan::for_each_run`], with byte strides.
+    #[inline]
+    pub unsafe fn for_each_run(
+        &self,
+        base: [*mut u8; N],
+        inner: impl Fn([*mut u8; N], [isize; N], usize),
+    ) {
+        let nd = self.ndim;
+        if nd == 0 {
+            inner(base, [0; N], 1);
+            return;
+        }
+        if self.shape[..nd].contains(&0) {
+            return;
+        }
+        let inner_strides: [isize; N] = std::array::from_fn(|k| self.strides[k][nd - 1]);
+        let mut idx = [0usize; SMALL_NDIM];
+        let mut ptrs = base;
+        loop {
+            inner(ptrs, inner_strides, self.shape[nd - 1]);
+            // Advance the odometer over the outer dimensions.
+            let mut d = nd - 1;
+            loop {
+                if d == 0 {
+                    return;
+                }
+                d -= 1;
+                idx[d] += 1;
+                if idx[d] < self.shape[d] {
+                    for (k, p) in ptrs.iter_mut().enumerate() {
+                        *p = p.wrapping_offset(self.strides[k][d]);
+                    }
+                    break;
+                }
+                idx[d] = 0;
+                let back = self.shape[d] as isize - 1;
+                for (k, p) in ptrs.iter_mut().enumerate() {
+                    *p = p.wrapping_offset(-back * self.strides[k][d]);
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -178,15 +178,14 @@ impl Tensor {
 
     /// Address range `[lo, hi)` of the bytes the view touches; `None` when it has no elements.
     pub fn byte_range(&self) -> Option<(usize, usize)> {
-        if self.numel() == 0 {
+        // Empty views may have sizes and strides whose products overflow: none is computed.
+        if self.shape.contains(&0) {
             return None;
         }
-        let span: isize = self
-            .shape
-            .iter()
-            .zip(&self.strides)
-            .map(|(&n, &s)| (n as isize - 1) * s)
-            .sum();
+        let mut span = 0isize;
+        for (&n, &s) in self.shape.iter().zip(&self.strides) {
+            span += (n as isize - 1) * s;
+        }
         let lo = self.data_ptr() as usize;
         Some((lo, lo + (span as usize + 1) * self.dtype.size()))
     }

@@ -44,8 +44,10 @@ pub unsafe extern "C" fn bc_binary(
         // SAFETY: the caller's contract.
         let slot = unsafe { out_handle(out, "out")? };
         let op = op_in(op)?;
-        let (a, b) = (handle::get(a, "a")?, handle::get(b, "b")?);
-        let (result, warnings) = ops::binary(op, &a, &b, options())?;
+        let opts = options();
+        let (result, warnings) = handle::with([(a, "a"), (b, "b")], ops::is_small, |[a, b]| {
+            ops::binary(op, a, b, opts)
+        })??;
         hand_out(slot, result)?;
         emit(&warnings);
         Ok(())
@@ -73,8 +75,12 @@ pub extern "C" fn bc_binary_inplace(
 ) -> i32 {
     call(|| {
         let op = op_in(op)?;
-        let (s, o) = (handle::get(target, "target")?, handle::get(other, "other")?);
-        let warnings = ops::binary_inplace(op, &s, &o, options())?;
+        let opts = options();
+        let warnings = handle::with(
+            [(target, "target"), (other, "other")],
+            ops::is_small,
+            |[s, o]| ops::binary_inplace(op, s, o, opts),
+        )??;
         emit(&warnings);
         Ok(())
     })
@@ -96,12 +102,12 @@ pub extern "C" fn bc_binary_out(
 ) -> i32 {
     call(|| {
         let op = op_in(op)?;
-        let (a, b, out) = (
-            handle::get(a, "a")?,
-            handle::get(b, "b")?,
-            handle::get(out, "out")?,
-        );
-        let warnings = ops::binary_out(op, &a, &b, &out, options())?;
+        let opts = options();
+        let warnings = handle::with(
+            [(a, "a"), (b, "b"), (out, "out")],
+            ops::is_small,
+            |[a, b, out]| ops::binary_out(op, a, b, out, opts),
+        )??;
         emit(&warnings);
         Ok(())
     })

@@ -253,7 +253,8 @@ pub extern "C" fn bc_tensor_is_live(t: *const bc_tensor) -> bool {
     call_or(false, || handle::is_live(t))
 }
 
-/// The number of live handles in the process (for leak checks).
+/// The number of live handles in the process (for leak checks). Counts the registry, so it takes
+/// time in proportion to the most handles ever live at once: not for hot loops.
 #[no_mangle]
 pub extern "C" fn bc_tensor_live_count() -> usize {
     call_or(0, handle::live_count)
@@ -271,8 +272,9 @@ unsafe fn derive(
     call(|| {
         // SAFETY: the caller's contract.
         let slot = unsafe { out_handle(out, "out")? };
-        let t = handle::get(t, "t")?;
-        hand_out(slot, f(&t)?)
+        // Borrowed under the slot lock unless `f` may copy many elements.
+        let made = handle::with([(t, "t")], ops::is_small, |[t]| f(t))??;
+        hand_out(slot, made)
     })
 }
 
@@ -326,9 +328,9 @@ unsafe fn query<T>(t: *const bc_tensor, out: *mut T, f: impl FnOnce(&Tensor) -> 
         if out.is_null() {
             return Err(FfiError::NullArg("out"));
         }
-        let t = handle::get(t, "t")?;
+        let value = handle::borrow(t, "t", f)?;
         // SAFETY: checked non-NULL; valid by the caller's contract.
-        unsafe { write_out(out, f(&t), "out") }
+        unsafe { write_out(out, value, "out") }
     })
 }
 
@@ -393,9 +395,8 @@ pub unsafe extern "C" fn bc_tensor_is_contiguous(t: *const bc_tensor, out: *mut 
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_shape(t: *const bc_tensor, buf: *mut i64, cap: usize) -> i32 {
     call(|| {
-        let t = handle::get(t, "t")?;
         // SAFETY: the caller's contract.
-        unsafe { dims_out(t.shape(), buf, cap, "buf") }
+        handle::borrow(t, "t", |t| unsafe { dims_out(t.shape(), buf, cap, "buf") })?
     })
 }
 
@@ -407,9 +408,10 @@ pub unsafe extern "C" fn bc_tensor_shape(t: *const bc_tensor, buf: *mut i64, cap
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_strides(t: *const bc_tensor, buf: *mut i64, cap: usize) -> i32 {
     call(|| {
-        let t = handle::get(t, "t")?;
         // SAFETY: the caller's contract.
-        unsafe { dims_out(t.strides(), buf, cap, "buf") }
+        handle::borrow(t, "t", |t| unsafe {
+            dims_out(t.strides(), buf, cap, "buf")
+        })?
     })
 }
 
@@ -492,8 +494,8 @@ pub unsafe extern "C" fn bc_tensor_expand(
         let slot = unsafe { out_handle(out, "out")? };
         handle::check_ndim(ndim, "sizes")?;
         let sizes = unsafe { slice_in(sizes, ndim, "sizes")? };
-        let t = handle::get(t, "t")?;
-        hand_out(slot, t.expand(sizes)?)
+        let view = handle::borrow(t, "t", |t| t.expand(sizes))??;
+        hand_out(slot, view)
     })
 }
 
@@ -525,8 +527,12 @@ pub unsafe extern "C" fn bc_tensor_expand_as(
     call(|| {
         // SAFETY: the caller's contract.
         let slot = unsafe { out_handle(out, "out")? };
-        let (t, other) = (handle::get(t, "t")?, handle::get(other, "other")?);
-        hand_out(slot, t.expand_to(other.shape())?)
+        let view = handle::with(
+            [(t, "t"), (other, "other")],
+            |_| true,
+            |[t, other]| t.expand_to(other.shape()),
+        )??;
+        hand_out(slot, view)
     })
 }
 
@@ -590,8 +596,8 @@ pub unsafe extern "C" fn bc_tensor_permute(
         let slot = unsafe { out_handle(out, "out")? };
         handle::check_ndim(ndim, "dims")?;
         let dims = unsafe { slice_in(dims, ndim, "dims")? };
-        let t = handle::get(t, "t")?;
-        hand_out(slot, t.permute(dims)?)
+        let view = handle::borrow(t, "t", |t| t.permute(dims))??;
+        hand_out(slot, view)
     })
 }
 
@@ -652,7 +658,7 @@ pub unsafe extern "C" fn bc_tensor_as_strided(
             .collect();
         let offset = usize::try_from(offset)
             .map_err(|_| FfiError::invalid(format!("offset {offset} is negative")))?;
-        let t = handle::get(t, "t")?;
-        hand_out(slot, t.as_strided(&shape, &strides, offset)?)
+        let view = handle::borrow(t, "t", |t| t.as_strided(&shape, &strides, offset))??;
+        hand_out(slot, view)
     })
 }
