@@ -3,10 +3,11 @@
 use super::error::{Error, Result};
 use smallvec::SmallVec;
 
-/// Sizes of a shape; inline up to 6 dimensions, which covers nearly every real tensor.
-pub type Dims = SmallVec<[usize; 6]>;
+/// Sizes of a shape; inline up to 5 dimensions, which covers nearly every real tensor and keeps a
+/// `Tensor` small enough (120 bytes) to be moved without a call to `memcpy`.
+pub type Dims = SmallVec<[usize; 5]>;
 /// Strides in elements, one per dimension.
-pub type Strides = SmallVec<[isize; 6]>;
+pub type Strides = SmallVec<[isize; 5]>;
 
 /// `[2, 3]`, as PyTorch prints sizes.
 pub fn fmt_list<T: std::fmt::Display>(dims: &[T]) -> String {
