@@ -1,14 +1,15 @@
 //! What the handle registry costs per call (issue #5).
 //!
-//! Handles are tokens looked up in a registry (an `RwLock`ed slot table with generation counts)
-//! instead of raw pointers to boxed tensors. This bench measures one cheap query,
-//! `bc_tensor_ndim`, three ways, so the difference is the registry and nothing else:
+//! Handles are tokens looked up in a registry (a table of slots, each with its own spin lock and
+//! generation count) instead of raw pointers to boxed tensors. This bench measures one cheap
+//! query, `bc_tensor_ndim`, three ways, so the difference is the registry and nothing else:
 //!
-//! * `registry`: the real export: panic boundary + read-lock + slot/generation check + tensor
-//!   clone (an `Arc` increment and the shape/strides copies) + the answer.
-//! * `boxed_pointer`: the same boundary and the same clone, but the handle is a `Box<Tensor>`
-//!   pointer that is simply dereferenced (what a pointer-based API does, with none of the
-//!   protection: a freed or stray pointer would be undefined behaviour).
+//! * `registry`: the real export: panic boundary + slot lock + generation check + the answer,
+//!   read from the tensor in place (queries borrow it under the lock, no clone).
+//! * `boxed_pointer`: the same boundary plus a tensor clone (what the registry did before it
+//!   borrowed), but the handle is a `Box<Tensor>` pointer that is simply dereferenced (what a
+//!   pointer-based API does, with none of the protection: a freed or stray pointer would be
+//!   undefined behaviour).
 //! * `boxed_pointer_no_clone`: dereference and read only (the least any design must do).
 //!
 //! Then the same under contention (another thread hammering the library meanwhile), a stale

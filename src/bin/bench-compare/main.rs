@@ -666,6 +666,12 @@ const NOTES: &str = "
   along the innermost dimension but contiguous along the next, the plan is walked in tiles of
   16 x 256 (float32) and the kernel transposes 16 x 16 squares in registers, so every cache line
   of every operand is read or written whole, once.
+- **Small operations skip the machinery** (`src/ffi/handle.rs`, `src/engine/plan.rs`): below the
+  parallel threshold an operation borrows its operands while their registry slots are locked
+  (spin locks, one atomic instruction each, taken in slot order) instead of cloning them, plans
+  on the stack when under 4096 elements (`SmallPlan`), and a thread reuses the handle slots it
+  freed without the shared allocator lock. A tiny `bc_add_out` went from about 3000 to 1700
+  instructions and from 3-4 locked atomic instructions per handle to one.
 - Dimension merging (the plan coalesces dimensions contiguous for every operand) was there before.
 ";
 
