@@ -117,22 +117,15 @@ pub fn broadcast_tensors(inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
     inputs.iter().map(|t| t.expand_to(&shape)).collect()
 }
 
-/// Whether an operation on these operands stays on the calling thread: its broadcast shape (taken
-/// dimension by dimension as the largest size, so this never fails) has fewer elements than the
-/// parallel threshold. Callers use it to decide that the call will be short.
-pub fn is_small<const K: usize>(operands: [&Tensor; K]) -> bool {
-    let ndim = operands.iter().map(|t| t.ndim()).max().unwrap_or(0);
-    let mut numel: usize = 1;
-    for d in 0..ndim {
-        let size = operands
-            .iter()
-            .filter_map(|t| t.shape().get((t.ndim() + d).checked_sub(ndim)?))
-            .max()
-            .copied()
-            .unwrap_or(1);
-        numel = numel.saturating_mul(size);
-    }
-    numel < parallel::threshold()
+/// Whether work on these tensors is sure to be short (below the parallel threshold, so it stays
+/// on the calling thread): the product of their element counts, which bounds the elements of any
+/// result broadcast from them, is below the threshold. Given only the written tensor when there
+/// is one (its elements are the work). Callers decide from it whether to hold locks meanwhile.
+pub fn is_small<const K: usize>(tensors: [&Tensor; K]) -> bool {
+    let bound = tensors
+        .iter()
+        .fold(1usize, |n, t| n.saturating_mul(t.numel()));
+    bound < parallel::threshold()
 }
 
 fn check_op_defined(op: BinaryOp, a: DType, b: DType) -> Result<()> {

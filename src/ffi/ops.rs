@@ -78,7 +78,7 @@ pub extern "C" fn bc_binary_inplace(
         let opts = options();
         let warnings = handle::with(
             [(target, "target"), (other, "other")],
-            ops::is_small,
+            |[target, _]| ops::is_small([target]),
             |[s, o]| ops::binary_inplace(op, s, o, opts),
         )??;
         emit(&warnings);
@@ -105,7 +105,7 @@ pub extern "C" fn bc_binary_out(
         let opts = options();
         let warnings = handle::with(
             [(a, "a"), (b, "b"), (out, "out")],
-            ops::is_small,
+            |[_, _, out]| ops::is_small([out]),
             |[a, b, out]| ops::binary_out(op, a, b, out, opts),
         )??;
         emit(&warnings);
