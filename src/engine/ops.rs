@@ -207,10 +207,6 @@ fn write_result(op: BinaryOp, dest: &Tensor, a: &Tensor, b: &Tensor, dtype: DTyp
     Ok(())
 }
 
-/// Below this many elements a computation takes a [`SmallPlan`]: it would stay on the calling
-/// thread anyway, and building the full plan would cost more than the arithmetic.
-const SMALL_WORK: usize = 1 << 12;
-
 /// `out = a op b` where `out` has the broadcast shape and the computation type. Inputs of another
 /// type are first converted into temporaries of their own (un-broadcast) shape.
 fn compute(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
@@ -242,7 +238,8 @@ fn compute_same_type(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) {
     let ptrs = [out.data_ptr(), a.data_ptr(), b.data_ptr()];
     // SAFETY (both runs): the plan covers out's view and the inputs broadcast to its shape, all
     // within their storages; out aliases an input only exactly (checked by check_writable).
-    if out.numel() < SMALL_WORK {
+    // Small work takes a `SmallPlan`: building the full plan would cost more than the arithmetic.
+    if out.numel() < parallel::SMALL_ELEMS {
         let operands = [out, a, b].map(|t| (t.shape(), t.strides(), size));
         if let Some(plan) = SmallPlan::new(shape, operands) {
             unsafe { plan.for_each_run(ptrs, |p, s, n| kernels::binary_run(op, dtype, p, s, n)) };

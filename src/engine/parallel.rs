@@ -179,8 +179,9 @@ fn run_tile<const N: usize>(
     }
 }
 
-/// Below this many elements a computation runs run by run (see `run`).
-const SMALL_ELEMS: usize = 1 << 12;
+/// Below this many elements a computation runs run by run, without blocks (see `run`), or on a
+/// stack-only plan (see `ops`).
+pub const SMALL_ELEMS: usize = 1 << 12;
 
 /// No chunk of a parallel job is smaller than this many elements.
 const MIN_CHUNK_ELEMS: usize = 1 << 14;

@@ -368,9 +368,9 @@ const SMALL_NDIM: usize = 6;
 
 /// The plan for a computation small enough to stay on the calling thread: size-1 dimensions
 /// dropped and adjacent dimensions merged as in [`Plan`], but kept in logical order (with few
-/// elements, the walk order hardly matters), on the stack and with byte strides, so that building
-/// and walking it costs a few dozen instructions. A tiny operation spends less time computing
-/// than a [`Plan`] takes to build.
+/// elements, the walk order hardly matters), on the stack and with byte strides, with no heap
+/// vectors to build or sort: a tiny operation spends less time computing than a [`Plan`] takes to
+/// build.
 pub struct SmallPlan<const N: usize> {
     ndim: usize,
     shape: [usize; SMALL_NDIM],
