@@ -321,31 +321,15 @@ fn main() {
             for &(v, alloc) in variants {
                 let key = format!("{} {v}", c.name);
                 let cmd = format!("{cmd_kind} {} {} {} {}", c.name, v, o.reps, o.warm_ms);
-                // Alternate who goes first from round to round.
-                for step in 0..3 {
-                    match (step + round) % 3 {
-                        0 => {
-                            let ms = lib_side::time_case(&inp, alloc, o.reps, o.warm_ms);
-                            res.add(&key, "lib", round, ms, v, bytes);
-                        }
-                        1 => {
-                            if let Some(a) = ask(&mut limit, &cmd) {
-                                res.add(&key, "limit", round, a.ms, &a.variant, bytes);
-                            }
-                        }
-                        _ => {
-                            if let Some(a) = ask(&mut numpy, &cmd) {
-                                res.add(&key, "numpy", round, a.ms, &a.variant, bytes);
-                            }
-                        }
-                    }
-                }
-                eprintln!(
-                    "  {key:<12} lib {:>9.4} ms  limit {:>9.4} ms  numpy {:>9.4} ms",
-                    last(&res, &key, "lib"),
-                    last(&res, &key, "limit"),
-                    last(&res, &key, "numpy")
-                );
+                let m = Measurement {
+                    key: &key,
+                    variant: v,
+                    bytes,
+                    cmd: &cmd,
+                };
+                m.run(&mut res, round, [&mut limit, &mut numpy], || {
+                    lib_side::time_case(&inp, alloc, o.reps, o.warm_ms)
+                });
             }
         }
         for &elems in &o.sweep {
@@ -359,30 +343,15 @@ fn main() {
             for (v, alloc) in [("alloc", true), ("out", false)] {
                 let key = format!("SW {elems} {v}");
                 let cmd = format!("sweep {elems} {v} {reps} {}", o.warm_ms);
-                for step in 0..3 {
-                    match (step + round) % 3 {
-                        0 => {
-                            let ms = lib_side::time_sweep(&inp, alloc, reps, o.warm_ms);
-                            res.add(&key, "lib", round, ms, v, bytes);
-                        }
-                        1 => {
-                            if let Some(a) = ask(&mut limit, &cmd) {
-                                res.add(&key, "limit", round, a.ms, &a.variant, bytes);
-                            }
-                        }
-                        _ => {
-                            if let Some(a) = ask(&mut numpy, &cmd) {
-                                res.add(&key, "numpy", round, a.ms, &a.variant, bytes);
-                            }
-                        }
-                    }
-                }
-                eprintln!(
-                    "  {key:<20} lib {:>9.4} ms  limit {:>9.4} ms  numpy {:>9.4} ms",
-                    last(&res, &key, "lib"),
-                    last(&res, &key, "limit"),
-                    last(&res, &key, "numpy")
-                );
+                let m = Measurement {
+                    key: &key,
+                    variant: v,
+                    bytes,
+                    cmd: &cmd,
+                };
+                m.run(&mut res, round, [&mut limit, &mut numpy], || {
+                    lib_side::time_sweep(&inp, alloc, reps, o.warm_ms)
+                });
             }
         }
     }
@@ -407,6 +376,49 @@ fn main() {
         let csv = format!("peer,key,variant,round,ms,bytes\n{}", res.csv);
         std::fs::write(path, csv)
             .unwrap_or_else(|e| eprintln!("bench-compare: writing {path}: {e}"));
+    }
+}
+
+/// One row of one round: the library timed in-process, the limit and NumPy asked `cmd`.
+struct Measurement<'a> {
+    key: &'a str,
+    variant: &'a str,
+    bytes: f64,
+    cmd: &'a str,
+}
+
+impl Measurement<'_> {
+    /// Takes the three measurements, in an order that rotates from round to round (so no side
+    /// always goes first), records them and prints them.
+    fn run(
+        &self,
+        res: &mut Results,
+        round: usize,
+        [limit, numpy]: [&mut Option<Peer>; 2],
+        lib: impl FnOnce() -> f64,
+    ) {
+        let mut lib = Some(lib);
+        for step in 0..3 {
+            let (name, peer) = match (step + round) % 3 {
+                0 => {
+                    let ms = (lib.take().expect("the library goes once"))();
+                    res.add(self.key, "lib", round, ms, self.variant, self.bytes);
+                    continue;
+                }
+                1 => ("limit", &mut *limit),
+                _ => ("numpy", &mut *numpy),
+            };
+            if let Some(a) = ask(peer, self.cmd) {
+                res.add(self.key, name, round, a.ms, &a.variant, self.bytes);
+            }
+        }
+        eprintln!(
+            "  {:<20} lib {:>9.4} ms  limit {:>9.4} ms  numpy {:>9.4} ms",
+            self.key,
+            last(res, self.key, "lib"),
+            last(res, self.key, "limit"),
+            last(res, self.key, "numpy")
+        );
     }
 }
 
