@@ -102,19 +102,7 @@ impl<const N: usize> Plan<N> {
         let inner_stride: [isize; N] = std::array::from_fn(|k| bs(k, nd - 1));
         let row_stride: [isize; N] = std::array::from_fn(|k| bs(k, nd - 2));
         let (inner_len, rows_n) = (self.shape[nd - 1], self.shape[nd - 2]);
-        // Multi-index of `start`, and each operand's byte offset there.
-        let mut idx: SmallVec<[usize; 6]> = SmallVec::from_elem(0, nd);
-        let mut off = [0isize; N];
-        if start != 0 {
-            let mut rem = start;
-            for d in (0..nd).rev() {
-                idx[d] = rem % self.shape[d];
-                rem /= self.shape[d];
-                for (k, o) in off.iter_mut().enumerate() {
-                    *o += idx[d] as isize * bs(k, d);
-                }
-            }
-        }
+        let Cursor { mut idx, mut off } = self.cursor_at(start, itemsize);
         let mut pos = start;
         loop {
             let ptrs: [*mut u8; N] = std::array::from_fn(|k| base[k].wrapping_offset(off[k]));
@@ -136,15 +124,7 @@ impl<const N: usize> Plan<N> {
                 }
                 idx[nd - 1] = 0;
                 idx[nd - 2] += rows;
-                let mut d = nd - 2;
-                while idx[d] == self.shape[d] && d > 0 {
-                    for (k, o) in off.iter_mut().enumerate() {
-                        *o += bs(k, d - 1) - self.shape[d] as isize * bs(k, d);
-                    }
-                    idx[d] = 0;
-                    idx[d - 1] += 1;
-                    d -= 1;
-                }
+                self.carry(&mut idx, &mut off, nd - 2, itemsize);
             } else {
                 // A partial run that ended at `end`: nothing follows.
                 return;
@@ -183,19 +163,7 @@ impl<const N: usize> Plan<N> {
             inner(ptrs, inner_stride, end - start);
             return;
         }
-        // Multi-index of `start`, and each operand's byte offset there.
-        let mut idx: SmallVec<[usize; 6]> = SmallVec::from_elem(0, nd);
-        let mut off = [0isize; N];
-        if start != 0 {
-            let mut rem = start;
-            for d in (0..nd).rev() {
-                idx[d] = rem % self.shape[d];
-                rem /= self.shape[d];
-                for (k, o) in off.iter_mut().enumerate() {
-                    *o += idx[d] as isize * bs(k, d);
-                }
-            }
-        }
+        let Cursor { mut idx, mut off } = self.cursor_at(start, itemsize);
         let mut pos = start;
         loop {
             let len = (inner_len - idx[nd - 1]).min(end - pos);
@@ -210,15 +178,48 @@ impl<const N: usize> Plan<N> {
             for (k, o) in off.iter_mut().enumerate() {
                 *o += len as isize * inner_stride[k];
             }
-            let mut d = nd - 1;
-            while idx[d] == self.shape[d] && d > 0 {
-                for (k, o) in off.iter_mut().enumerate() {
-                    *o += bs(k, d - 1) - self.shape[d] as isize * bs(k, d);
-                }
-                idx[d] = 0;
-                idx[d - 1] += 1;
-                d -= 1;
+            self.carry(&mut idx, &mut off, nd - 1, itemsize);
+        }
+    }
+}
+
+/// A position while walking a plan: the multi-index, and each operand's byte offset there.
+struct Cursor<const N: usize> {
+    idx: SmallVec<[usize; 6]>,
+    off: [isize; N],
+}
+
+impl<const N: usize> Plan<N> {
+    /// The position of element `start` (in row-major order of the plan's shape).
+    fn cursor_at(&self, start: usize, itemsize: [usize; N]) -> Cursor<N> {
+        let nd = self.shape.len();
+        let mut idx: SmallVec<[usize; 6]> = SmallVec::from_elem(0, nd);
+        let mut off = [0isize; N];
+        let mut rem = start;
+        for d in (0..nd).rev() {
+            if rem == 0 {
+                break;
             }
+            idx[d] = rem % self.shape[d];
+            rem /= self.shape[d];
+            for (k, o) in off.iter_mut().enumerate() {
+                *o += idx[d] as isize * self.strides[k][d] * itemsize[k] as isize;
+            }
+        }
+        Cursor { idx, off }
+    }
+
+    /// After `idx[d]` was advanced: while dimension `d` has run past its end, wraps it to 0 and
+    /// advances the next outer one (the outermost is left past its end: the walk is over).
+    fn carry(&self, idx: &mut [usize], off: &mut [isize; N], mut d: usize, itemsize: [usize; N]) {
+        let bs = |k: usize, d: usize| self.strides[k][d] * itemsize[k] as isize;
+        while idx[d] == self.shape[d] && d > 0 {
+            for (k, o) in off.iter_mut().enumerate() {
+                *o += bs(k, d - 1) - self.shape[d] as isize * bs(k, d);
+            }
+            idx[d] = 0;
+            idx[d - 1] += 1;
+            d -= 1;
         }
     }
 }
