@@ -19,8 +19,8 @@ pub const BC_MAX_NDIM: usize = 64;
 
 /// Slots live in fixed-size chunks that are allocated on first need and never move or go away,
 /// so a lookup finds its slot without any registry-wide lock: it locks only that slot. Threads
-/// working on different tensors therefore never contend; only creating and freeing handles take
-/// the (short) allocator lock.
+/// working on different tensors therefore never contend. Creating and freeing handles take the
+/// (short) allocator lock only when the thread's own cache of freed slots is empty or full.
 const CHUNK_SLOTS: usize = 256;
 const MAX_CHUNKS: usize = 1 << 16;
 
