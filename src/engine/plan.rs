@@ -303,21 +303,11 @@ impl<const N: usize> Plan<N> {
         let inner_stride: [isize; N] = std::array::from_fn(|k| bs(k, c));
         let row_stride: [isize; N] = std::array::from_fn(|k| bs(k, r));
         for unit in start..end.min(tiling.units) {
-            let (mut outer, block) = (unit / tiling.blocks, unit % tiling.blocks);
+            let (outer, block) = (unit / tiling.blocks, unit % tiling.blocks);
             let r0 = block * tiling.rows;
             let r1 = (r0 + tiling.rows).min(rows_n);
             // Offset of (outer index, row r0, column 0) for each operand.
-            let mut off = [0isize; N];
-            for d in (0..r).rev() {
-                let i = outer % self.shape[d];
-                outer /= self.shape[d];
-                for (k, o) in off.iter_mut().enumerate() {
-                    *o += i as isize * bs(k, d);
-                }
-            }
-            for (k, o) in off.iter_mut().enumerate() {
-                *o += r0 as isize * row_stride[k];
-            }
+            let off = self.cursor_at((outer * rows_n + r0) * cols_n, itemsize).off;
             let mut c0 = 0;
             while c0 < cols_n {
                 let len = tiling.cols.min(cols_n - c0);

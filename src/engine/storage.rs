@@ -272,6 +272,20 @@ struct Cache {
     bytes: usize,
 }
 
+impl Cache {
+    /// Takes out the oldest entries until at most `bytes` and `entries` remain; the caller frees
+    /// them after releasing the lock.
+    fn evict_beyond(&mut self, bytes: usize, entries: usize) -> Vec<CacheEntry> {
+        let mut out = Vec::new();
+        while self.bytes > bytes || self.entries.len() > entries {
+            let e = self.entries.remove(0);
+            self.bytes -= e.len;
+            out.push(e);
+        }
+        out
+    }
+}
+
 static CACHE: Mutex<Cache> = Mutex::new(Cache {
     entries: Vec::new(),
     bytes: 0,
@@ -303,16 +317,7 @@ pub fn buffer_cache_limit() -> usize {
 /// Sets the cache limit in bytes (0 disables caching) and releases what no longer fits.
 pub fn set_buffer_cache_limit(bytes: usize) {
     CACHE_LIMIT.store(bytes.min(usize::MAX - 1), Ordering::Relaxed);
-    let evicted = {
-        let mut c = cache();
-        let mut out = Vec::new();
-        while c.bytes > bytes {
-            let e = c.entries.remove(0);
-            c.bytes -= e.len;
-            out.push(e);
-        }
-        out
-    };
+    let evicted = cache().evict_beyond(bytes, usize::MAX);
     for e in evicted {
         e.free();
     }
@@ -390,13 +395,7 @@ fn release(ptr: NonNull<u8>, len: usize, kind: Kind) {
         c.entries.push(entry);
         c.bytes += len;
         // Oldest first out, until both limits hold again.
-        let mut out = Vec::new();
-        while c.bytes > limit || c.entries.len() > CACHE_ENTRIES {
-            let e = c.entries.remove(0);
-            c.bytes -= e.len;
-            out.push(e);
-        }
-        out
+        c.evict_beyond(limit, CACHE_ENTRIES)
     };
     for e in evicted {
         e.free();
