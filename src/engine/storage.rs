@@ -1,7 +1,8 @@
 //! Element memory: owned (allocated here) or foreign (caller memory with a release hook). Shared by
 //! every view through `Arc<Storage>`; freed when the last view goes.
 //!
-//! Owned memory comes from one of two places:
+//! Owned memory comes from one of three places:
+//! - up to [`INLINE_BYTES`], the storage's own bytes (inside the `Arc` block, one allocation);
 //! - below [`LARGE_BYTES`], the global allocator (64-byte aligned from 4 KiB, else 16);
 //! - from [`LARGE_BYTES`] up, anonymous mappings aligned to 2 MiB and advised for transparent huge
 //!   pages (`MADV_HUGEPAGE`, Linux), so that touching a new result costs one fault per 2 MiB
@@ -17,7 +18,7 @@
 //! that views allocate no element memory and an operation allocates only its result.
 use super::error::{Error, Result};
 use std::alloc::{self, Layout};
-use std::cell::Cell;
+use std::cell::{Cell, UnsafeCell};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -33,12 +34,32 @@ enum Owner {
         len: usize,
     },
     Foreign(Option<ReleaseHook>),
+    /// In the storage's own `inline` bytes (at most [`INLINE_BYTES`]).
+    Inline,
 }
 
 pub struct Storage {
+    /// Unused (dangling) for [`Owner::Inline`]: the bytes move with the storage until it settles
+    /// in its `Arc`, so their address is taken only when asked for.
     ptr: NonNull<u8>,
     nbytes: usize,
     owner: Owner,
+    inline: InlineBytes,
+}
+
+/// Results up to this size live inside the storage itself, so creating one costs one allocation
+/// (the `Arc`'s) instead of two: for a tiny result, the second allocation and its free cost more
+/// than the arithmetic.
+const INLINE_BYTES: usize = 64;
+
+/// Aligned as the allocator's small blocks are, which suits every element type.
+#[repr(C, align(16))]
+struct InlineBytes(UnsafeCell<[u8; INLINE_BYTES]>);
+
+impl InlineBytes {
+    const fn new() -> InlineBytes {
+        InlineBytes(UnsafeCell::new([0; INLINE_BYTES]))
+    }
 }
 
 // SAFETY: the storage is a plain block of bytes; the engine never hands out Rust references
@@ -136,31 +157,28 @@ impl Storage {
 
     fn alloc_once(nbytes: usize, zeroed: bool) -> Result<Storage> {
         if nbytes == 0 {
-            return Ok(Storage {
-                ptr: NonNull::dangling(),
-                nbytes: 0,
-                owner: Owner::Owned(Layout::new::<()>()),
-            });
+            return Ok(Storage::new(
+                NonNull::dangling(),
+                0,
+                Owner::Owned(Layout::new::<()>()),
+            ));
+        }
+        if nbytes <= INLINE_BYTES {
+            count(nbytes, false);
+            // The inline bytes start out zeroed, which serves both kinds of request.
+            return Ok(Storage::new(NonNull::dangling(), nbytes, Owner::Inline));
         }
         if nbytes >= LARGE_BYTES {
             if let Some((ptr, len, hit)) = map_large(nbytes, zeroed) {
                 count(nbytes, hit);
-                return Ok(Storage {
-                    ptr,
-                    nbytes,
-                    owner: Owner::Mapped { len },
-                });
+                return Ok(Storage::new(ptr, nbytes, Owner::Mapped { len }));
             }
             // No mapping (not Linux, or the kernel refused): the global allocator may still cope.
         }
         if nbytes >= CACHE_MIN && !zeroed {
             if let Some((ptr, _, Kind::Heap(layout))) = take_cached(nbytes, false) {
                 count(nbytes, true);
-                return Ok(Storage {
-                    ptr,
-                    nbytes,
-                    owner: Owner::Owned(layout),
-                });
+                return Ok(Storage::new(ptr, nbytes, Owner::Owned(layout)));
             }
         }
         let align = if nbytes < SMALL_BYTES {
@@ -180,11 +198,7 @@ impl Storage {
         };
         let ptr = NonNull::new(raw).ok_or(Error::Alloc { bytes: nbytes })?;
         count(nbytes, false);
-        Ok(Storage {
-            ptr,
-            nbytes,
-            owner: Owner::Owned(layout),
-        })
+        Ok(Storage::new(ptr, nbytes, Owner::Owned(layout)))
     }
 
     /// Wraps caller memory without copying.
@@ -197,15 +211,24 @@ impl Storage {
         nbytes: usize,
         release: Option<ReleaseHook>,
     ) -> Storage {
+        Storage::new(ptr, nbytes, Owner::Foreign(release))
+    }
+
+    fn new(ptr: NonNull<u8>, nbytes: usize, owner: Owner) -> Storage {
         Storage {
             ptr,
             nbytes,
-            owner: Owner::Foreign(release),
+            owner,
+            inline: InlineBytes::new(),
         }
     }
 
+    /// The first byte. Stable once the storage is in its `Arc` (inline bytes move with it).
     pub fn as_ptr(&self) -> *mut u8 {
-        self.ptr.as_ptr()
+        match self.owner {
+            Owner::Inline => self.inline.0.get().cast(),
+            _ => self.ptr.as_ptr(),
+        }
     }
 
     pub fn nbytes(&self) -> usize {
@@ -230,6 +253,7 @@ impl Drop for Storage {
                     hook();
                 }
             }
+            Owner::Inline => {}
         }
     }
 }
@@ -483,6 +507,29 @@ mod tests {
     }
 
     #[test]
+    fn tiny_storages_live_inline_zeroed_and_aligned() {
+        for n in [1, 17, INLINE_BYTES] {
+            let s = std::sync::Arc::new(Storage::alloc(n, true).unwrap());
+            assert!(matches!(s.owner, Owner::Inline));
+            let p = s.as_ptr();
+            assert_eq!(p as usize % SMALL_ALIGN, 0);
+            // SAFETY: the storage holds n bytes.
+            assert!(unsafe { std::slice::from_raw_parts(p, n) }
+                .iter()
+                .all(|&b| b == 0));
+            // SAFETY: as above; the bytes stay put while the Arc lives.
+            unsafe { std::ptr::write_bytes(p, 5, n) };
+            let view = std::sync::Arc::clone(&s);
+            assert_eq!(view.as_ptr(), p);
+            assert!(unsafe { std::slice::from_raw_parts(view.as_ptr(), n) }
+                .iter()
+                .all(|&b| b == 5));
+        }
+        let s = Storage::alloc(INLINE_BYTES + 1, false).unwrap();
+        assert!(matches!(s.owner, Owner::Owned(_)));
+    }
+
+    #[test]
     fn counters_see_owned_allocations_only() {
         let before = stats();
         let _a = Storage::alloc(100, false).unwrap();
@@ -509,7 +556,7 @@ mod tests {
 
     #[test]
     fn mid_size_buffers_are_reused_and_zeroed_requests_are_not() {
-        let n = 200_003; // no other test allocates near this size
+        let n = 1_700_003; // no other test allocates near this size (the cache is shared)
         let a = Storage::alloc(n, false).unwrap();
         let p = a.as_ptr();
         // SAFETY: the storage holds n bytes.

@@ -176,6 +176,12 @@ impl Tensor {
             .wrapping_add(self.offset.wrapping_mul(self.dtype.size()))
     }
 
+    /// Address range `[lo, hi)` of the whole storage under the view, which holds every element.
+    pub fn storage_range(&self) -> (usize, usize) {
+        let lo = self.storage.as_ptr() as usize;
+        (lo, lo + self.storage.nbytes())
+    }
+
     /// Address range `[lo, hi)` of the bytes the view touches; `None` when it has no elements.
     pub fn byte_range(&self) -> Option<(usize, usize)> {
         // Empty views may have sizes and strides whose products overflow: none is computed.
