@@ -608,6 +608,38 @@ mod tests {
         set_threshold(DEFAULT_THRESHOLD);
     }
 
+    /// A kernel that panics in a parallel run, on whichever thread and in whichever chunk, makes
+    /// the run panic once every chunk under way is finished, and leaves the pool usable: the next
+    /// run covers every element once.
+    #[test]
+    fn a_panicking_kernel_fails_the_run_and_the_pool_recovers() {
+        let _lock = SETTINGS.lock().unwrap();
+        set_num_threads(2);
+        set_threshold(1000);
+        let n = 1usize << 18;
+        let p = Plan::new(&[n], [&[1isize][..], &[1isize][..]]);
+        for bad in [0, n / 2 - 1, n / 2, n - 1] {
+            let r = std::panic::catch_unwind(|| {
+                run(&p, [std::ptr::null_mut(); 2], [1, 1], |ptrs, _s, len| {
+                    let lo = ptrs[0] as usize;
+                    assert!(!(lo..lo + len).contains(&bad), "planned failure");
+                })
+            });
+            assert!(r.is_err(), "a panic at element {bad} went unnoticed");
+            for _ in 0..20 {
+                let seen: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+                run(&p, [std::ptr::null_mut(); 2], [1, 1], |ptrs, _s, len| {
+                    for i in 0..len {
+                        seen[ptrs[0] as usize + i].fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+                assert!(seen.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+            }
+        }
+        set_num_threads(0);
+        set_threshold(DEFAULT_THRESHOLD);
+    }
+
     /// Threads that post jobs at the same time all get correct results (one uses the pool, the
     /// others run serially).
     #[test]
