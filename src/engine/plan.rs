@@ -371,7 +371,7 @@ pub struct SmallPlan<const N: usize> {
 
 impl<const N: usize> SmallPlan<N> {
     /// Operands are (shape, strides in elements, itemsize), each broadcastable to `shape`
-    /// (right-aligned). `None` when more than [`SMALL_NDIM`] dimensions remain.
+    /// (right-aligned). `None` when more than `SMALL_NDIM` (6) dimensions remain.
     #[inline]
     pub fn new(shape: &[usize], operands: [(&[usize], &[isize], usize); N]) -> Option<Self> {
         let mut plan = SmallPlan {

@@ -2,7 +2,7 @@
 //! every view through `Arc<Storage>`; freed when the last view goes.
 //!
 //! Owned memory comes from one of three places:
-//! - up to [`INLINE_BYTES`], the storage's own bytes (inside the `Arc` block, one allocation);
+//! - up to 64 bytes (`INLINE_BYTES`), the storage's own bytes (inside the `Arc` block, one allocation);
 //! - below [`LARGE_BYTES`], the global allocator (64-byte aligned from 4 KiB, else 16);
 //! - from [`LARGE_BYTES`] up, anonymous mappings aligned to 2 MiB and advised for transparent huge
 //!   pages (`MADV_HUGEPAGE`, Linux), so that touching a new result costs one fault per 2 MiB
