@@ -683,7 +683,10 @@ const NOTES: &str = "
   (spin locks, one atomic instruction each, taken in slot order) instead of cloning them, plans
   on the stack when under 4096 elements (`SmallPlan`), and a thread reuses the handle slots it
   freed without the shared allocator lock. A tiny `bc_add_out` went from about 3000 to 1700
-  instructions and from 3-4 locked atomic instructions per handle to one.
+  instructions and from 3-4 locked atomic instructions per handle to one. Results of up to 64
+  bytes live inside their storage block (one allocation instead of two), and the partial-overlap
+  check first compares whole storage blocks: (4,)+(4,) now takes about 1470 instructions into
+  `out` and 2140 allocating (with the free).
 - Dimension merging (the plan coalesces dimensions contiguous for every operand) was there before.
 ";
 
