@@ -118,14 +118,26 @@ pub fn broadcast_tensors(inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
 }
 
 /// Whether work on these tensors is sure to be short (below the parallel threshold, so it stays
-/// on the calling thread): the product of their element counts, which bounds the elements of any
-/// result broadcast from them, is below the threshold. Given only the written tensor when there
-/// is one (its elements are the work). Callers decide from it whether to hold locks meanwhile.
+/// on the calling thread): the product over dimensions (right-aligned) of their largest size,
+/// which bounds the elements of any result broadcast from them, and of the legacy 1-D fallback
+/// (as many elements as one operand), is below the threshold. Given only the written tensor when
+/// there is one (its elements are the work). Callers decide from it whether to hold locks
+/// meanwhile.
 pub fn is_small<const K: usize>(tensors: [&Tensor; K]) -> bool {
-    let bound = tensors
-        .iter()
-        .fold(1usize, |n, t| n.saturating_mul(t.numel()));
-    bound < parallel::threshold()
+    work_bound(tensors.map(Tensor::shape)) < parallel::threshold()
+}
+
+/// See [`is_small`].
+fn work_bound<const K: usize>(shapes: [&[usize]; K]) -> usize {
+    let ndim = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    (1..=ndim).fold(1usize, |n, i| {
+        let largest = shapes
+            .iter()
+            .map(|s| s.len().checked_sub(i).map_or(1, |d| s[d]))
+            .max()
+            .unwrap_or(1);
+        n.saturating_mul(largest)
+    })
 }
 
 fn check_op_defined(op: BinaryOp, a: DType, b: DType) -> Result<()> {
@@ -266,4 +278,41 @@ fn check_writable(dest: &Tensor, inputs: &[&Tensor]) -> Result<()> {
         return Err(Error::PartialOverlap);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bound that decides whether an operation holds its operands' locks while it runs
+    /// covers every result broadcast from the operands (and the legacy fallback's), and is exact
+    /// when one shape contains the other.
+    #[test]
+    fn work_bound_covers_every_result() {
+        assert_eq!(work_bound([&[1, 1024][..], &[1024][..]]), 1024);
+        assert_eq!(work_bound([&[29, 1024][..], &[1024][..]]), 29 * 1024);
+        assert_eq!(work_bound([&[4096, 1][..], &[1, 4096][..]]), 4096 * 4096);
+        assert_eq!(work_bound([&[][..], &[][..]]), 1);
+        let shapes: [&[usize]; 9] = [
+            &[],
+            &[0],
+            &[3],
+            &[1, 3],
+            &[2, 1],
+            &[2, 3],
+            &[3, 2],
+            &[4, 0, 3],
+            &[5, 1, 1, 1],
+        ];
+        for a in shapes {
+            for b in shapes {
+                let bound = work_bound([a, b]);
+                if let Ok(s) = broadcast_shapes(a, b) {
+                    assert!(bound >= s.iter().product::<usize>(), "{a:?} {b:?}");
+                }
+                let (na, nb) = (a.iter().product::<usize>(), b.iter().product::<usize>());
+                assert!(bound >= na && bound >= nb, "{a:?} {b:?}");
+            }
+        }
+    }
 }
