@@ -683,10 +683,14 @@ const NOTES: &str = "
   (spin locks, one atomic instruction each, taken in slot order) instead of cloning them, plans
   on the stack when under 4096 elements (`SmallPlan`), and a thread reuses the handle slots it
   freed without the shared allocator lock. A tiny `bc_add_out` went from about 3000 to 1700
-  instructions and from 3-4 locked atomic instructions per handle to one. Results of up to 64
-  bytes live inside their storage block (one allocation instead of two), and the partial-overlap
-  check first compares whole storage blocks: (4,)+(4,) now takes about 1470 instructions into
-  `out` and 2140 allocating (with the free).
+  instructions and from 3-4 locked atomic instructions per handle to one; the partial-overlap
+  check now first compares whole storage blocks, and (4,)+(4,) takes about 1470 instructions
+  into `out`. Whether work is small is bounded by the largest size per dimension of the
+  operands, so (n,1024)+(1024,) borrows its operands up to 31 rows.
+- **Cheap small and mid-size results** (`src/engine/storage.rs`): results of up to 64 bytes live
+  inside their storage block (one allocation instead of two), and results of 4 KiB to 128 KiB
+  are aligned to a cache line by hand rather than through glibc's memalign, which costs several
+  times a plain malloc: allocating (1,1024)+(1024,) went from about 680 to 410 ns.
 - Dimension merging (the plan coalesces dimensions contiguous for every operand) was there before.
 ";
 
