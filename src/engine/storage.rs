@@ -2,8 +2,9 @@
 //! every view through `Arc<Storage>`; freed when the last view goes.
 //!
 //! Owned memory comes from one of three places:
-//! - up to 64 bytes (`INLINE_BYTES`), the storage's own bytes (inside the `Arc` block, one allocation);
-//! - below [`LARGE_BYTES`], the global allocator (64-byte aligned from 4 KiB, else 16);
+//! - up to 64 bytes (`INLINE_BYTES`), the storage's own bytes, inside the `Arc` block;
+//! - below [`LARGE_BYTES`], the global allocator (64-byte aligned from 4 KiB, by hand below
+//!   [`CACHE_MIN`]; else 16);
 //! - from [`LARGE_BYTES`] up, anonymous mappings aligned to 2 MiB and advised for transparent huge
 //!   pages (`MADV_HUGEPAGE`, Linux), so that touching a new result costs one fault per 2 MiB
 //!   instead of one per 4 KiB.
@@ -555,7 +556,7 @@ mod tests {
                 let s = Storage::alloc(n, zeroed).unwrap();
                 assert!(matches!(s.owner, Owner::Padded { .. }), "{n}");
                 assert_eq!(s.as_ptr() as usize % ALIGN, 0, "{n}");
-                // SAFETY: the storage holds n bytes (a sanitizer run checks the last one too).
+                // SAFETY: the storage holds n bytes.
                 let bytes = unsafe { std::slice::from_raw_parts_mut(s.as_ptr(), n) };
                 if zeroed {
                     assert!(bytes.iter().all(|&b| b == 0));
