@@ -163,16 +163,12 @@ impl Storage {
     }
 
     fn alloc_once(nbytes: usize, zeroed: bool) -> Result<Storage> {
-        if nbytes == 0 {
-            return Ok(Storage::new(
-                NonNull::dangling(),
-                0,
-                Owner::Owned(Layout::new::<()>()),
-            ));
-        }
         if nbytes <= INLINE_BYTES {
-            count(nbytes, false);
-            // The inline bytes start out zeroed, which serves both kinds of request.
+            // Empty storages too, uncounted: they allocate nothing. The inline bytes start out
+            // zeroed, which serves both kinds of request.
+            if nbytes > 0 {
+                count(nbytes, false);
+            }
             return Ok(Storage::new(NonNull::dangling(), nbytes, Owner::Inline));
         }
         if nbytes >= LARGE_BYTES {
@@ -260,7 +256,7 @@ impl Drop for Storage {
             Owner::Owned(layout) => {
                 if layout.size() >= CACHE_MIN {
                     release(self.ptr, layout.size(), Kind::Heap(*layout));
-                } else if self.nbytes != 0 {
+                } else {
                     // SAFETY: allocated in `alloc` with exactly this layout.
                     unsafe { alloc::dealloc(self.ptr.as_ptr(), *layout) }
                 }
