@@ -3,7 +3,7 @@
 CC ?= cc
 RELEASE := target/release
 
-.PHONY: demo test check bench bench-smoke header-drift
+.PHONY: demo test check bench bench-smoke header-drift data-check
 
 # Build the library and run the C tour of the documented examples.
 demo:
@@ -14,7 +14,7 @@ demo:
 
 # Every test: Rust unit and integration tests (oracle conformance, property, C suite, reliability,
 # bounded fuzzing), then the C suite under valgrind and under AddressSanitizer/UBSan.
-test:
+test: data-check
 	cargo test
 	bash scripts/sanitizers.sh
 
@@ -32,3 +32,7 @@ bench:
 
 bench-smoke:
 	cargo run --release --bin bench-compare -- --smoke
+
+# The conformance data is fixed: it must stay byte-identical to what PyTorch generated.
+data-check:
+	cd tests/data/pytorch && sha256sum --quiet -c SHA256SUMS

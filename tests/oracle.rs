@@ -1,4 +1,4 @@
-//! Conformance against the PyTorch-generated oracle in `../shared/oracle/*.jsonl`.
+//! Conformance against the PyTorch-generated data in `tests/data/pytorch/*.jsonl`.
 //!
 //! One test per file. Every test drives the library only through the exported C functions
 //! (`broadcast::ffi::bc_*`), checks every row, prints `<file>: checked N rows`, prints the first
@@ -1081,6 +1081,14 @@ fn oracle_folder_is_complete() {
         "promotion.jsonl",
         "overlap.jsonl",
         "legacy.jsonl",
+        "ops_values.jsonl",
+        "ops_promotion.jsonl",
+        "where.jsonl",
+        "scalar.jsonl",
+        "reductions.jsonl",
+        "sum_to_size.jsonl",
+        "repr.jsonl",
+        "layout.jsonl",
     ] {
         assert!(
             dir.join(name).is_file(),

@@ -869,14 +869,12 @@ pub fn set_switches(fallback: bool, warn: bool) {
 // ---------------------------------------------------------------------------------------------
 
 pub fn oracle_dir() -> PathBuf {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracle"));
-    if !p.is_dir() {
-        panic!(
-            "oracle folder {} is missing: the conformance data (shared/oracle/*.jsonl) must sit beside the checkout; \
-             these tests fail rather than skip without it",
-            p.display()
-        );
-    }
+    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/pytorch"));
+    assert!(
+        p.is_dir(),
+        "conformance data folder {} is missing: these tests fail rather than skip without it",
+        p.display()
+    );
     p
 }
 
