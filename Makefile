@@ -20,18 +20,18 @@ test: data-check
 
 # Formatting, lints, and the generated header matching the code.
 check: header-drift
-	cargo fmt --check
-	cargo clippy --all-targets -- -D warnings
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
 
 header-drift:
 	cargo build
 	git diff --exit-code -- include/ || { echo "include/broadcast.h is out of date: commit the regenerated header"; exit 1; }
 
 bench:
-	cargo run --release --bin bench-compare
+	cargo run --release -p bench-compare
 
 bench-smoke:
-	cargo run --release --bin bench-compare -- --smoke
+	cargo run --release -p bench-compare -- --smoke
 
 # The conformance data is fixed: it must stay byte-identical to what PyTorch generated.
 data-check:

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p docs/perf
-cargo run --release --bin bench-compare -- \
+cargo run --release -p bench-compare -- \
   --markdown docs/perf/RESULTS.md --csv docs/perf/results.csv "$@"
 if python3 -c 'import matplotlib' 2>/dev/null; then
   python3 scripts/perf_plot.py docs/perf/results.csv docs/perf/sweep.png

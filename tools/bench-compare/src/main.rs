@@ -2,7 +2,7 @@
 //! one run, measurements interleaved (library, limit, NumPy, then the next round in another
 //! order), printing a table of times and ratios.
 //!
-//! Usage: `cargo run --release --bin bench-compare -- [options]` (or `make bench`)
+//! Usage: `cargo run --release -p bench-compare -- [options]` (or `make bench`)
 //!   --smoke           a few seconds: S2, L2 and three sweep sizes, one round, three
 //!                     repetitions (CI)
 //!   --rounds N        interleaved rounds (default 5); medians over rounds are reported
@@ -152,7 +152,7 @@ fn parse_args() -> Options {
     };
     let mut it = args.iter();
     let usage = |what: &str| -> ! {
-        eprintln!("bench-compare: {what} (see the top of src/bin/bench-compare/main.rs)");
+        eprintln!("bench-compare: {what} (see the top of tools/bench-compare/src/main.rs)");
         std::process::exit(2)
     };
     while let Some(a) = it.next() {
@@ -461,7 +461,7 @@ fn header(o: &Options, numpy: Option<&str>, load_start: &str, load_end: &str) ->
     format!(
         "Measured {} on {} ({} CPUs{}, L2 {}, L3 {}), transparent huge pages: `{}`; {}, libbroadcast \
          SIMD path {:?}; {} threads for libbroadcast and the limit, NumPy {} on one thread. \
-         Command: `cargo run --release --bin bench-compare --{}` ({} interleaved rounds). \
+         Command: `cargo run --release -p bench-compare --{}` ({} interleaved rounds). \
          1-minute load average {} at the start, {} at the end (other jobs shared the machine).\n",
         sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
         field("Model name"),
