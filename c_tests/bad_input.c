@@ -91,7 +91,7 @@ static void test_status_str_every_code(void) {
             }
         }
     }
-    const int32_t unknown[] = {-1, 11, 12, 100, 7000, INT32_MIN, INT32_MAX};
+    const int32_t unknown[] = {-1, 11, 13, 100, 7000, INT32_MIN, INT32_MAX};
     for (size_t i = 0; i < COUNT_OF(unknown); i++) CHECK_STR_EQ(bc_status_str(unknown[i]), "unknown status");
     /* the named constants have their fixed values */
     CHECK_EQ_INT(BC_OK, 0);
@@ -103,6 +103,8 @@ static void test_status_str_every_code(void) {
     CHECK_EQ_INT(BC_ERR_OVERFLOW, 6);
     CHECK_EQ_INT(BC_ERR_ALLOC, 7);
     CHECK_EQ_INT(BC_ERR_BUFFER_TOO_SMALL, 8);
+    CHECK_EQ_INT(BC_ERR_READ_ONLY, 12);
+    CHECK_STR_EQ(bc_status_str(BC_ERR_READ_ONLY), "BC_ERR_READ_ONLY: the tensor is read-only");
     CHECK_EQ_INT(BC_ERR_INTERNAL, 9);
     CHECK_EQ_INT(BC_ERR_INVALID_HANDLE, 10);
 }

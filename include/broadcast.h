@@ -110,6 +110,28 @@
 #define BC_ERROR_KIND_INTERNAL 19
 
 /**
+ * A write to a read-only tensor (`BC_ERR_READ_ONLY`).
+ */
+#define BC_ERROR_KIND_READ_ONLY 60
+
+/**
+ * view/reshape: the sizes do not hold the tensor's elements: `size_a` = its number of elements;
+ * shape b = the sizes asked for (with any -1).
+ */
+#define BC_ERROR_KIND_VIEW_SIZE 61
+
+/**
+ * view/reshape of an empty tensor where -1 could be any size; shape b = the sizes asked for.
+ */
+#define BC_ERROR_KIND_VIEW_AMBIGUOUS 62
+
+/**
+ * view: the strides do not allow the new shape without a copy; shape a = the tensor's shape,
+ * shape b = the shape asked for (-1 inferred).
+ */
+#define BC_ERROR_KIND_VIEW_STRIDES 63
+
+/**
  * Largest number of dimensions a shape may have.
  */
 #define BC_MAX_NDIM 64
@@ -185,6 +207,13 @@
  * A tensor handle that is not live: already freed, or never returned by this library.
  */
 #define BC_ERR_INVALID_HANDLE 10
+
+/**
+ * A write (in place, or as `out`) to a tensor whose memory was shared read-only (imported
+ * through DLPack with the read-only flag), or a read-only tensor passed where only a writable
+ * one can go.
+ */
+#define BC_ERR_READ_ONLY 12
 
 /**
  * Element type codes (the `dtype` arguments). bool is one byte (0 or 1); float16 and bfloat16

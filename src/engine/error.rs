@@ -20,6 +20,8 @@ pub enum ErrorKind {
     InvalidArgument,
     /// A caller's buffer is smaller than the data.
     BufferTooSmall,
+    /// A write to memory that was shared read-only.
+    ReadOnly,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -113,6 +115,22 @@ pub enum Error {
         given: usize,
         unit: &'static str,
     },
+    /// A write to a tensor whose memory was shared read-only (imported through DLPack with the
+    /// read-only flag).
+    #[error("cannot write to a read-only tensor: its memory was shared read-only (DLPack read-only flag). Write to a copy (contiguous or clone) instead.")]
+    ReadOnly,
+    /// `view`/`reshape`: the requested sizes do not hold the tensor's elements (PyTorch's text).
+    #[error("shape '{}' is invalid for input of size {numel}", fmt_list(sizes))]
+    ViewSize { sizes: Vec<i64>, numel: usize },
+    /// `view`/`reshape` of an empty tensor with -1 next to a 0: the -1 could be anything.
+    #[error("cannot reshape tensor of 0 elements into shape {} because the unspecified dimension size -1 can be any value and is ambiguous", fmt_list(sizes))]
+    ViewAmbiguous { sizes: Vec<i64> },
+    /// `view`: the strides do not allow the new shape without a copy (`reshape` copies instead).
+    #[error("view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.")]
+    ViewStrides {
+        shape: Vec<usize>,
+        sizes: Vec<usize>,
+    },
 }
 
 impl Error {
@@ -126,13 +144,17 @@ impl Error {
             | ExpandMismatch { .. }
             | ExpandLeadingMinusOne { .. }
             | ExpandTooFewSizes { .. }
-            | ExpandNegative { .. } => ErrorKind::Shape,
+            | ExpandNegative { .. }
+            | ViewSize { .. }
+            | ViewAmbiguous { .. }
+            | ViewStrides { .. } => ErrorKind::Shape,
             CastRefused { .. } | BoolSubtraction { .. } => ErrorKind::Dtype,
             InternalOverlap | PartialOverlap => ErrorKind::Overlap,
             Overflow { .. } => ErrorKind::Overflow,
             Alloc { .. } => ErrorKind::Alloc,
             InvalidArgument(_) => ErrorKind::InvalidArgument,
             BufferTooSmall { .. } => ErrorKind::BufferTooSmall,
+            ReadOnly => ErrorKind::ReadOnly,
         }
     }
 

@@ -266,8 +266,12 @@ fn compute_same_type(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) {
     });
 }
 
-/// Spec section 8: a written-to tensor may not overlap itself, nor partly overlap an input.
+/// Spec section 8: a written-to tensor may not overlap itself, nor partly overlap an input; and
+/// memory shared read-only is never written.
 fn check_writable(dest: &Tensor, inputs: &[&Tensor]) -> Result<()> {
+    if dest.is_read_only() {
+        return Err(Error::ReadOnly);
+    }
     if super::overlap::has_internal_overlap(dest) {
         return Err(Error::InternalOverlap);
     }

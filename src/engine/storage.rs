@@ -51,6 +51,8 @@ pub struct Storage {
     ptr: NonNull<u8>,
     nbytes: usize,
     owner: Owner,
+    /// Shared read-only by its owner (DLPack's read-only flag): every write is refused.
+    read_only: bool,
     inline: InlineBytes,
 }
 
@@ -228,11 +230,21 @@ impl Storage {
         Storage::new(ptr, nbytes, Owner::Foreign(release))
     }
 
+    /// Refuses every write from now on.
+    pub fn set_read_only(&mut self) {
+        self.read_only = true;
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
     fn new(ptr: NonNull<u8>, nbytes: usize, owner: Owner) -> Storage {
         Storage {
             ptr,
             nbytes,
             owner,
+            read_only: false,
             inline: InlineBytes::new(),
         }
     }

@@ -169,6 +169,34 @@ impl Tensor {
         true
     }
 
+    /// This tensor, made read-only: every write to its memory, through any view, is refused.
+    /// Only for a tensor just made over foreign memory, before any other view of it exists.
+    pub fn into_read_only(mut self) -> Result<Tensor> {
+        let storage = Arc::get_mut(&mut self.storage)
+            .ok_or_else(|| Error::invalid("only a new tensor's memory can be made read-only"))?;
+        storage.set_read_only();
+        Ok(self)
+    }
+
+    /// Whether the memory was shared read-only: every write to it is refused.
+    pub fn is_read_only(&self) -> bool {
+        self.storage.is_read_only()
+    }
+
+    /// Whether writing through this view is allowed: the memory is not read-only and no two
+    /// elements share a location (a broadcast view repeats them).
+    pub fn is_writable(&self) -> bool {
+        !self.is_read_only() && !super::overlap::has_internal_overlap(self)
+    }
+
+    /// Bytes of storage from the view's first element to the end of the storage: every element
+    /// of the view lies in them (strides are never negative).
+    pub fn extent_from_data(&self) -> usize {
+        self.storage
+            .nbytes()
+            .saturating_sub(self.offset.saturating_mul(self.dtype.size()))
+    }
+
     /// Pointer to the element at the view's offset.
     pub fn data_ptr(&self) -> *mut u8 {
         self.storage

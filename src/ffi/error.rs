@@ -95,6 +95,16 @@ pub const BC_ERROR_KIND_BUFFER_TOO_SMALL: i32 = 16;
 pub const BC_ERROR_KIND_NULL_ARG: i32 = 17;
 pub const BC_ERROR_KIND_INVALID_HANDLE: i32 = 18;
 pub const BC_ERROR_KIND_INTERNAL: i32 = 19;
+/// A write to a read-only tensor (`BC_ERR_READ_ONLY`).
+pub const BC_ERROR_KIND_READ_ONLY: i32 = 60;
+/// view/reshape: the sizes do not hold the tensor's elements: `size_a` = its number of elements;
+/// shape b = the sizes asked for (with any -1).
+pub const BC_ERROR_KIND_VIEW_SIZE: i32 = 61;
+/// view/reshape of an empty tensor where -1 could be any size; shape b = the sizes asked for.
+pub const BC_ERROR_KIND_VIEW_AMBIGUOUS: i32 = 62;
+/// view: the strides do not allow the new shape without a copy; shape a = the tensor's shape,
+/// shape b = the shape asked for (-1 inferred).
+pub const BC_ERROR_KIND_VIEW_STRIDES: i32 = 63;
 
 /// The last failure on this thread as data. Fields that do not apply to `kind` are -1.
 #[repr(C)]
@@ -222,6 +232,20 @@ fn info_of(last: &LastError) -> (bc_error_info, Vec<i64>, Vec<i64>) {
                 info.size_a = *bytes as i64;
             }
             E::InvalidArgument(_) => info.kind = BC_ERROR_KIND_INVALID_ARGUMENT,
+            E::ReadOnly => info.kind = BC_ERROR_KIND_READ_ONLY,
+            E::ViewSize { sizes, numel } => {
+                info.kind = BC_ERROR_KIND_VIEW_SIZE;
+                info.size_a = *numel as i64;
+                b = Some(sizes.clone());
+            }
+            E::ViewAmbiguous { sizes } => {
+                info.kind = BC_ERROR_KIND_VIEW_AMBIGUOUS;
+                b = Some(sizes.clone());
+            }
+            E::ViewStrides { shape, sizes } => {
+                info.kind = BC_ERROR_KIND_VIEW_STRIDES;
+                (a, b) = (Some(to_i64(shape)), Some(to_i64(sizes)));
+            }
             E::BufferTooSmall { needed, given, .. } => {
                 info.kind = BC_ERROR_KIND_BUFFER_TOO_SMALL;
                 (info.size_a, info.size_b) = (*needed as i64, *given as i64);

@@ -26,6 +26,10 @@ pub const BC_ERR_BUFFER_TOO_SMALL: i32 = 8;
 pub const BC_ERR_INTERNAL: i32 = 9;
 /// A tensor handle that is not live: already freed, or never returned by this library.
 pub const BC_ERR_INVALID_HANDLE: i32 = 10;
+/// A write (in place, or as `out`) to a tensor whose memory was shared read-only (imported
+/// through DLPack with the read-only flag), or a read-only tensor passed where only a writable
+/// one can go.
+pub const BC_ERR_READ_ONLY: i32 = 12;
 
 /// A failure at the boundary: an engine error, or one only the C side can have.
 #[derive(Debug)]
@@ -60,6 +64,7 @@ impl FfiError {
                 ErrorKind::Alloc => BC_ERR_ALLOC,
                 ErrorKind::InvalidArgument => BC_ERR_INVALID_ARG,
                 ErrorKind::BufferTooSmall => BC_ERR_BUFFER_TOO_SMALL,
+                ErrorKind::ReadOnly => BC_ERR_READ_ONLY,
             },
         }
     }
@@ -90,6 +95,7 @@ pub(crate) fn status_text(status: i32) -> &'static std::ffi::CStr {
         BC_ERR_BUFFER_TOO_SMALL => c"BC_ERR_BUFFER_TOO_SMALL: caller buffer too small",
         BC_ERR_INTERNAL => c"BC_ERR_INTERNAL: internal error caught at the boundary",
         BC_ERR_INVALID_HANDLE => c"BC_ERR_INVALID_HANDLE: not a live tensor handle",
+        BC_ERR_READ_ONLY => c"BC_ERR_READ_ONLY: the tensor is read-only",
         _ => c"unknown status",
     }
 }
