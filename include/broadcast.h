@@ -960,6 +960,117 @@ int32_t bc_tensor_as_strided(const struct bc_tensor *t,
                              int64_t offset,
                              struct bc_tensor **out);
 
+/**
+ * A view of `t` with the shape `sizes` (PyTorch's `view`): the same elements in row-major order,
+ * no copy. One size may be -1: it is inferred from the element count. Whether a view is possible
+ * depends on the strides (a transposed tensor cannot be flattened without a copy); when it is
+ * not, use `bc_tensor_reshape`. The result's strides are PyTorch's, also on size-1 dimensions.
+ *
+ * On success the caller owns `*out` (free it with `bc_tensor_free`); it shares `t`'s memory.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_SHAPE`: the sizes do not hold the elements (`shape '[2, 5]' is invalid for
+ * input of size 6`), an ambiguous -1 for an empty tensor, or strides that do not allow a view
+ * (`view size is not compatible with input tensor's size and stride (at least one dimension spans
+ * across two contiguous subspaces). Use .reshape(...) instead.`); `BC_ERR_INVALID_ARG`: two -1
+ * (`only one dimension can be inferred`), another negative size, more than `BC_MAX_NDIM`
+ * sizes; `BC_ERR_OVERFLOW`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `sizes` must be valid for `ndim` reads (NULL allowed when `ndim` is 0: the 0-d shape); `out`
+ * for one write.
+ */
+int32_t bc_tensor_view(const struct bc_tensor *t,
+                       const int64_t *sizes,
+                       size_t ndim,
+                       struct bc_tensor **out);
+
+/**
+ * `t` with the shape `sizes` (PyTorch's `reshape`): a view, as `bc_tensor_view`, when the strides
+ * allow one, else a row-major copy. `*copied`, when `copied` is not NULL, says which (true: a
+ * copy, which no longer shares `t`'s memory).
+ *
+ * On success the caller owns `*out`; on failure `*out` is NULL and `*copied` is not written.
+ *
+ * # Returns
+ * As `bc_tensor_view`, without the strides error.
+ *
+ * # Safety
+ * `sizes` must be valid for `ndim` reads (NULL allowed when `ndim` is 0); `copied` NULL or valid
+ * for one write; `out` for one write.
+ */
+int32_t bc_tensor_reshape(const struct bc_tensor *t,
+                          const int64_t *sizes,
+                          size_t ndim,
+                          bool *copied,
+                          struct bc_tensor **out);
+
+/**
+ * A view of `t` with a dimension of size 1 inserted at `dim` (PyTorch's `unsqueeze`): `dim` runs
+ * from `-(ndim + 1)` to `ndim`, negative counting from the end of the result.
+ *
+ * On success the caller owns `*out`; it shares `t`'s memory.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_INVALID_ARG` (`dim` out of range: `Dimension out of range (expected to be in
+ * range of [-3, 2], but got 3)`, or a result of more than `BC_MAX_NDIM` dimensions);
+ * `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+int32_t bc_tensor_unsqueeze(const struct bc_tensor *t, int64_t dim, struct bc_tensor **out);
+
+/**
+ * A view of `t` without dimension `dim` when its size is 1, else a view of `t` as it is
+ * (PyTorch's `squeeze(dim)`). `dim` runs from `-ndim` to `ndim - 1`; a 0-d tensor accepts 0 and -1.
+ *
+ * On success the caller owns `*out`; it shares `t`'s memory.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_INVALID_ARG` (`dim` out of range); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`;
+ * `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+int32_t bc_tensor_squeeze(const struct bc_tensor *t, int64_t dim, struct bc_tensor **out);
+
+/**
+ * A view of `t` without any of its size-1 dimensions (PyTorch's `squeeze()`).
+ *
+ * On success the caller owns `*out`; it shares `t`'s memory.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+int32_t bc_tensor_squeeze_all(const struct bc_tensor *t, struct bc_tensor **out);
+
+/**
+ * `t` with dimensions `start` to `end` (both included, negative counting from the end) merged
+ * into one (PyTorch's `flatten`): through `bc_tensor_reshape`, so a view when the strides allow
+ * one, else a copy; `*copied`, when `copied` is not NULL, says which. A 0-d tensor becomes 1-d
+ * (`start` and `end` 0 or -1); `start == end` gives a view of `t` as it is.
+ *
+ * On success the caller owns `*out`; on failure `*out` is NULL and `*copied` is not written.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_INVALID_ARG` (a dimension out of range, or `start` after `end`:
+ * `flatten() has invalid args: start_dim cannot come after end_dim`); `BC_ERR_NULL_ARG`;
+ * `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `copied` NULL or valid for one write; `out` for one write.
+ */
+int32_t bc_tensor_flatten(const struct bc_tensor *t,
+                          int64_t start,
+                          int64_t end,
+                          bool *copied,
+                          struct bc_tensor **out);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

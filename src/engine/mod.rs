@@ -8,6 +8,7 @@ pub mod ops;
 pub mod overlap;
 pub mod parallel;
 pub mod plan;
+pub mod reshape;
 pub mod shape;
 pub mod storage;
 pub mod tensor;

@@ -5,6 +5,7 @@ use super::error::{Error, Result};
 use super::kernels;
 use super::parallel;
 use super::plan::Plan;
+use super::reshape;
 use super::shape::{self, checked_nbytes, checked_numel, contiguous_strides, Dims, Strides};
 use super::storage::{ReleaseHook, Storage};
 use smallvec::SmallVec;
@@ -440,4 +441,98 @@ fn check_view_bounds(
         )));
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views that change the shape (PyTorch's view, reshape, unsqueeze, squeeze, flatten).
+
+impl Tensor {
+    /// PyTorch's `view(sizes)`: the same elements with a new shape (one -1 is inferred), without
+    /// copying; refused when the strides do not allow it.
+    pub fn view_sizes(&self, sizes: &[i64]) -> Result<Tensor> {
+        let shape = reshape::infer_size(sizes, self.numel())?;
+        match reshape::view_strides(&self.shape, &self.strides, &shape) {
+            Some(strides) => Ok(self.view(shape, strides, self.offset)),
+            None => Err(Error::ViewStrides {
+                shape: self.shape.to_vec(),
+                sizes: shape.to_vec(),
+            }),
+        }
+    }
+
+    /// PyTorch's `reshape(sizes)`: a view when the strides allow one, else a row-major copy.
+    /// Also says whether it copied.
+    pub fn reshape(&self, sizes: &[i64]) -> Result<(Tensor, bool)> {
+        let shape = reshape::infer_size(sizes, self.numel())?;
+        if let Some(strides) = reshape::view_strides(&self.shape, &self.strides, &shape) {
+            return Ok((self.view(shape, strides, self.offset), false));
+        }
+        let copy = self.to_contiguous(self.dtype)?;
+        let strides = contiguous_strides(&shape);
+        Ok((copy.view(shape, strides, 0), true))
+    }
+
+    /// PyTorch's `unsqueeze(dim)`: a size-1 dimension inserted at `dim` (from -(ndim+1) to ndim).
+    pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
+        let d = wrap_dim(dim, self.ndim() + 1)?;
+        // PyTorch's stride for the new dimension: what steps over the dimension it precedes.
+        let stride = match self.shape.get(d) {
+            Some(&n) => (n as isize).wrapping_mul(self.strides[d]),
+            None => 1,
+        };
+        let (mut shape, mut strides) = (self.shape.clone(), self.strides.clone());
+        shape.insert(d, 1);
+        strides.insert(d, stride);
+        Ok(self.view(shape, strides, self.offset))
+    }
+
+    /// PyTorch's `squeeze(dim)` (that dimension, if its size is 1) or `squeeze()` (`None`: every
+    /// size-1 dimension). A 0-d tensor accepts dim 0 and -1 and stays as it is.
+    pub fn squeeze(&self, dim: Option<i64>) -> Result<Tensor> {
+        let only = match dim {
+            Some(d) => Some(wrap_dim(d, self.ndim().max(1))?),
+            None => None,
+        };
+        let (mut shape, mut strides): (Dims, Strides) = (SmallVec::new(), SmallVec::new());
+        for (i, (&n, &s)) in self.shape.iter().zip(&self.strides).enumerate() {
+            if n != 1 || only.is_some_and(|d| d != i) {
+                shape.push(n);
+                strides.push(s);
+            }
+        }
+        Ok(self.view(shape, strides, self.offset))
+    }
+
+    /// PyTorch's `flatten(start, end)`: dimensions `start..=end` merged into one, by `reshape`
+    /// (a view when the strides allow one, else a copy; also says whether it copied). A 0-d
+    /// tensor becomes 1-d.
+    pub fn flatten(&self, start: i64, end: i64) -> Result<(Tensor, bool)> {
+        let nd = self.ndim().max(1);
+        let (start, end) = (wrap_dim(start, nd)?, wrap_dim(end, nd)?);
+        if start > end {
+            return Err(Error::invalid(
+                "flatten() has invalid args: start_dim cannot come after end_dim",
+            ));
+        }
+        if self.ndim() == 0 {
+            return self.reshape(&[1]);
+        }
+        if start == end {
+            return Ok((self.clone(), false));
+        }
+        // The merged size is the product of the merged sizes, not a -1 to infer: with a 0
+        // elsewhere, -1 could be anything.
+        let merged: usize = if self.shape[start..=end].contains(&0) {
+            0
+        } else {
+            self.shape[start..=end].iter().product()
+        };
+        let sizes: SmallVec<[i64; 6]> = self.shape[..start]
+            .iter()
+            .chain(std::iter::once(&merged))
+            .chain(&self.shape[end + 1..])
+            .map(|&n| n as i64)
+            .collect();
+        self.reshape(&sizes)
+    }
 }

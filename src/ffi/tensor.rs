@@ -662,3 +662,183 @@ pub unsafe extern "C" fn bc_tensor_as_strided(
         hand_out(slot, view)
     })
 }
+
+/// Hands out `made` as `*out`, then, when `copied` is not NULL, whether it is a copy as `*copied`.
+///
+/// # Safety
+/// `copied` NULL or valid for one write.
+unsafe fn hand_out_reshaped(
+    slot: &mut *mut bc_tensor,
+    (made, was_copied): (Tensor, bool),
+    copied: *mut bool,
+) -> Result<(), FfiError> {
+    hand_out(slot, made)?;
+    if !copied.is_null() {
+        // SAFETY: not NULL, so valid for one write by the caller's contract.
+        unsafe { copied.write(was_copied) };
+    }
+    Ok(())
+}
+
+/// A view of `t` with the shape `sizes` (PyTorch's `view`): the same elements in row-major order,
+/// no copy. One size may be -1: it is inferred from the element count. Whether a view is possible
+/// depends on the strides (a transposed tensor cannot be flattened without a copy); when it is
+/// not, use `bc_tensor_reshape`. The result's strides are PyTorch's, also on size-1 dimensions.
+///
+/// On success the caller owns `*out` (free it with `bc_tensor_free`); it shares `t`'s memory.
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_SHAPE`: the sizes do not hold the elements (`shape '[2, 5]' is invalid for
+/// input of size 6`), an ambiguous -1 for an empty tensor, or strides that do not allow a view
+/// (`view size is not compatible with input tensor's size and stride (at least one dimension spans
+/// across two contiguous subspaces). Use .reshape(...) instead.`); `BC_ERR_INVALID_ARG`: two -1
+/// (`only one dimension can be inferred`), another negative size, more than `BC_MAX_NDIM`
+/// sizes; `BC_ERR_OVERFLOW`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+///
+/// # Safety
+/// `sizes` must be valid for `ndim` reads (NULL allowed when `ndim` is 0: the 0-d shape); `out`
+/// for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_view(
+    t: *const bc_tensor,
+    sizes: *const i64,
+    ndim: usize,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    call(|| {
+        // SAFETY (this block): the caller's contract.
+        let slot = unsafe { out_handle(out, "out")? };
+        handle::check_ndim(ndim, "sizes")?;
+        let sizes = unsafe { slice_in(sizes, ndim, "sizes")? };
+        let view = handle::borrow(t, "t", |t| t.view_sizes(sizes))??;
+        hand_out(slot, view)
+    })
+}
+
+/// `t` with the shape `sizes` (PyTorch's `reshape`): a view, as `bc_tensor_view`, when the strides
+/// allow one, else a row-major copy. `*copied`, when `copied` is not NULL, says which (true: a
+/// copy, which no longer shares `t`'s memory).
+///
+/// On success the caller owns `*out`; on failure `*out` is NULL and `*copied` is not written.
+///
+/// # Returns
+/// As `bc_tensor_view`, without the strides error.
+///
+/// # Safety
+/// `sizes` must be valid for `ndim` reads (NULL allowed when `ndim` is 0); `copied` NULL or valid
+/// for one write; `out` for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_reshape(
+    t: *const bc_tensor,
+    sizes: *const i64,
+    ndim: usize,
+    copied: *mut bool,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    call(|| {
+        // SAFETY (this block): the caller's contract.
+        let slot = unsafe { out_handle(out, "out")? };
+        handle::check_ndim(ndim, "sizes")?;
+        let sizes = unsafe { slice_in(sizes, ndim, "sizes")? };
+        // Borrowed under the slot lock unless the copy may be long.
+        let made = handle::with([(t, "t")], ops::is_small, |[t]| t.reshape(sizes))??;
+        unsafe { hand_out_reshaped(slot, made, copied) }
+    })
+}
+
+/// A view of `t` with a dimension of size 1 inserted at `dim` (PyTorch's `unsqueeze`): `dim` runs
+/// from `-(ndim + 1)` to `ndim`, negative counting from the end of the result.
+///
+/// On success the caller owns `*out`; it shares `t`'s memory.
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_INVALID_ARG` (`dim` out of range: `Dimension out of range (expected to be in
+/// range of [-3, 2], but got 3)`, or a result of more than `BC_MAX_NDIM` dimensions);
+/// `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_unsqueeze(
+    t: *const bc_tensor,
+    dim: i64,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe {
+        derive(t, out, |t| {
+            let view = t.unsqueeze(dim)?;
+            handle::check_ndim(view.ndim(), "result")?;
+            Ok(view)
+        })
+    }
+}
+
+/// A view of `t` without dimension `dim` when its size is 1, else a view of `t` as it is
+/// (PyTorch's `squeeze(dim)`). `dim` runs from `-ndim` to `ndim - 1`; a 0-d tensor accepts 0 and -1.
+///
+/// On success the caller owns `*out`; it shares `t`'s memory.
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_INVALID_ARG` (`dim` out of range); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`;
+/// `BC_ERR_ALLOC`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_squeeze(
+    t: *const bc_tensor,
+    dim: i64,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { derive(t, out, |t| Ok(t.squeeze(Some(dim))?)) }
+}
+
+/// A view of `t` without any of its size-1 dimensions (PyTorch's `squeeze()`).
+///
+/// On success the caller owns `*out`; it shares `t`'s memory.
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_squeeze_all(
+    t: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { derive(t, out, |t| Ok(t.squeeze(None)?)) }
+}
+
+/// `t` with dimensions `start` to `end` (both included, negative counting from the end) merged
+/// into one (PyTorch's `flatten`): through `bc_tensor_reshape`, so a view when the strides allow
+/// one, else a copy; `*copied`, when `copied` is not NULL, says which. A 0-d tensor becomes 1-d
+/// (`start` and `end` 0 or -1); `start == end` gives a view of `t` as it is.
+///
+/// On success the caller owns `*out`; on failure `*out` is NULL and `*copied` is not written.
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_INVALID_ARG` (a dimension out of range, or `start` after `end`:
+/// `flatten() has invalid args: start_dim cannot come after end_dim`); `BC_ERR_NULL_ARG`;
+/// `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+///
+/// # Safety
+/// `copied` NULL or valid for one write; `out` for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_flatten(
+    t: *const bc_tensor,
+    start: i64,
+    end: i64,
+    copied: *mut bool,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    call(|| {
+        // SAFETY (this block): the caller's contract.
+        let slot = unsafe { out_handle(out, "out")? };
+        let made = handle::with([(t, "t")], ops::is_small, |[t]| t.flatten(start, end))??;
+        unsafe { hand_out_reshaped(slot, made, copied) }
+    })
+}
