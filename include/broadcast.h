@@ -304,6 +304,38 @@ extern "C" {
 #endif // __cplusplus
 
 /**
+ * The address of `t`'s first element (element `(0, 0, ...)`, after the offset) in `*data`, the
+ * bytes of memory from there to the end of `t`'s storage in `*nbytes`, and whether writing
+ * through the address is allowed in `*writable`. Element `(i0, i1, ...)` lies at
+ * `data + (i0*strides[0] + i1*strides[1] + ...) * itemsize` (`bc_tensor_strides`; strides are
+ * never negative), always within `[data, data + nbytes)` when `t` has elements. For an empty
+ * tensor `*data` must not be read or written.
+ *
+ * `*writable` is false when the memory was shared read-only (DLPack's read-only flag) and when
+ * elements of `t` share memory locations (a broadcast view: a dimension of stride 0 and size
+ * above 1; or an `as_strided` view whose elements overlap, or may: views of more than 2^20
+ * elements that no cheap test clears count as overlapping). Writing through a non-writable
+ * address is not allowed.
+ *
+ * The address stays valid, and the memory does not move, for as long as any tensor sharing it
+ * is live: `t`, every view of it and every tensor it is a view of, and every DLPack export of
+ * them that has not been deleted. The library never resizes or moves a tensor's memory. For
+ * memory the caller wrapped (`bc_tensor_wrap`), `*data` points into the caller's buffer. Writes
+ * through it are seen by every view; do not write while another thread runs an operation that
+ * reads or writes the same memory.
+ *
+ * `nbytes` and `writable` may be NULL when not wanted. Nothing is written unless the call
+ * succeeds.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_NULL_ARG` (`t` or `data` NULL); `BC_ERR_INVALID_HANDLE`.
+ *
+ * # Safety
+ * `data` must be valid for one write; `nbytes` and `writable` NULL or valid for one write.
+ */
+int32_t bc_tensor_data(const struct bc_tensor *t, void **data, size_t *nbytes, bool *writable);
+
+/**
  * A static, NUL-terminated description of `status` ("unknown status" for a code that is not one
  * of `BC_OK` / `BC_ERR_*`). Never NULL; never to be freed.
  */

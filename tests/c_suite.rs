@@ -34,6 +34,7 @@ const KNOWN_SOURCES: &[&str] = &[
     "header_tu_main.c",
     "header_tu_other.c",
     "header_cxx.cpp",
+    "views_data.c",
 ];
 
 const C_FLAGS: &[&str] = &["-std=c11", "-Wall", "-Wextra", "-Werror", "-g"];
@@ -306,6 +307,11 @@ fn bad_input() {
 #[test]
 fn ops() {
     build_and_run("ops");
+}
+
+#[test]
+fn views_data() {
+    build_and_run("views_data");
 }
 
 /// include/broadcast.h compiles as C++17 (twice included) and links.

@@ -8,6 +8,7 @@
 #![allow(non_camel_case_types)]
 
 mod boundary;
+pub mod data;
 pub mod error;
 pub mod handle;
 pub mod ops;
@@ -16,6 +17,7 @@ pub mod shape;
 mod status;
 pub mod tensor;
 
+pub use data::*;
 pub use error::*;
 pub use handle::{bc_tensor, BC_MAX_NDIM};
 pub use ops::*;
