@@ -19,8 +19,10 @@ fn main() {
         parts.next().unwrap_or("0"),
         parts.next().unwrap_or("0"),
     );
+    // The version macros, then cbindgen.toml's own text (the DLPack guard).
     config.after_includes = Some(format!(
-        "\n#define BC_VERSION_MAJOR {major}\n#define BC_VERSION_MINOR {minor}\n#define BC_VERSION_PATCH {patch}\n#define BC_VERSION_STRING \"{version}\"\n"
+        "\n#define BC_VERSION_MAJOR {major}\n#define BC_VERSION_MINOR {minor}\n#define BC_VERSION_PATCH {patch}\n#define BC_VERSION_STRING \"{version}\"\n{}",
+        config.after_includes.as_deref().unwrap_or("")
     ));
     let out = crate_dir.join("include").join("broadcast.h");
     let bindings = cbindgen::Builder::new()

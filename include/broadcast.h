@@ -25,7 +25,39 @@
 #define BC_VERSION_MINOR 1
 #define BC_VERSION_PATCH 0
 #define BC_VERSION_STRING "0.1.0"
+/* DLPack: the DLPack 1.0 types under their standard names, unless an official dlpack.h (1.0 or
+ * later) was included before this header; one included after it adds nothing. */
+#if defined(DLPACK_DLPACK_H_)
+#if !defined(DLPACK_MAJOR_VERSION) || DLPACK_MAJOR_VERSION < 1
+#error "libbroadcast needs DLPack 1.0 or later: the dlpack.h included before broadcast.h is older"
+#endif
+#define BC_DLPACK_EXTERNAL 1
+#else
+#define DLPACK_DLPACK_H_
+#define DLPACK_MAJOR_VERSION 1
+#define DLPACK_MINOR_VERSION 0
+#ifdef __cplusplus
+#define DLPACK_EXTERN_C extern "C"
+#else
+#define DLPACK_EXTERN_C
+#endif
+#define DLPACK_DLL
+#endif
 
+
+#if !defined(BC_DLPACK_EXTERNAL)
+/**
+ * Bit of `DLManagedTensorVersioned::flags`: the consumer must not write to the tensor.
+ */
+#define DLPACK_FLAG_BITMASK_READ_ONLY 1
+#endif
+
+#if !defined(BC_DLPACK_EXTERNAL)
+/**
+ * Bit of `DLManagedTensorVersioned::flags`: the producer copied the data for this export.
+ */
+#define DLPACK_FLAG_BITMASK_IS_COPIED 2
+#endif
 
 /**
  * What exactly went wrong, for callers that react to a failure rather than print it.
@@ -130,6 +162,11 @@
  * shape b = the shape asked for (-1 inferred).
  */
 #define BC_ERROR_KIND_VIEW_STRIDES 63
+
+/**
+ * A tensor that must not be written given to the legacy DLPack export (`BC_ERR_READ_ONLY`).
+ */
+#define BC_ERROR_KIND_READ_ONLY_LEGACY_EXPORT 64
 
 /**
  * Largest number of dimensions a shape may have.
@@ -239,12 +276,196 @@
 
 #define BC_DTYPE_FLOAT64 9
 
+#if !defined(BC_DLPACK_EXTERNAL)
+/**
+ * Values of `DLDataType::code`.
+ */
+typedef enum DLDataTypeCode {
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLInt = 0,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLUInt = 1,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLFloat = 2,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLOpaqueHandle = 3,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLBfloat = 4,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLComplex = 5,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLBool = 6,
+#endif
+} DLDataTypeCode;
+#endif
+
+#if !defined(BC_DLPACK_EXTERNAL)
+/**
+ * Where the memory is. libbroadcast reads and makes `kDLCPU` tensors only.
+ */
+enum DLDeviceType
+#ifdef __cplusplus
+  : int32_t
+#endif // __cplusplus
+ {
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLCPU = 1,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLCUDA = 2,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLCUDAHost = 3,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLOpenCL = 4,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLVulkan = 7,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLMetal = 8,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLVPI = 9,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLROCM = 10,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLROCMHost = 11,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLExtDev = 12,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLCUDAManaged = 13,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLOneAPI = 14,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLWebGPU = 15,
+#endif
+#if !defined(BC_DLPACK_EXTERNAL)
+  kDLHexagon = 16,
+#endif
+};
+#ifndef __cplusplus
+typedef int32_t DLDeviceType;
+#endif // __cplusplus
+#endif
+
 /**
  * An opaque tensor handle. Obtain one from a `bc_tensor_*` constructor, a view function or an
  * operation; release it with `bc_tensor_free`. Handles are tokens, not addresses: never
  * dereference one. Using a handle after freeing it yields `BC_ERR_INVALID_HANDLE`.
  */
 typedef struct bc_tensor bc_tensor;
+
+#if !defined(BC_DLPACK_EXTERNAL)
+/**
+ * The DLPack version a `DLManagedTensorVersioned` follows.
+ */
+typedef struct DLPackVersion {
+  uint32_t major;
+  uint32_t minor;
+} DLPackVersion;
+#endif
+
+#if !defined(BC_DLPACK_EXTERNAL)
+/**
+ * A device: its type, and which one of that type (0 for the CPU).
+ */
+typedef struct DLDevice {
+  DLDeviceType device_type;
+  int32_t device_id;
+} DLDevice;
+#endif
+
+#if !defined(BC_DLPACK_EXTERNAL)
+/**
+ * An element type: a `DLDataTypeCode`, the bits of one lane, and the lanes (1 for scalars).
+ * libbroadcast's types are bool (kDLBool, 8), uint8 (kDLUInt, 8), int8 to int64 (kDLInt, 8 to
+ * 64), float16, float32, float64 (kDLFloat, 16, 32, 64) and bfloat16 (kDLBfloat, 16).
+ */
+typedef struct DLDataType {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+} DLDataType;
+#endif
+
+#if !defined(BC_DLPACK_EXTERNAL)
+/**
+ * A strided view of memory: element `(i0, i1, ...)` is at
+ * `data + byte_offset + (i0*strides[0] + i1*strides[1] + ...) * bits/8`.
+ */
+typedef struct DLTensor {
+  /**
+   * The memory (not necessarily the first element: add `byte_offset`).
+   */
+  void *data;
+  struct DLDevice device;
+  /**
+   * Number of dimensions.
+   */
+  int32_t ndim;
+  struct DLDataType dtype;
+  /**
+   * `ndim` sizes.
+   */
+  int64_t *shape;
+  /**
+   * `ndim` strides, in elements; NULL means row-major.
+   */
+  int64_t *strides;
+  /**
+   * Bytes from `data` to the first element.
+   */
+  uint64_t byte_offset;
+} DLTensor;
+#endif
+
+#if !defined(BC_DLPACK_EXTERNAL)
+/**
+ * A shared tensor (DLPack 1.x): the producer's `version`, its context, the `deleter` the
+ * consumer calls exactly once when done (NULL: nothing to release), `flags`
+ * (`DLPACK_FLAG_BITMASK_*`), and the tensor.
+ */
+typedef struct DLManagedTensorVersioned {
+  struct DLPackVersion version;
+  /**
+   * The producer's own data, for its deleter.
+   */
+  void *manager_ctx;
+  void (*deleter)(struct DLManagedTensorVersioned *managed);
+  /**
+   * `DLPACK_FLAG_BITMASK_READ_ONLY`, `DLPACK_FLAG_BITMASK_IS_COPIED`; other bits are
+   * ignored.
+   */
+  uint64_t flags;
+  struct DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+#endif
+
+#if !defined(BC_DLPACK_EXTERNAL)
+/**
+ * The older, unversioned form of a shared tensor: a `DLTensor` and how to release it. It
+ * has no read-only flag.
+ */
+typedef struct DLManagedTensor {
+  struct DLTensor dl_tensor;
+  void *manager_ctx;
+  void (*deleter)(struct DLManagedTensor *managed);
+} DLManagedTensor;
+#endif
 
 /**
  * The last failure on this thread as data. Fields that do not apply to `kind` are -1.
@@ -334,6 +555,87 @@ extern "C" {
  * `data` must be valid for one write; `nbytes` and `writable` NULL or valid for one write.
  */
 int32_t bc_tensor_data(const struct bc_tensor *t, void **data, size_t *nbytes, bool *writable);
+
+/**
+ * Shares `t` through DLPack 1.x, without copying: `*out` describes `t`'s memory (data = the
+ * address of its first element, `byte_offset` 0, shape and strides never NULL, device CPU, the
+ * version 1.0) and keeps it alive until the consumer calls `(*out)->deleter(*out)`, exactly
+ * once, on any thread; `t` itself may be freed before that. The flag
+ * `DLPACK_FLAG_BITMASK_READ_ONLY` is set when `t` must not be written: its memory was shared
+ * read-only with this library, or its elements share memory (a broadcast view); the consumer
+ * must then not write.
+ *
+ * On success the caller (the consumer) owns `*out` and must call its deleter; on failure `*out`
+ * is NULL.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+int32_t bc_tensor_to_dlpack_versioned(const struct bc_tensor *t,
+                                      struct DLManagedTensorVersioned **out);
+
+/**
+ * Shares `t` through the older, unversioned DLPack struct, as `bc_tensor_to_dlpack_versioned`
+ * does. That struct cannot mark a tensor read-only, so a tensor that must not be written (memory
+ * shared read-only, or a broadcast view) is refused: export it versioned, or export a copy
+ * (`bc_tensor_contiguous`).
+ *
+ * On success the caller (the consumer) owns `*out` and must call its deleter once; on failure
+ * `*out` is NULL.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_READ_ONLY` (a tensor that must not be written); `BC_ERR_NULL_ARG`;
+ * `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+int32_t bc_tensor_to_dlpack(const struct bc_tensor *t, struct DLManagedTensor **out);
+
+/**
+ * A tensor over the memory a DLPack 1.x producer shares (NumPy's `__dlpack__(max_version=(1,
+ * 0))`, PyTorch, JAX, ...), without copying. Element `(i0, ...)` is at
+ * `data + byte_offset + (i0*strides[0] + ...) * itemsize`; NULL strides mean row-major. Taken:
+ * CPU memory (`kDLCPU`); bool, uint8, int8 to int64, float16, bfloat16, float32, float64 with
+ * one lane; strides not negative; the first element aligned to its size; major version 1.
+ * With `DLPACK_FLAG_BITMASK_READ_ONLY` in `flags`, the tensor and every view of it refuse
+ * writes (`BC_ERR_READ_ONLY`).
+ *
+ * On success this library owns `m`: it calls `m->deleter(m)` (when not NULL) exactly once, when
+ * the last tensor over the memory (`*out` and every view of it) is freed, on the thread that
+ * frees it; the caller owns `*out`. On failure `*out` is NULL, the deleter is not called and
+ * the caller still owns `m`.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_NULL_ARG` (`m` or `out` NULL, `data` NULL with elements, `shape` NULL with
+ * dimensions); `BC_ERR_INVALID_ARG` (another major version, device, data type or lane count,
+ * negative strides or sizes, more than `BC_MAX_NDIM` dimensions, misaligned data);
+ * `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `m`, when not NULL, must point to a valid struct as DLPack defines it, whose memory stays
+ * valid until its deleter runs; `out` must be valid for one write.
+ */
+int32_t bc_tensor_from_dlpack_versioned(struct DLManagedTensorVersioned *m, struct bc_tensor **out);
+
+/**
+ * A tensor over the memory a producer shares through the older, unversioned DLPack struct
+ * (NumPy's `__dlpack__()` without `max_version`), as `bc_tensor_from_dlpack_versioned` does;
+ * that struct has no read-only flag, so the tensor is writable.
+ *
+ * On success this library owns `m` and calls `m->deleter(m)` exactly once, when the last tensor
+ * over the memory is freed; on failure the deleter is not called and the caller still owns `m`.
+ *
+ * # Returns
+ * As `bc_tensor_from_dlpack_versioned`, without the version check.
+ *
+ * # Safety
+ * As `bc_tensor_from_dlpack_versioned`.
+ */
+int32_t bc_tensor_from_dlpack(struct DLManagedTensor *m, struct bc_tensor **out);
 
 /**
  * A static, NUL-terminated description of `status` ("unknown status" for a code that is not one

@@ -35,6 +35,9 @@ const KNOWN_SOURCES: &[&str] = &[
     "header_tu_other.c",
     "header_cxx.cpp",
     "views_data.c",
+    "dlpack.c",
+    "dlpack_header_official_first.c",
+    "dlpack_header_ours_first.c",
 ];
 
 const C_FLAGS: &[&str] = &["-std=c11", "-Wall", "-Wextra", "-Werror", "-g"];
@@ -312,6 +315,29 @@ fn ops() {
 #[test]
 fn views_data() {
     build_and_run("views_data");
+}
+
+#[test]
+fn dlpack() {
+    build_and_run("dlpack");
+}
+
+/// include/broadcast.h and the official dlpack.h (c_tests/third_party) in one program, included
+/// in both orders (-Wpedantic): the same layouts, and tensors crossing between the two.
+#[test]
+fn dlpack_headers() {
+    let p = paths();
+    let exe = build(
+        &p,
+        "dlpack_headers",
+        &[
+            "c_tests/dlpack_header_official_first.c",
+            "c_tests/dlpack_header_ours_first.c",
+        ],
+        false,
+        &["-Wpedantic"],
+    );
+    run(&p, &exe);
 }
 
 /// include/broadcast.h compiles as C++17 (twice included) and links.

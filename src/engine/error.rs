@@ -119,6 +119,10 @@ pub enum Error {
     /// read-only flag).
     #[error("cannot write to a read-only tensor: its memory was shared read-only (DLPack read-only flag). Write to a copy (contiguous or clone) instead.")]
     ReadOnly,
+    /// A tensor that must not be written, given to the legacy DLPack export, whose struct has no
+    /// way to say so.
+    #[error("this tensor must not be written (its memory was shared read-only, or it is a broadcast view whose elements share memory) and the legacy DLManagedTensor cannot mark it read-only: export it as a DLManagedTensorVersioned, or export a copy")]
+    ReadOnlyLegacyExport,
     /// `view`/`reshape`: the requested sizes do not hold the tensor's elements (PyTorch's text).
     #[error("shape '{}' is invalid for input of size {numel}", fmt_list(sizes))]
     ViewSize { sizes: Vec<i64>, numel: usize },
@@ -154,7 +158,7 @@ impl Error {
             Alloc { .. } => ErrorKind::Alloc,
             InvalidArgument(_) => ErrorKind::InvalidArgument,
             BufferTooSmall { .. } => ErrorKind::BufferTooSmall,
-            ReadOnly => ErrorKind::ReadOnly,
+            ReadOnly | ReadOnlyLegacyExport => ErrorKind::ReadOnly,
         }
     }
 

@@ -105,6 +105,8 @@ pub const BC_ERROR_KIND_VIEW_AMBIGUOUS: i32 = 62;
 /// view: the strides do not allow the new shape without a copy; shape a = the tensor's shape,
 /// shape b = the shape asked for (-1 inferred).
 pub const BC_ERROR_KIND_VIEW_STRIDES: i32 = 63;
+/// A tensor that must not be written given to the legacy DLPack export (`BC_ERR_READ_ONLY`).
+pub const BC_ERROR_KIND_READ_ONLY_LEGACY_EXPORT: i32 = 64;
 
 /// The last failure on this thread as data. Fields that do not apply to `kind` are -1.
 #[repr(C)]
@@ -233,6 +235,7 @@ fn info_of(last: &LastError) -> (bc_error_info, Vec<i64>, Vec<i64>) {
             }
             E::InvalidArgument(_) => info.kind = BC_ERROR_KIND_INVALID_ARGUMENT,
             E::ReadOnly => info.kind = BC_ERROR_KIND_READ_ONLY,
+            E::ReadOnlyLegacyExport => info.kind = BC_ERROR_KIND_READ_ONLY_LEGACY_EXPORT,
             E::ViewSize { sizes, numel } => {
                 info.kind = BC_ERROR_KIND_VIEW_SIZE;
                 info.size_a = *numel as i64;

@@ -9,6 +9,7 @@
 
 mod boundary;
 pub mod data;
+pub mod dlpack;
 pub mod error;
 pub mod handle;
 pub mod ops;
@@ -18,6 +19,7 @@ mod status;
 pub mod tensor;
 
 pub use data::*;
+pub use dlpack::*;
 pub use error::*;
 pub use handle::{bc_tensor, BC_MAX_NDIM};
 pub use ops::*;
