@@ -3,7 +3,7 @@
 CC ?= cc
 RELEASE := target/release
 
-.PHONY: demo test check bench bench-smoke header-drift data-check
+.PHONY: demo test test-python check bench bench-smoke header-drift data-check
 
 # Build the library and run the C tour of the documented examples.
 demo:
@@ -17,6 +17,13 @@ demo:
 test: data-check
 	cargo test
 	bash scripts/sanitizers.sh
+
+# DLPack with a real producer and consumer: NumPy, through ctypes (tests/python). Needs a Python
+# with NumPy: PYTHON=path/to/python (.ci/run makes a virtual environment for it).
+PYTHON ?= python3
+test-python:
+	cargo build
+	BC_LIB=$${CARGO_TARGET_DIR:-target}/debug/libbroadcast.so $(PYTHON) -m unittest discover -s tests/python -v
 
 # Formatting, lints, and the generated header matching the code.
 check: header-drift
