@@ -1,8 +1,9 @@
 /*
  * views_data.c: the shape-changing views (bc_tensor_view, _reshape, _unsqueeze, _squeeze,
- * _squeeze_all, _flatten) and direct data access (bc_tensor_data) through the C ABI: results,
- * zero-copy (the same address), which reshapes copy, PyTorch's error texts, the out-pointer and
- * NULL conventions, and when the address may be written through.
+ * _squeeze_all, _flatten), direct data access (bc_tensor_data) and printing (bc_tensor_format)
+ * through the C ABI: results, zero-copy (the same address), which reshapes copy, PyTorch's error
+ * texts, the out-pointer and NULL conventions, when the address may be written through, and the
+ * text buffer protocol. (tests/format.rs checks the text against every row of repr.jsonl.)
  *
  * Expected values are worked out by hand; the texts are PyTorch 2.15's (tests/data/pytorch/
  * views.jsonl holds them too).
@@ -262,6 +263,37 @@ static void test_data_address_and_extent(void) {
     bc_tensor_free(w);
 }
 
+static void test_format(void) {
+    const int64_t shape[] = {2, 2};
+    const int16_t v[4] = {1, -2, 300, 4};
+    bc_tensor *t = NULL;
+    CHECK_OK(bc_tensor_from_data(BC_DTYPE_INT16, shape, 2, v, sizeof v, &t));
+    const char *want = "tensor([[  1,  -2],\n        [300,   4]], dtype=torch.int16)";
+    size_t len = 0;
+    CHECK_OK(bc_tensor_format(t, NULL, 0, &len));
+    CHECK_EQ_SIZE(len, strlen(want));
+    char buf[128];
+    memset(buf, 'x', sizeof buf);
+    CHECK_OK(bc_tensor_format(t, buf, sizeof buf, &len));
+    CHECK_STR_EQ(buf, want);
+    /* Truncated to len - 1 bytes and NUL-terminated; the full length still reported. */
+    char small[8];
+    CHECK_OK(bc_tensor_format(t, small, sizeof small, &len));
+    CHECK_STR_EQ(small, "tensor(");
+    CHECK_EQ_SIZE(len, strlen(want));
+    CHECK_STATUS(bc_tensor_format(t, buf, sizeof buf, NULL), BC_ERR_NULL_ARG);
+    CHECK_STATUS(bc_tensor_format(t, NULL, 4, &len), BC_ERR_NULL_ARG);
+    /* A broadcast view prints its repeated elements. */
+    const int64_t to[] = {2, 2, 2};
+    bc_tensor *e = NULL;
+    CHECK_OK(bc_tensor_expand(t, to, 3, &e));
+    CHECK_OK(bc_tensor_format(e, buf, sizeof buf, &len));
+    CHECK_STR_EQ(buf, "tensor([[[  1,  -2],\n         [300,   4]],\n\n        [[  1,  -2],\n"
+                      "         [300,   4]]], dtype=torch.int16)");
+    bc_tensor_free(e);
+    bc_tensor_free(t);
+}
+
 int main(void) {
     RUN_TEST(view_shares_memory);
     RUN_TEST(view_refuses_what_reshape_copies);
@@ -270,5 +302,6 @@ int main(void) {
     RUN_TEST(unsqueeze_past_max_ndim);
     RUN_TEST(flatten);
     RUN_TEST(data_address_and_extent);
+    RUN_TEST(format);
     return check_summary();
 }

@@ -43,27 +43,22 @@ static void print_shape(const bc_tensor *t) {
     print_dims(dims, ndim);
 }
 
-/* Print a float32 tensor's values, one row of its last dimension per line. */
+/* Print a tensor as PyTorch's str(tensor) shows it (bc_tensor_format), every line after the first
+ * indented by `indent`. */
 static void print_values(const bc_tensor *t, const char *indent) {
-    int64_t numel = 0, dims[16];
-    size_t ndim = 0;
-    if (bc_tensor_numel(t, &numel) != BC_OK || bc_tensor_ndim(t, &ndim) != BC_OK || ndim > 16 ||
-        bc_tensor_shape(t, dims, 16) != BC_OK) {
+    size_t len = 0;
+    if (bc_tensor_format(t, NULL, 0, &len) != BC_OK) return;
+    char *text = malloc(len + 1);
+    if (!text || bc_tensor_format(t, text, len + 1, &len) != BC_OK) {
+        free(text);
         return;
     }
-    float *v = malloc((size_t)(numel ? numel : 1) * sizeof(float));
-    if (!v || bc_tensor_copy_to(t, v, (size_t)numel * sizeof(float)) != BC_OK) {
-        free(v);
-        return;
+    for (const char *line = text; line;) {
+        const char *next = strchr(line, '\n');
+        printf("%s%.*s\n", line == text ? "" : indent, (int)(next ? next - line : (long)strlen(line)), line);
+        line = next ? next + 1 : NULL;
     }
-    int64_t row = ndim ? dims[ndim - 1] : 1;
-    if (row <= 0) row = 1;
-    for (int64_t i = 0; i < numel; i++) {
-        if (i % row == 0) printf("%s[", indent);
-        printf("%s%g", i % row ? ", " : "", (double)v[i]);
-        if (i % row == row - 1) printf("]\n");
-    }
-    free(v);
+    free(text);
 }
 
 /* The last error of this thread, as "[BC_ERR_SHAPE] message". */
@@ -254,7 +249,7 @@ int main(void) {
     if (st == BC_OK) {
         printf("    result shape ");
         print_shape(r);
-        printf(" (it was (4,1) before broadcasting); each row is 1 + randn(4):\n");
+        printf(" (it was (4,1) before broadcasting); each row is 1 + randn(4):\n      ");
         print_values(r, "      ");
     } else {
         print_error(st);

@@ -557,6 +557,29 @@ extern "C" {
 int32_t bc_tensor_data(const struct bc_tensor *t, void **data, size_t *nbytes, bool *writable);
 
 /**
+ * Writes `t` as text, exactly as PyTorch's `str(tensor)` with its default print options: for
+ * example `tensor([[1, 2],\n        [3, 4]], dtype=torch.int32)`. Floats get 4 decimals, or
+ * scientific notation when their magnitudes call for it (`1.0000e-05`), integer-valued floats
+ * end in "." (`tensor([1., 2.])`), `nan` and `inf` as Python writes them; rows wrap at 80
+ * columns; over 1000 elements only 3 at each edge of every dimension are shown, around `...`.
+ * The `dtype=` suffix is left out for float32, int64 and bool, as PyTorch does; empty tensors
+ * show their size.
+ *
+ * The text (ASCII) goes into `buf`, NUL-terminated, truncated to `len - 1` bytes when longer;
+ * `*length` gets its full length without the NUL, whatever `len` is: call with `(NULL, 0)` to
+ * size a buffer of `*length + 1` bytes, as with `bc_last_error_message`. Nothing is written
+ * unless the call succeeds.
+ *
+ * # Returns
+ * `BC_OK` (also when the text was truncated: compare `*length` with `len`); `BC_ERR_NULL_ARG`
+ * (`t` or `length` NULL, or `buf` NULL with `len` > 0); `BC_ERR_INVALID_HANDLE`.
+ *
+ * # Safety
+ * `buf` must be valid for `len` writes (NULL allowed when `len` is 0); `length` for one write.
+ */
+int32_t bc_tensor_format(const struct bc_tensor *t, char *buf, size_t len, size_t *length);
+
+/**
  * Shares `t` through DLPack 1.x, without copying: `*out` describes `t`'s memory (data = the
  * address of its first element, `byte_offset` 0, shape and strides never NULL, device CPU, the
  * version 1.0) and keeps it alive until the consumer calls `(*out)->deleter(*out)`, exactly

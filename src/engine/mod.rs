@@ -3,6 +3,7 @@
 pub mod dtype;
 pub mod elem;
 pub mod error;
+pub mod format;
 pub mod kernels;
 pub mod ops;
 pub mod overlap;

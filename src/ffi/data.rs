@@ -1,8 +1,11 @@
-//! Looking at a tensor's elements without copying them: their address (`bc_tensor_data`).
+//! Looking at a tensor: the address of its elements (`bc_tensor_data`) and its text
+//! (`bc_tensor_format`).
 use super::boundary::call;
 use super::handle::{self, bc_tensor};
 use super::status::FfiError;
-use std::ffi::c_void;
+use crate::engine::format::write_tensor;
+use std::ffi::{c_char, c_void};
+use std::fmt;
 
 /// The address of `t`'s first element (element `(0, 0, ...)`, after the offset) in `*data`, the
 /// bytes of memory from there to the end of `t`'s storage in `*nbytes`, and whether writing
@@ -58,6 +61,77 @@ pub unsafe extern "C" fn bc_tensor_data(
                 writable.write(can_write);
             }
         }
+        Ok(())
+    })
+}
+
+/// Copies what fits of the text into a caller's buffer (keeping a byte for the NUL) and counts
+/// all of it.
+struct Truncating<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl fmt::Write for Truncating<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let room = self.buf.len().saturating_sub(1).saturating_sub(self.len);
+        let n = room.min(s.len());
+        if n > 0 {
+            self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        }
+        self.len += s.len();
+        Ok(())
+    }
+}
+
+/// Writes `t` as text, exactly as PyTorch's `str(tensor)` with its default print options: for
+/// example `tensor([[1, 2],\n        [3, 4]], dtype=torch.int32)`. Floats get 4 decimals, or
+/// scientific notation when their magnitudes call for it (`1.0000e-05`), integer-valued floats
+/// end in "." (`tensor([1., 2.])`), `nan` and `inf` as Python writes them; rows wrap at 80
+/// columns; over 1000 elements only 3 at each edge of every dimension are shown, around `...`.
+/// The `dtype=` suffix is left out for float32, int64 and bool, as PyTorch does; empty tensors
+/// show their size.
+///
+/// The text (ASCII) goes into `buf`, NUL-terminated, truncated to `len - 1` bytes when longer;
+/// `*length` gets its full length without the NUL, whatever `len` is: call with `(NULL, 0)` to
+/// size a buffer of `*length + 1` bytes, as with `bc_last_error_message`. Nothing is written
+/// unless the call succeeds.
+///
+/// # Returns
+/// `BC_OK` (also when the text was truncated: compare `*length` with `len`); `BC_ERR_NULL_ARG`
+/// (`t` or `length` NULL, or `buf` NULL with `len` > 0); `BC_ERR_INVALID_HANDLE`.
+///
+/// # Safety
+/// `buf` must be valid for `len` writes (NULL allowed when `len` is 0); `length` for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_tensor_format(
+    t: *const bc_tensor,
+    buf: *mut c_char,
+    len: usize,
+    length: *mut usize,
+) -> i32 {
+    call(|| {
+        if length.is_null() {
+            return Err(FfiError::NullArg("length"));
+        }
+        // SAFETY: the caller's contract; (NULL, 0) is the empty buffer.
+        let buf = unsafe { super::handle::slice_out(buf.cast::<u8>(), len, "buf")? };
+        let t = handle::get(t, "t")?;
+        // Measured first, so that a failure (none is expected) leaves the buffer untouched.
+        let mut measure = Truncating {
+            buf: &mut [],
+            len: 0,
+        };
+        write_tensor(&t, &mut measure)
+            .map_err(|_| FfiError::invalid("the text could not be written"))?;
+        let mut out = Truncating { buf, len: 0 };
+        write_tensor(&t, &mut out)
+            .map_err(|_| FfiError::invalid("the text could not be written"))?;
+        if let Some(last) = out.buf.len().checked_sub(1) {
+            out.buf[out.len.min(last)] = 0;
+        }
+        // SAFETY: not NULL; valid for one write by the caller's contract.
+        unsafe { length.write(out.len) };
         Ok(())
     })
 }
