@@ -230,92 +230,80 @@ fn spaces(out: &mut Out<'_>, n: usize) -> fmt::Result {
     (0..n).try_for_each(|_| out.write_char(' '))
 }
 
-/// `_vector_str`: one dimension's elements, as many per line as fit in the line width.
-fn vector(
-    t: &Tensor,
-    offset: isize,
-    indent: usize,
+/// What every part of the text shares: the tensor, whether it is summarised, its formatter.
+struct Printer<'a> {
+    t: &'a Tensor,
     summarize: bool,
-    f: &Formatter,
-    out: &mut Out<'_>,
-) -> fmt::Result {
-    let dim = t.ndim() - 1;
-    let (n, stride) = (t.shape()[dim], t.strides()[dim]);
-    let element_length = f.max_width as isize + 2;
-    let per_line = ((LINEWIDTH - indent as isize).div_euclid(element_length)).max(1) as usize;
-    out.write_char('[')?;
-    let cut = summarize && n > 2 * EDGEITEMS;
-    // The "..." of a summarised row counts as one item, placed between the two edges.
-    let items = if cut { 2 * EDGEITEMS + 1 } else { n };
-    for item in 0..items {
-        if item > 0 {
-            if item % per_line == 0 {
-                out.write_str(",\n")?;
-                spaces(out, indent + 1)?;
-            } else {
-                out.write_str(", ")?;
-            }
-        }
-        let index = match item {
-            _ if !cut => item,
-            i if i < EDGEITEMS => i,
-            i if i == EDGEITEMS => {
-                out.write_str(" ...")?;
-                continue;
-            }
-            i => n - (2 * EDGEITEMS + 1 - i),
-        };
-        f.write(out, read(t, offset + index as isize * stride))?;
-    }
-    out.write_char(']')
+    f: Formatter,
 }
 
-/// `_tensor_str_with_formatter` from dimension `dim` on.
-fn nested(
-    t: &Tensor,
-    dim: usize,
-    offset: isize,
-    indent: usize,
-    summarize: bool,
-    f: &Formatter,
-    out: &mut Out<'_>,
-) -> fmt::Result {
-    let rest = t.ndim() - dim;
-    if rest == 0 {
-        return f.write(out, read(t, offset));
-    }
-    if rest == 1 {
-        return vector(t, offset, indent, summarize, f, out);
-    }
-    let (n, stride) = (t.shape()[dim], t.strides()[dim]);
-    let cut = summarize && n > 2 * EDGEITEMS;
-    out.write_char('[')?;
-    let mut first = true;
-    let mut separator = |out: &mut Out<'_>| -> fmt::Result {
-        if !std::mem::replace(&mut first, false) {
-            out.write_char(',')?;
-            (1..rest).try_for_each(|_| out.write_char('\n'))?;
-            spaces(out, indent + 1)?;
+impl Printer<'_> {
+    /// `_vector_str`: the last dimension's elements, as many per line as fit in the line width.
+    fn vector(&self, offset: isize, indent: usize, out: &mut Out<'_>) -> fmt::Result {
+        let (t, f) = (self.t, &self.f);
+        let dim = t.ndim() - 1;
+        let (n, stride) = (t.shape()[dim], t.strides()[dim]);
+        let element_length = f.max_width as isize + 2;
+        let per_line = ((LINEWIDTH - indent as isize).div_euclid(element_length)).max(1) as usize;
+        out.write_char('[')?;
+        let cut = self.summarize && n > 2 * EDGEITEMS;
+        // The "..." of a summarised row counts as one item, placed between the two edges.
+        let items = if cut { 2 * EDGEITEMS + 1 } else { n };
+        for item in 0..items {
+            if item > 0 {
+                if item % per_line == 0 {
+                    out.write_str(",\n")?;
+                    spaces(out, indent + 1)?;
+                } else {
+                    out.write_str(", ")?;
+                }
+            }
+            let index = match item {
+                _ if !cut => item,
+                i if i < EDGEITEMS => i,
+                i if i == EDGEITEMS => {
+                    out.write_str(" ...")?;
+                    continue;
+                }
+                i => n - (2 * EDGEITEMS + 1 - i),
+            };
+            f.write(out, read(t, offset + index as isize * stride))?;
         }
-        Ok(())
-    };
-    for i in shown(n, summarize) {
-        if cut && i == n - EDGEITEMS {
+        out.write_char(']')
+    }
+
+    /// `_tensor_str_with_formatter` from dimension `dim` on.
+    fn nested(&self, dim: usize, offset: isize, indent: usize, out: &mut Out<'_>) -> fmt::Result {
+        let t = self.t;
+        let rest = t.ndim() - dim;
+        if rest == 0 {
+            return self.f.write(out, read(t, offset));
+        }
+        if rest == 1 {
+            return self.vector(offset, indent, out);
+        }
+        let (n, stride) = (t.shape()[dim], t.strides()[dim]);
+        let cut = self.summarize && n > 2 * EDGEITEMS;
+        out.write_char('[')?;
+        let mut first = true;
+        let mut separator = |out: &mut Out<'_>| -> fmt::Result {
+            if !std::mem::replace(&mut first, false) {
+                out.write_char(',')?;
+                (1..rest).try_for_each(|_| out.write_char('\n'))?;
+                spaces(out, indent + 1)?;
+            }
+            Ok(())
+        };
+        for i in shown(n, self.summarize) {
+            if cut && i == n - EDGEITEMS {
+                separator(out)?;
+                out.write_str("...")?;
+            }
             separator(out)?;
-            out.write_str("...")?;
+            self.nested(dim + 1, offset + i as isize * stride, indent + 1, out)?;
         }
-        separator(out)?;
-        nested(
-            t,
-            dim + 1,
-            offset + i as isize * stride,
-            indent + 1,
-            summarize,
-            f,
-            out,
-        )?;
+        out.write_char(']')
     }
-    out.write_char(']')
 }
 
 /// PyTorch's name of a dtype in the `dtype=` suffix.
@@ -391,7 +379,7 @@ pub fn write_tensor(t: &Tensor, w: &mut dyn Write) -> fmt::Result {
         t.dtype() != DType::F32
     } else {
         let f = Formatter::new(t, summarize);
-        nested(t, 0, 0, PREFIX.len(), summarize, &f, out)?;
+        Printer { t, summarize, f }.nested(0, 0, PREFIX.len(), out)?;
         !matches!(t.dtype(), DType::F32 | DType::I64 | DType::Bool)
     };
     let mut last = out.column + 2;

@@ -489,14 +489,8 @@ pub unsafe extern "C" fn bc_tensor_expand(
     ndim: usize,
     out: *mut *mut bc_tensor,
 ) -> i32 {
-    call(|| {
-        // SAFETY (this block): the caller's contract.
-        let slot = unsafe { out_handle(out, "out")? };
-        handle::check_ndim(ndim, "sizes")?;
-        let sizes = unsafe { slice_in(sizes, ndim, "sizes")? };
-        let view = handle::borrow(t, "t", |t| t.expand(sizes))??;
-        hand_out(slot, view)
-    })
+    // SAFETY: forwarded.
+    unsafe { derive_sized(t, sizes, ndim, out, |t, sizes| Ok(t.expand(sizes)?)) }
 }
 
 /// The same as `bc_tensor_expand` (NumPy's and PyTorch's `broadcast_to`).
@@ -663,21 +657,38 @@ pub unsafe extern "C" fn bc_tensor_as_strided(
     })
 }
 
-/// Hands out `made` as `*out`, then, when `copied` is not NULL, whether it is a copy as `*copied`.
+/// Runs `f` on the tensor behind `t` and the caller's `sizes`, and hands out the tensor it makes.
+///
+/// # Safety
+/// `sizes` valid for `ndim` reads; `out` for one write.
+unsafe fn derive_sized(
+    t: *const bc_tensor,
+    sizes: *const i64,
+    ndim: usize,
+    out: *mut *mut bc_tensor,
+    f: impl FnOnce(&Tensor, &[i64]) -> Result<Tensor, FfiError>,
+) -> i32 {
+    call(|| {
+        // SAFETY (this block): the caller's contract.
+        let slot = unsafe { out_handle(out, "out")? };
+        handle::check_ndim(ndim, "sizes")?;
+        let sizes = unsafe { slice_in(sizes, ndim, "sizes")? };
+        // Borrowed under the slot lock unless `f` may copy many elements.
+        let made = handle::with([(t, "t")], ops::is_small, |[t]| f(t, sizes))??;
+        hand_out(slot, made)
+    })
+}
+
+/// After a reshape-like call: on success, whether it copied goes to `*copied` (when not NULL).
 ///
 /// # Safety
 /// `copied` NULL or valid for one write.
-unsafe fn hand_out_reshaped(
-    slot: &mut *mut bc_tensor,
-    (made, was_copied): (Tensor, bool),
-    copied: *mut bool,
-) -> Result<(), FfiError> {
-    hand_out(slot, made)?;
-    if !copied.is_null() {
+unsafe fn report_copied(status: i32, copied: *mut bool, was_copied: bool) -> i32 {
+    if status == super::status::BC_OK && !copied.is_null() {
         // SAFETY: not NULL, so valid for one write by the caller's contract.
         unsafe { copied.write(was_copied) };
     }
-    Ok(())
+    status
 }
 
 /// A view of `t` with the shape `sizes` (PyTorch's `view`): the same elements in row-major order,
@@ -705,14 +716,8 @@ pub unsafe extern "C" fn bc_tensor_view(
     ndim: usize,
     out: *mut *mut bc_tensor,
 ) -> i32 {
-    call(|| {
-        // SAFETY (this block): the caller's contract.
-        let slot = unsafe { out_handle(out, "out")? };
-        handle::check_ndim(ndim, "sizes")?;
-        let sizes = unsafe { slice_in(sizes, ndim, "sizes")? };
-        let view = handle::borrow(t, "t", |t| t.view_sizes(sizes))??;
-        hand_out(slot, view)
-    })
+    // SAFETY: forwarded.
+    unsafe { derive_sized(t, sizes, ndim, out, |t, sizes| Ok(t.view_sizes(sizes)?)) }
 }
 
 /// `t` with the shape `sizes` (PyTorch's `reshape`): a view, as `bc_tensor_view`, when the strides
@@ -735,15 +740,16 @@ pub unsafe extern "C" fn bc_tensor_reshape(
     copied: *mut bool,
     out: *mut *mut bc_tensor,
 ) -> i32 {
-    call(|| {
-        // SAFETY (this block): the caller's contract.
-        let slot = unsafe { out_handle(out, "out")? };
-        handle::check_ndim(ndim, "sizes")?;
-        let sizes = unsafe { slice_in(sizes, ndim, "sizes")? };
-        // Borrowed under the slot lock unless the copy may be long.
-        let made = handle::with([(t, "t")], ops::is_small, |[t]| t.reshape(sizes))??;
-        unsafe { hand_out_reshaped(slot, made, copied) }
-    })
+    let mut was_copied = false;
+    // SAFETY: forwarded.
+    unsafe {
+        let status = derive_sized(t, sizes, ndim, out, |t, sizes| {
+            let (made, c) = t.reshape(sizes)?;
+            was_copied = c;
+            Ok(made)
+        });
+        report_copied(status, copied, was_copied)
+    }
 }
 
 /// A view of `t` with a dimension of size 1 inserted at `dim` (PyTorch's `unsqueeze`): `dim` runs
@@ -835,10 +841,14 @@ pub unsafe extern "C" fn bc_tensor_flatten(
     copied: *mut bool,
     out: *mut *mut bc_tensor,
 ) -> i32 {
-    call(|| {
-        // SAFETY (this block): the caller's contract.
-        let slot = unsafe { out_handle(out, "out")? };
-        let made = handle::with([(t, "t")], ops::is_small, |[t]| t.flatten(start, end))??;
-        unsafe { hand_out_reshaped(slot, made, copied) }
-    })
+    let mut was_copied = false;
+    // SAFETY: forwarded.
+    unsafe {
+        let status = derive(t, out, |t| {
+            let (made, c) = t.flatten(start, end)?;
+            was_copied = c;
+            Ok(made)
+        });
+        report_copied(status, copied, was_copied)
+    }
 }
