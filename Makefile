@@ -3,7 +3,7 @@
 CC ?= cc
 RELEASE := target/release
 
-.PHONY: demo test test-python check bench bench-smoke header-drift data-check
+.PHONY: demo test test-python check bench bench-smoke header-drift data-check go-test
 
 # Build the library and run the C tour of the documented examples.
 demo:
@@ -43,3 +43,8 @@ bench-smoke:
 # The conformance data is fixed: it must stay byte-identical to what PyTorch generated.
 data-check:
 	cd tests/data/pytorch && sha256sum --quiet -c SHA256SUMS
+
+# The Go package (bindings/go) against the release build: vet, tests, -race, cgocheck, bcdebug.
+go-test:
+	cargo build --release
+	bash scripts/go_test.sh

@@ -1,0 +1,5 @@
+//go:build !bcdebug
+
+package broadcast
+
+const debugGC = false

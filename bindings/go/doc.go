@@ -1,0 +1,40 @@
+// Package broadcast binds libbroadcast: tensors with exactly PyTorch's broadcasting semantics
+// (shapes, result types, messages), computed by the C library through cgo.
+//
+//	a := broadcast.Must(broadcast.Ones(broadcast.Float32, 4, 1))
+//	b := broadcast.Must(broadcast.FromSlice([]int{4}, []float32{0.5, 1.5, 2.5, 3.5}))
+//	c, err := broadcast.Add.Apply(a, b) // (4,1) + (4,) -> (4,4)
+//
+// # Tensors
+//
+// A *Tensor owns one library handle. Close frees it at once (it is idempotent); a finalizer frees
+// it otherwise, but the garbage collector does not see the library's memory, so Close large
+// tensors. Views (Expand, Permute, Slice, ...) share their parent's elements and are tensors of
+// their own: closing a parent does not invalidate its views. Shapes are []int in row-major
+// order; an empty shape is a 0-d tensor. Element types are the ten DType values; FromSlice, Data
+// and CopyTo take the matching Go type (Float16Bits and BFloat16Bits hold half-precision bits).
+//
+// # Operations
+//
+// Each Op (Add, Sub, Mul, Div) has three forms: op.Apply(a, b) returns a new tensor,
+// op.InPlace(target, other) writes into target, op.Out(out, a, b) writes into out.
+//
+// # Errors
+//
+// Every failure is an *Error holding the library's status, its error kind, the dimension, sizes
+// and shapes involved, and its exact message, all read in the same cgo call as the failing
+// function. errors.Is(err, broadcast.ErrShape) tests the status.
+//
+// # Linking
+//
+// By default the package finds the library with pkg-config (package "broadcast": the
+// broadcast.pc that `make install` writes). Without an installed library, either put a
+// broadcast-uninstalled.pc on PKG_CONFIG_PATH (`make go-test` writes one for the repository's
+// build in target/pkgconfig), or build with -tags nopkgconfig and give the flags yourself:
+//
+//	CGO_CFLAGS="-I$REPO/include" CGO_LDFLAGS="-L$REPO/target/release -Wl,-rpath,$REPO/target/release -lbroadcast" go build -tags nopkgconfig
+//
+// At run time the shared library must be found: through the rpath above, a system library
+// directory, or LD_LIBRARY_PATH. The package checks at init that the library loaded is not older
+// than the header it was compiled against.
+package broadcast

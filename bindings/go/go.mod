@@ -1,0 +1,3 @@
+module libbroadcast/broadcast
+
+go 1.19

@@ -1,0 +1,189 @@
+// The shims declared in shims.h (compiled by cgo with the package).
+#include <stdlib.h>
+
+#include "shims.h"
+
+#define H(h) ((bc_tensor *)(h))
+
+static gobc_err *capture(void) {
+	size_t n = bc_last_error_message(NULL, 0);
+	gobc_err *e = malloc(sizeof(gobc_err) + n + 1);
+	if (e == NULL) return NULL;
+	e->msg = (char *)(e + 1);
+	e->msg_len = bc_last_error_message(e->msg, n + 1);
+	if (e->msg_len > n) e->msg_len = n;
+	bc_last_error_info(&e->info);
+	bc_last_error_shape(0, e->shape_a, BC_MAX_NDIM, &e->ndim_a);
+	bc_last_error_shape(1, e->shape_b, BC_MAX_NDIM, &e->ndim_b);
+	return e;
+}
+
+static gobc_res done(int32_t status, bc_tensor *out, int64_t val) {
+	gobc_res r;
+	r.status = status;
+	r.out = (uintptr_t)out;
+	r.val = val;
+	r.err = status == BC_OK ? NULL : capture();
+	return r;
+}
+
+static gobc_dims dims_done(int32_t status, size_t ndim, gobc_dims *d) {
+	d->status = status;
+	d->ndim = ndim;
+	d->err = status == BC_OK ? NULL : capture();
+	return *d;
+}
+
+void gobc_free(uintptr_t t) { bc_tensor_free(H(t)); }
+
+bool gobc_is_live(uintptr_t t) { return bc_tensor_is_live(H(t)); }
+
+gobc_res gobc_binary(int32_t op, uintptr_t a, uintptr_t b) {
+	bc_tensor *o = NULL;
+	int32_t s = bc_binary(op, H(a), H(b), &o);
+	return done(s, o, 0);
+}
+
+gobc_res gobc_binary_inplace(int32_t op, uintptr_t target, uintptr_t other) {
+	return done(bc_binary_inplace(op, H(target), H(other)), NULL, 0);
+}
+
+gobc_res gobc_binary_out(int32_t op, uintptr_t a, uintptr_t b, uintptr_t out) {
+	return done(bc_binary_out(op, H(a), H(b), H(out)), NULL, 0);
+}
+
+gobc_res gobc_new(int fill, int32_t dtype, const int64_t *shape, size_t ndim, double value) {
+	bc_tensor *o = NULL;
+	int32_t s;
+	switch (fill) {
+	case 0: s = bc_tensor_empty(dtype, shape, ndim, &o); break;
+	case 1: s = bc_tensor_zeros(dtype, shape, ndim, &o); break;
+	case 2: s = bc_tensor_ones(dtype, shape, ndim, &o); break;
+	default: s = bc_tensor_full(dtype, shape, ndim, value, &o); break;
+	}
+	return done(s, o, 0);
+}
+
+gobc_res gobc_from_data(int32_t dtype, const int64_t *shape, size_t ndim, const void *data,
+                        size_t nbytes) {
+	bc_tensor *o = NULL;
+	int32_t s = bc_tensor_from_data(dtype, shape, ndim, data, nbytes, &o);
+	return done(s, o, 0);
+}
+
+gobc_res gobc_copy(int what, uintptr_t t, int32_t dtype) {
+	bc_tensor *o = NULL;
+	int32_t s;
+	switch (what) {
+	case 0: s = bc_tensor_clone(H(t), &o); break;
+	case 1: s = bc_tensor_contiguous(H(t), &o); break;
+	default: s = bc_tensor_to_dtype(H(t), dtype, &o); break;
+	}
+	return done(s, o, 0);
+}
+
+gobc_res gobc_query(int what, uintptr_t t) {
+	int32_t s, d = 0;
+	size_t n = 0;
+	int64_t v = 0;
+	bool b = false;
+	switch (what) {
+	case 0: s = bc_tensor_dtype(H(t), &d); v = d; break;
+	case 1: s = bc_tensor_ndim(H(t), &n); v = (int64_t)n; break;
+	case 2: s = bc_tensor_numel(H(t), &v); break;
+	case 3: s = bc_tensor_offset(H(t), &v); break;
+	default: s = bc_tensor_is_contiguous(H(t), &b); v = b; break;
+	}
+	return done(s, NULL, v);
+}
+
+gobc_dims gobc_tensor_dims(uintptr_t t, int strides) {
+	gobc_dims d;
+	size_t n = 0;
+	int32_t s = bc_tensor_ndim(H(t), &n);
+	if (s == BC_OK)
+		s = strides ? bc_tensor_strides(H(t), d.dims, BC_MAX_NDIM)
+		            : bc_tensor_shape(H(t), d.dims, BC_MAX_NDIM);
+	return dims_done(s, n, &d);
+}
+
+gobc_res gobc_copy_to(uintptr_t t, void *buf, size_t nbytes) {
+	return done(bc_tensor_copy_to(H(t), buf, nbytes), NULL, 0);
+}
+
+gobc_res gobc_view(int what, uintptr_t t, const int64_t *a, const int64_t *b, size_t ndim,
+                   int64_t offset) {
+	bc_tensor *o = NULL;
+	int32_t s;
+	switch (what) {
+	case 0: s = bc_tensor_expand(H(t), a, ndim, &o); break;
+	case 1: s = bc_tensor_permute(H(t), a, ndim, &o); break;
+	default: s = bc_tensor_as_strided(H(t), a, b, ndim, offset, &o); break;
+	}
+	return done(s, o, 0);
+}
+
+gobc_res gobc_expand_as(uintptr_t t, uintptr_t other) {
+	bc_tensor *o = NULL;
+	int32_t s = bc_tensor_expand_as(H(t), H(other), &o);
+	return done(s, o, 0);
+}
+
+gobc_res gobc_transpose(uintptr_t t, int64_t dim0, int64_t dim1) {
+	bc_tensor *o = NULL;
+	int32_t s = bc_tensor_transpose(H(t), dim0, dim1, &o);
+	return done(s, o, 0);
+}
+
+gobc_res gobc_slice(uintptr_t t, int64_t dim, int64_t start, int64_t stop, int64_t step) {
+	bc_tensor *o = NULL;
+	int32_t s = bc_tensor_slice(H(t), dim, start, stop, step, &o);
+	return done(s, o, 0);
+}
+
+// Handles cross as uintptr_t; a bc_tensor * has the same representation.
+gobc_res gobc_broadcast_tensors(const uintptr_t *ins, size_t n, uintptr_t *outs) {
+	int32_t s = bc_tensor_broadcast_tensors((const bc_tensor *const *)ins, n, (bc_tensor **)outs);
+	return done(s, NULL, 0);
+}
+
+gobc_dims gobc_shape_broadcast(const int64_t *a, size_t an, const int64_t *b, size_t bn) {
+	gobc_dims d;
+	size_t n = 0;
+	int32_t s = bc_shape_broadcast(a, an, b, bn, d.dims, BC_MAX_NDIM, &n);
+	return dims_done(s, n, &d);
+}
+
+// The pointer array bc_shape_broadcast_n takes is built here, in C memory, for the call only.
+gobc_dims gobc_shape_broadcast_n(const int64_t *flat, const size_t *ndims, size_t n) {
+	gobc_dims d;
+	size_t nd = 0;
+	const int64_t **shapes = malloc((n ? n : 1) * sizeof *shapes);
+	if (shapes == NULL) {
+		d.status = BC_ERR_ALLOC;
+		d.ndim = 0;
+		d.err = NULL;
+		return d;
+	}
+	for (size_t i = 0, at = 0; i < n; at += ndims[i], i++) shapes[i] = ndims[i] ? flat + at : NULL;
+	int32_t s = bc_shape_broadcast_n(shapes, ndims, n, d.dims, BC_MAX_NDIM, &nd);
+	free(shapes);
+	return dims_done(s, nd, &d);
+}
+
+gobc_res gobc_shape_is_broadcastable(const int64_t *a, size_t an, const int64_t *b, size_t bn) {
+	bool yes = false;
+	int32_t s = bc_shape_is_broadcastable(a, an, b, bn, &yes);
+	return done(s, NULL, yes);
+}
+
+// goBcWarning is the exported Go trampoline (warning.go). The adapter casts away const: cgo
+// exports take char *.
+extern void goBcWarning(char *message);
+
+static void warning_adapter(void *user_data, const char *message) {
+	(void)user_data;
+	goBcWarning((char *)message);
+}
+
+void gobc_set_warning_handler(int go) { bc_set_warning_handler(go ? warning_adapter : NULL, NULL); }

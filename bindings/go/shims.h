@@ -1,0 +1,78 @@
+// The C side of the Go package: one shim per kind of call. Every shim takes handles as uintptr_t
+// (a bc_tensor * is a token, not an address, and may fall inside the Go heap's address range, so
+// Go never holds one in a pointer type) and returns its result by value, so that a call on handles
+// alone makes no Go pointer escape. On failure a shim captures the status, bc_error_info, the
+// message and both shapes before it returns, in the same cgo call as the failing function: the
+// last error is per OS thread, and a goroutine may move to another thread between two cgo calls.
+#ifndef GOBC_SHIMS_H
+#define GOBC_SHIMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broadcast.h"
+
+// A failure as data, malloc'd by the shim (the message follows the struct in the same block);
+// the Go side frees it.
+typedef struct {
+	bc_error_info info;
+	int64_t ndim_a, ndim_b;
+	int64_t shape_a[BC_MAX_NDIM], shape_b[BC_MAX_NDIM];
+	size_t msg_len;
+	char *msg;
+} gobc_err;
+
+// A call's outcome: the status, a new handle or a number, and the captured failure (NULL on
+// success, and also when there was no memory to capture it).
+typedef struct {
+	int32_t status;
+	uintptr_t out;
+	int64_t val;
+	gobc_err *err;
+} gobc_res;
+
+// The outcome of a call that yields dimensions (shapes, strides).
+typedef struct {
+	int32_t status;
+	size_t ndim;
+	int64_t dims[BC_MAX_NDIM];
+	gobc_err *err;
+} gobc_dims;
+
+void gobc_free(uintptr_t t);
+bool gobc_is_live(uintptr_t t);
+
+gobc_res gobc_binary(int32_t op, uintptr_t a, uintptr_t b);
+gobc_res gobc_binary_inplace(int32_t op, uintptr_t target, uintptr_t other);
+gobc_res gobc_binary_out(int32_t op, uintptr_t a, uintptr_t b, uintptr_t out);
+
+// fill: 0 empty, 1 zeros, 2 ones, 3 full(value).
+gobc_res gobc_new(int fill, int32_t dtype, const int64_t *shape, size_t ndim, double value);
+gobc_res gobc_from_data(int32_t dtype, const int64_t *shape, size_t ndim, const void *data,
+                        size_t nbytes);
+// what: 0 clone, 1 contiguous, 2 to_dtype(dtype).
+gobc_res gobc_copy(int what, uintptr_t t, int32_t dtype);
+// what: 0 dtype, 1 ndim, 2 numel, 3 offset, 4 is_contiguous.
+gobc_res gobc_query(int what, uintptr_t t);
+// Sizes (strides 0) or strides (1).
+gobc_dims gobc_tensor_dims(uintptr_t t, int strides);
+gobc_res gobc_copy_to(uintptr_t t, void *buf, size_t nbytes);
+
+// what: 0 expand(a), 1 permute(a), 2 as_strided(a, b, offset).
+gobc_res gobc_view(int what, uintptr_t t, const int64_t *a, const int64_t *b, size_t ndim,
+                   int64_t offset);
+gobc_res gobc_expand_as(uintptr_t t, uintptr_t other);
+gobc_res gobc_transpose(uintptr_t t, int64_t dim0, int64_t dim1);
+gobc_res gobc_slice(uintptr_t t, int64_t dim, int64_t start, int64_t stop, int64_t step);
+gobc_res gobc_broadcast_tensors(const uintptr_t *ins, size_t n, uintptr_t *outs);
+
+gobc_dims gobc_shape_broadcast(const int64_t *a, size_t an, const int64_t *b, size_t bn);
+// n shapes as one flat array of sizes plus their lengths.
+gobc_dims gobc_shape_broadcast_n(const int64_t *flat, const size_t *ndims, size_t n);
+gobc_res gobc_shape_is_broadcastable(const int64_t *a, size_t an, const int64_t *b, size_t bn);
+
+// Installs the Go warning handler (go != 0) or restores the library's default.
+void gobc_set_warning_handler(int go);
+
+#endif
