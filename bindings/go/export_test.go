@@ -1,0 +1,13 @@
+package broadcast
+
+// SetFreeHook makes f see every handle the package frees (nil removes it): tests count frees.
+func SetFreeHook(f func(h uintptr)) {
+	if f == nil {
+		freeHook.Store(nil)
+		return
+	}
+	freeHook.Store(&f)
+}
+
+// Handle is t's handle, as a number (0 once closed).
+func Handle(t *Tensor) uintptr { return t.h.Load() }
