@@ -6,6 +6,8 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"unsafe"
 )
@@ -167,8 +169,11 @@ func (t *Tensor) String() string {
 	if t == nil || t.h.Load() == 0 {
 		return "closed tensor"
 	}
-	s := fmt.Sprint(t.Shape())
-	return t.DType().String() + "(" + s[1:len(s)-1] + ")"
+	dims := make([]string, 0, t.NDim())
+	for _, d := range t.Shape() {
+		dims = append(dims, strconv.Itoa(d))
+	}
+	return t.DType().String() + "(" + strings.Join(dims, ", ") + ")"
 }
 
 // CopyTo copies t's elements in row-major order into dst, which must have at least Numel
