@@ -3,7 +3,7 @@
 CC ?= cc
 RELEASE := target/release
 
-.PHONY: demo test test-python check bench bench-smoke header-drift data-check go-test
+.PHONY: demo test test-python check bench bench-smoke header-drift data-check go-test go-bench
 
 # Build the library and run the C tour of the documented examples.
 demo:
@@ -48,3 +48,8 @@ data-check:
 go-test:
 	cargo build --release
 	bash scripts/go_test.sh
+
+# Go package against C, per call (tiny and large additions), medians of interleaved rounds.
+go-bench:
+	cargo build --release
+	bash scripts/go_bench.sh

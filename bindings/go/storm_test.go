@@ -21,7 +21,7 @@ func TestErrorStorm(t *testing.T) {
 	const goroutines = 16
 	calls := 20000 // per goroutine: 320,000 failing calls in all
 	if testing.Short() {
-		calls = 2000
+		calls = 200
 	}
 	var mixed, checked atomic.Int64
 	var first atomic.Value

@@ -1,0 +1,40 @@
+// Package cbench times calls of libbroadcast made from C, in one loop inside one cgo call, so
+// that the Go package's benchmarks can set the same calls made through cgo beside them.
+package cbench
+
+/*
+#include <stdint.h>
+#include "broadcast.h"
+
+// n times: *out = a + b, then free it. Returns BC_OK or the first failure's status.
+static int32_t add_alloc(uintptr_t a, uintptr_t b, long n) {
+	for (long i = 0; i < n; i++) {
+		bc_tensor *r = NULL;
+		int32_t s = bc_add((const bc_tensor *)a, (const bc_tensor *)b, &r);
+		if (s != BC_OK) return s;
+		bc_tensor_free(r);
+	}
+	return BC_OK;
+}
+
+// n times: out = a + b into an existing tensor.
+static int32_t add_out(uintptr_t a, uintptr_t b, uintptr_t out, long n) {
+	for (long i = 0; i < n; i++) {
+		int32_t s = bc_add_out((const bc_tensor *)a, (const bc_tensor *)b, (bc_tensor *)out);
+		if (s != BC_OK) return s;
+	}
+	return BC_OK;
+}
+*/
+import "C"
+
+// AddAlloc runs n allocating additions of the tensors with handles a and b (and frees each
+// result); it returns the library's status (0 for success).
+func AddAlloc(a, b uintptr, n int) int32 {
+	return int32(C.add_alloc(C.uintptr_t(a), C.uintptr_t(b), C.long(n)))
+}
+
+// AddOut runs n additions of a and b into out.
+func AddOut(a, b, out uintptr, n int) int32 {
+	return int32(C.add_out(C.uintptr_t(a), C.uintptr_t(b), C.uintptr_t(out), C.long(n)))
+}
