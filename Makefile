@@ -3,7 +3,7 @@
 CC ?= cc
 RELEASE := target/release
 
-.PHONY: demo test test-python check bench bench-smoke header-drift data-check go-test go-bench
+.PHONY: demo test test-python check bench bench-smoke header-drift data-check go-test go-bench julia-proxy-test julia-test
 
 # Build the library and run the C tour of the documented examples.
 demo:
@@ -53,3 +53,15 @@ go-test:
 go-bench:
 	cargo build --release
 	bash scripts/go_bench.sh
+
+# The Julia package's central step (reversed sizes and strides) through the C API from Python
+# ctypes, against a reference of Julia's broadcasting rule: runs without Julia.
+julia-proxy-test:
+	cargo build --release
+	python3 bindings/julia/test/colmajor_proxy.py target/release/libbroadcast.so
+
+# The Julia package's own tests; they need julia on the PATH, and fail when it is missing.
+julia-test:
+	cargo build --release
+	@command -v julia >/dev/null || { echo "julia-test: julia is not on the PATH: the Julia tests cannot run"; exit 2; }
+	LIBBROADCAST_PATH=$(CURDIR)/target/release/libbroadcast.so julia --threads=4 --project=bindings/julia bindings/julia/test/runtests.jl

@@ -1,0 +1,537 @@
+"""
+    LibBroadcast
+
+Julia binding of libbroadcast, a C library with PyTorch's broadcasting rules. A Julia array is
+column-major and broadcasts on its *leading* dimensions; the library is row-major and broadcasts
+on *trailing* ones. Passing an array's size and strides reversed (the same bytes, seen row-major)
+turns one rule into the other, so `LibBroadcast.add(A, B)` has the shape and values of `A .+ B`.
+
+    A = rand(Float32, 3, 4); B = rand(Float32, 3)
+    LibBroadcast.add(A, B) == A .+ B        # true, and the same for sub, mul, divide
+    t = Tensor(A)                           # a view of A's memory, no copy
+    Array(t .+ Tensor(B))                   # Tensors broadcast with .+ .- .* ./
+
+Element types follow PyTorch's promotion, not Julia's: integer division gives `Float32`,
+`Bool .- Bool` is an error, `Bool .+ Bool` stays `Bool`. Error messages are the library's,
+written in row-major terms; the fields of a [`BroadcastError`](@ref) are in Julia's order.
+
+The library is found at `ENV["LIBBROADCAST_PATH"]` (a file path), else as `libbroadcast.so.0`
+(installed), else as `libbroadcast` on the loader's search path.
+"""
+module LibBroadcast
+
+using Libdl
+
+export Tensor, BroadcastError, BFloat16Bits
+
+# ---------------------------------------------------------------------------------------------
+# The library and its functions
+# ---------------------------------------------------------------------------------------------
+
+const LIBPATH = Ref{String}("")
+const FN = Dict{Symbol,Ptr{Cvoid}}()
+
+# Every C function the package calls, resolved once in __init__.
+const FUNCTIONS = (
+    :bc_version, :bc_last_error_message, :bc_last_error_info, :bc_last_error_shape,
+    :bc_binary, :bc_binary_inplace, :bc_binary_out,
+    :bc_set_broadcast_warning, :bc_get_broadcast_warning, :bc_set_legacy_fallback,
+    :bc_get_legacy_fallback, :bc_set_warning_handler, :bc_set_num_threads, :bc_get_num_threads,
+    :bc_tensor_wrap, :bc_tensor_free, :bc_tensor_live_count, :bc_tensor_clone,
+    :bc_tensor_dtype, :bc_tensor_ndim, :bc_tensor_shape, :bc_tensor_strides, :bc_tensor_copy_to,
+    :bc_tensor_expand, :bc_tensor_permute, :bc_tensor_slice,
+)
+
+fn(name::Symbol) = FN[name]
+
+# The C API this package was written against: the library must have the same major version and
+# at least this minor version (0.x releases only add to the ABI).
+const API_VERSION = v"0.1.0"
+
+const WARNING_CALLBACK = Ref{Ptr{Cvoid}}(C_NULL)
+
+function __init__()
+    candidates = String[]
+    haskey(ENV, "LIBBROADCAST_PATH") && push!(candidates, ENV["LIBBROADCAST_PATH"])
+    append!(candidates, ["libbroadcast.so.0", "libbroadcast"])
+    handle = nothing
+    for c in candidates
+        handle = Libdl.dlopen(c, Libdl.RTLD_NOW; throw_error = false)
+        if handle !== nothing
+            LIBPATH[] = c
+            break
+        end
+    end
+    handle === nothing && error("LibBroadcast: cannot load libbroadcast (tried $(join(candidates, ", "))); " *
+                                "set ENV[\"LIBBROADCAST_PATH\"] to the library file, for example " *
+                                "target/release/libbroadcast.so of a build of the repository")
+    for name in FUNCTIONS
+        FN[name] = Libdl.dlsym(handle, name)
+    end
+    v = VersionNumber(unsafe_string(ccall(fn(:bc_version), Cstring, ())))
+    if v.major != API_VERSION.major || v < API_VERSION
+        error("LibBroadcast: $(LIBPATH[]) is libbroadcast $v; this package needs $(API_VERSION.major).x, at least $API_VERSION")
+    end
+    WARNING_CALLBACK[] = @cfunction(warning_callback, Cvoid, (Ptr{Cvoid}, Cstring))
+    ccall(fn(:bc_set_warning_handler), Int32, (Ptr{Cvoid}, Ptr{Cvoid}), WARNING_CALLBACK[], C_NULL)
+    return nothing
+end
+
+# ---------------------------------------------------------------------------------------------
+# Element types
+# ---------------------------------------------------------------------------------------------
+
+"""
+    BFloat16Bits
+
+A bfloat16 value held as its bits: the element type of bfloat16 tensors. `Float32(x)` widens it
+exactly; `reinterpret(BFloat16s.BFloat16, x)` gives the BFloat16s.jl value.
+"""
+primitive type BFloat16Bits 16 end
+Base.Float32(x::BFloat16Bits) = reinterpret(Float32, UInt32(reinterpret(UInt16, x)) << 16)
+
+# The ten dtypes, by code: ELTYPES[code + 1].
+const ELTYPES = (Bool, UInt8, Int8, Int16, Int32, Int64, Float16, BFloat16Bits, Float32, Float64)
+const Elem = Union{ELTYPES...}
+
+dtype_code(::Type{T}) where {T<:Elem} = Int32(findfirst(==(T), ELTYPES) - 1)
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------------------------
+
+# Mirrors struct bc_error_info.
+struct ErrorInfo
+    status::Int32
+    kind::Int32
+    dim::Int64
+    size_a::Int64
+    size_b::Int64
+    arg::Int64
+    dtype_a::Int32
+    dtype_b::Int32
+    ndim_a::Int64
+    ndim_b::Int64
+end
+
+"""
+    BroadcastError(status, kind, dim, size_a, size_b, arg, eltype_a, eltype_b, shape_a, shape_b, msg)
+
+A failed library call: the status (`BC_ERR_*` code) and error kind (`BC_ERROR_KIND_*` code) of
+`include/broadcast.h`, and what the kind says, in Julia's order: `dim` counts from 1 in Julia's
+dimension order, `shape_a` and `shape_b` are Julia sizes, `arg` counts from 1; fields that do not
+apply are `nothing`. `msg` is the library's message, exactly as PyTorch words it, in row-major
+terms (its sizes and dimensions read right to left against Julia's).
+"""
+struct BroadcastError <: Exception
+    status::Int32
+    kind::Int32
+    dim::Union{Int,Nothing}
+    size_a::Union{Int,Nothing}
+    size_b::Union{Int,Nothing}
+    arg::Union{Int,Nothing}
+    eltype_a::Union{DataType,Nothing}
+    eltype_b::Union{DataType,Nothing}
+    shape_a::Union{Tuple{Vararg{Int}},Nothing}
+    shape_b::Union{Tuple{Vararg{Int}},Nothing}
+    msg::String
+end
+
+Base.showerror(io::IO, e::BroadcastError) = print(io, "BroadcastError: ", e.msg)
+
+# Status codes (include/broadcast.h).
+const BC_OK = Int32(0)
+const BC_ERR_SHAPE = Int32(3)
+const BC_ERR_DTYPE = Int32(4)
+const BC_ERR_OVERLAP = Int32(5)
+# Error kinds whose `dim` counts from the left of one of the shapes (and which shape).
+const KIND_NOT_BROADCASTABLE = Int32(1)
+const KIND_NARY_NOT_BROADCASTABLE = Int32(2)
+const KIND_INPLACE_MISMATCH = Int32(3)
+const KIND_EXPAND_MISMATCH = Int32(5)
+const KIND_EXPAND_LEADING = Int32(6)
+
+# check(st) must follow its ccall with nothing in between that can yield: the last error is per
+# OS thread, and a task may move to another thread at a yield point.
+@inline check(st::Int32) = st == BC_OK ? nothing : throw(last_error(st))
+
+function last_error(st::Int32)
+    n = ccall(fn(:bc_last_error_message), Csize_t, (Ptr{UInt8}, Csize_t), C_NULL, 0)
+    buf = Vector{UInt8}(undef, n + 1)
+    GC.@preserve buf ccall(fn(:bc_last_error_message), Csize_t, (Ptr{UInt8}, Csize_t), pointer(buf), n + 1)
+    msg = String(buf[1:n])
+    r = Ref{ErrorInfo}()
+    ccall(fn(:bc_last_error_info), Int32, (Ref{ErrorInfo},), r)
+    info = r[]
+    a, b = error_shape(0, info.ndim_a), error_shape(1, info.ndim_b)
+    opt(x) = x < 0 ? nothing : Int(x)
+    eltype_or_nothing(code) = 0 <= code < length(ELTYPES) ? ELTYPES[code+1] : nothing
+    return BroadcastError(st, info.kind, julia_dim(info, a, b), opt(info.size_a), opt(info.size_b),
+                          info.arg < 0 ? nothing : Int(info.arg) + 1,
+                          eltype_or_nothing(info.dtype_a), eltype_or_nothing(info.dtype_b),
+                          a === nothing ? nothing : Tuple(reverse(a)),
+                          b === nothing ? nothing : Tuple(reverse(b)), msg)
+end
+
+function error_shape(which, ndim)
+    ndim < 0 && return nothing
+    buf = Vector{Int64}(undef, ndim)
+    nd = Ref{Int64}(0)
+    GC.@preserve buf ccall(fn(:bc_last_error_shape), Int32, (Int32, Ptr{Int64}, Csize_t, Ref{Int64}),
+                           which, pointer(buf), ndim, nd)
+    return Int.(buf)
+end
+
+# The error's dimension in Julia's order: row-major dimension d of an n-dimensional shape is
+# Julia dimension n - d; n-shape broadcasting counts from the right already (-k is Julia's k).
+function julia_dim(info::ErrorInfo, a, b)
+    k = info.kind
+    (a === nothing || b === nothing) && k != KIND_NARY_NOT_BROADCASTABLE && return nothing
+    if k == KIND_NOT_BROADCASTABLE
+        return max(length(a), length(b)) - Int(info.dim)
+    elseif k == KIND_NARY_NOT_BROADCASTABLE
+        return -Int(info.dim)
+    elseif k == KIND_INPLACE_MISMATCH
+        return length(a) - Int(info.dim)
+    elseif k == KIND_EXPAND_MISMATCH || k == KIND_EXPAND_LEADING
+        return length(b) - Int(info.dim)
+    end
+    return nothing
+end
+
+# ---------------------------------------------------------------------------------------------
+# Tensors
+# ---------------------------------------------------------------------------------------------
+
+struct Own end
+
+"""
+    Tensor(A::AbstractArray)
+
+A library tensor over `A`: a view of `A`'s memory without copying when `A` is a strided array of
+one of the ten element types with no negative stride (`A` stays alive as long as the tensor or
+any view of it), and otherwise a tensor over a copy of `A`. Free it with `close(t)` (or let the
+finalizer do it); `Array(t)` copies it out. Julia sizes and strides are the library's reversed.
+"""
+mutable struct Tensor
+    @atomic ptr::Ptr{Cvoid}
+    root::Any # the Julia memory the tensor views (nothing when the library owns it)
+    function Tensor(::Own, ptr::Ptr{Cvoid}, root)
+        t = new(ptr, root)
+        finalizer(close, t)
+        return t
+    end
+end
+
+"""
+    close(t::Tensor)
+
+Frees the tensor's handle now (it may be called any number of times, from any task).
+"""
+function Base.close(t::Tensor)
+    p = @atomicswap t.ptr = C_NULL
+    p == C_NULL || ccall(fn(:bc_tensor_free), Cvoid, (Ptr{Cvoid},), p)
+    return nothing
+end
+
+"""
+    LibBroadcast.with(f, t::Tensor)
+
+`f(t)`, then `close(t)`, also when `f` throws.
+"""
+function with(f, t::Tensor)
+    try
+        return f(t)
+    finally
+        close(t)
+    end
+end
+
+# Passing `t` itself to ccall keeps it rooted for the call.
+function Base.unsafe_convert(::Type{Ptr{Cvoid}}, t::Tensor)
+    p = @atomic t.ptr
+    p == C_NULL && throw(ArgumentError("LibBroadcast.Tensor used after close"))
+    return p
+end
+
+function Tensor(A::AbstractArray)
+    t = wrap(A)
+    return t === nothing ? Tensor(collect(A)) : t
+end
+
+# A tensor viewing A's memory, or nothing when A cannot be viewed without a copy.
+function wrap(A::AbstractArray{T}) where {T}
+    T <: Elem || throw(ArgumentError("LibBroadcast has no element type for $T"))
+    A isa StridedArray || return nothing
+    st = strides(A)
+    any(<(0), st) && return nothing
+    sz = size(A)
+    span = any(iszero, sz) ? 0 : 1 + sum((sz[i] - 1) * st[i] for i in 1:ndims(A); init = 0)
+    shape = Int64[reverse(sz)...]
+    rstrides = Int64[reverse(st)...]
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    GC.@preserve A shape rstrides begin
+        s = ccall(fn(:bc_tensor_wrap), Int32,
+                  (Int32, Ptr{Cvoid}, Csize_t, Ptr{Int64}, Ptr{Int64}, Csize_t, Int64, Ptr{Cvoid}, Ptr{Cvoid}, Ref{Ptr{Cvoid}}),
+                  dtype_code(T), pointer(A), span * sizeof(T), pointer(shape), pointer(rstrides),
+                  ndims(A), 0, C_NULL, C_NULL, out)
+        check(s)
+    end
+    # No release callback: the tensor (and every view of it) holds A in `root`, and Julia keeps
+    # everything a pending finalizer can reach alive until that finalizer has freed the handle.
+    return Tensor(Own(), out[], A)
+end
+
+function dtype(t::Tensor)
+    r = Ref{Int32}(0)
+    check(ccall(fn(:bc_tensor_dtype), Int32, (Ptr{Cvoid}, Ref{Int32}), t, r))
+    return r[]
+end
+
+function ndim(t::Tensor)
+    r = Ref{Csize_t}(0)
+    check(ccall(fn(:bc_tensor_ndim), Int32, (Ptr{Cvoid}, Ref{Csize_t}), t, r))
+    return Int(r[])
+end
+
+# The row-major sizes (strides = false) or strides of t.
+function dims(t::Tensor, strides::Bool)
+    n = ndim(t)
+    buf = Vector{Int64}(undef, n)
+    GC.@preserve buf check(ccall(fn(strides ? :bc_tensor_strides : :bc_tensor_shape), Int32,
+                                 (Ptr{Cvoid}, Ptr{Int64}, Csize_t), t, pointer(buf), n))
+    return buf
+end
+
+Base.eltype(t::Tensor) = ELTYPES[dtype(t)+1]
+Base.ndims(t::Tensor) = ndim(t)
+Base.size(t::Tensor) = Tuple(Int.(reverse(dims(t, false))))
+Base.size(t::Tensor, d::Integer) = size(t)[d]
+Base.strides(t::Tensor) = Tuple(Int.(reverse(dims(t, true))))
+Base.length(t::Tensor) = prod(size(t))
+Base.isopen(t::Tensor) = (@atomic t.ptr) != C_NULL
+
+function Base.show(io::IO, t::Tensor)
+    isopen(t) || return print(io, "Tensor(closed)")
+    print(io, "Tensor{", eltype(t), "}", size(t))
+end
+
+"""
+    Array(t::Tensor)
+
+A new Julia array holding `t`'s elements (the library's row-major bytes are the column-major
+array of the reversed size, so no transpose is needed).
+"""
+function Base.Array(t::Tensor)
+    A = Array{eltype(t)}(undef, size(t))
+    GC.@preserve A check(ccall(fn(:bc_tensor_copy_to), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, Csize_t),
+                               t, pointer(A), sizeof(A)))
+    return A
+end
+
+"""
+    copy(t::Tensor)
+
+A deep copy in new storage.
+"""
+function Base.copy(t::Tensor)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    check(ccall(fn(:bc_tensor_clone), Int32, (Ptr{Cvoid}, Ref{Ptr{Cvoid}}), t, out))
+    return Tensor(Own(), out[], nothing)
+end
+
+"""
+    live_count()
+
+The number of live tensor handles in the process (for leak checks).
+"""
+live_count() = Int(ccall(fn(:bc_tensor_live_count), Csize_t, ()))
+
+# ---------------------------------------------------------------------------------------------
+# Views: they share their parent's memory and root
+# ---------------------------------------------------------------------------------------------
+
+function view_of(t::Tensor, out::Ref{Ptr{Cvoid}}, st::Int32)
+    check(st)
+    return Tensor(Own(), out[], t.root)
+end
+
+"""
+    expand(t::Tensor, sizes::Integer...)
+
+A view of `t` broadcast to `sizes` (Julia's order: dimensions of size 1 repeat, new trailing
+dimensions may be added, -1 keeps a size). No data is copied.
+"""
+function expand(t::Tensor, sizes::Integer...)
+    s = Int64[reverse(sizes)...]
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = GC.@preserve s ccall(fn(:bc_tensor_expand), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Ref{Ptr{Cvoid}}),
+                              t, pointer(s), length(s), out)
+    return view_of(t, out, st)
+end
+
+"""
+    permutedims(t::Tensor, perm)
+
+A view with dimension `i` of the result being dimension `perm[i]` of `t`, as `permutedims` does
+for arrays, without copying.
+"""
+function Base.permutedims(t::Tensor, perm)
+    n = length(perm)
+    # Row-major dimension k of the result is Julia dimension n - k, whose source is Julia
+    # dimension perm[n - k], which is row-major dimension n - perm[n - k].
+    d = Int64[n - perm[n-k] for k in 0:n-1]
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = GC.@preserve d ccall(fn(:bc_tensor_permute), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Ref{Ptr{Cvoid}}),
+                              t, pointer(d), n, out)
+    return view_of(t, out, st)
+end
+
+"""
+    slice(t::Tensor, dim::Integer, r::AbstractRange)
+
+The view `t[:, ..., r, ..., :]` with `r` (a range of step at least 1) along dimension `dim`.
+"""
+function slice(t::Tensor, dim::Integer, r::AbstractRange{<:Integer})
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    start, stop = first(r) - 1, isempty(r) ? first(r) - 1 : last(r)
+    st = ccall(fn(:bc_tensor_slice), Int32, (Ptr{Cvoid}, Int64, Int64, Int64, Int64, Ref{Ptr{Cvoid}}),
+               t, ndims(t) - dim, start, stop, step(r), out)
+    return view_of(t, out, st)
+end
+
+# ---------------------------------------------------------------------------------------------
+# Operations: each is one line of OPS
+# ---------------------------------------------------------------------------------------------
+
+function binary(op::Int32, a::Tensor, b::Tensor)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = ccall(fn(:bc_binary), Int32, (Int32, Ptr{Cvoid}, Ptr{Cvoid}, Ref{Ptr{Cvoid}}), op, a, b, out)
+    check(st)
+    flush_warnings()
+    return Tensor(Own(), out[], nothing)
+end
+
+function binary!(op::Int32, target::Tensor, other::Tensor)
+    st = ccall(fn(:bc_binary_inplace), Int32, (Int32, Ptr{Cvoid}, Ptr{Cvoid}), op, target, other)
+    check(st)
+    flush_warnings()
+    return target
+end
+
+function binary!(op::Int32, out::Tensor, a::Tensor, b::Tensor)
+    st = ccall(fn(:bc_binary_out), Int32, (Int32, Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}), op, a, b, out)
+    check(st)
+    flush_warnings()
+    return out
+end
+
+# On arrays: the tensors over them live for the call only.
+function binary(op::Int32, A::AbstractArray, B::AbstractArray)
+    with(Tensor(A)) do a
+        with(Tensor(B)) do b
+            with(r -> Array(r), binary(op, a, b))
+        end
+    end
+end
+
+# In place on arrays needs a view of the array's own memory.
+function writable(A::AbstractArray)
+    t = wrap(A)
+    t === nothing && throw(ArgumentError("cannot write into a $(typeof(A)) without copying it"))
+    return t
+end
+
+function binary!(op::Int32, A::AbstractArray, B::AbstractArray)
+    with(writable(A)) do a
+        with(b -> binary!(op, a, b), Tensor(B))
+    end
+    return A
+end
+
+function binary!(op::Int32, Out::AbstractArray, A::AbstractArray, B::AbstractArray)
+    with(writable(Out)) do out
+        with(Tensor(A)) do a
+            with(b -> binary!(op, out, a, b), Tensor(B))
+        end
+    end
+    return Out
+end
+
+# (name, in-place name, BC_OP_* code, the Julia function whose broadcast it is)
+const OPS = (
+    (:add, :add!, 0, :+),
+    (:sub, :sub!, 1, :-),
+    (:mul, :mul!, 2, :*),
+    (:divide, :divide!, 3, :/), # true division: integer operands give Float32
+)
+
+for (name, name!, code, f) in OPS
+    doc = """
+        $name(a, b)
+        $name!(target, other)
+        $name!(out, a, b)
+
+    `a .$f b`: on two Tensors a new Tensor, on two arrays a new Array; in place into `target`
+    (which must have the broadcast shape), or into `out`.
+    """
+    @eval begin
+        $name(a, b) = binary(Int32($code), a, b)
+        $name!(target, other) = binary!(Int32($code), target, other)
+        $name!(out, a, b) = binary!(Int32($code), out, a, b)
+        Base.Broadcast.broadcasted(::typeof($f), a::Tensor, b::Tensor) = $name(a, b)
+        @doc $doc $name
+    end
+end
+
+# ---------------------------------------------------------------------------------------------
+# Settings and warnings
+# ---------------------------------------------------------------------------------------------
+
+"Turns the broadcast warning on or off (off by default)."
+set_broadcast_warning(on::Bool) = (ccall(fn(:bc_set_broadcast_warning), Int32, (Bool,), on); nothing)
+"Whether the broadcast warning is on."
+broadcast_warning() = ccall(fn(:bc_get_broadcast_warning), Bool, ())
+"Turns the legacy 1-D pointwise fallback on or off (off by default)."
+set_legacy_fallback(on::Bool) = (ccall(fn(:bc_set_legacy_fallback), Int32, (Bool,), on); nothing)
+"Whether the legacy 1-D fallback is on."
+legacy_fallback() = ccall(fn(:bc_get_legacy_fallback), Bool, ())
+"Sets the number of threads large operations use (0: all cores)."
+set_num_threads(n::Integer) = (ccall(fn(:bc_set_num_threads), Int32, (Csize_t,), n); nothing)
+"The number of threads large operations use."
+num_threads() = Int(ccall(fn(:bc_get_num_threads), Csize_t, ()))
+
+const WARNING_HANDLER = Ref{Any}(nothing)
+
+"""
+    set_warning_handler(f)
+
+Calls `f(message)` for each warning of the library, after the operation that warned has
+returned, on its task. `nothing` restores the default, `@warn message`.
+"""
+set_warning_handler(f) = (WARNING_HANDLER[] = f; nothing)
+
+# Called by the library, inside the ccall of the operation that warns: it only queues the text
+# (no I/O, no yield, nothing thrown into C); flush_warnings hands it on after the call returns.
+function warning_callback(::Ptr{Cvoid}, message::Cstring)
+    try
+        q = get!(() -> String[], task_local_storage(), :libbroadcast_warnings)::Vector{String}
+        push!(q, unsafe_string(message))
+    catch
+    end
+    return nothing
+end
+
+function flush_warnings()
+    q = get(task_local_storage(), :libbroadcast_warnings, nothing)
+    (q === nothing || isempty(q)) && return nothing
+    msgs = copy(q)
+    empty!(q)
+    h = WARNING_HANDLER[]
+    for m in msgs
+        h === nothing ? (@warn m) : h(m)
+    end
+    return nothing
+end
+
+end # module

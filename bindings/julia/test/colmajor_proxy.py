@@ -1,0 +1,352 @@
+#!/usr/bin/env python3
+"""The idea of LibBroadcast (bindings/julia), tested where Julia cannot run.
+
+LibBroadcast hands a Julia array to libbroadcast as its memory with the size and strides
+reversed: the same bytes, seen row-major. The library's trailing-aligned broadcasting then acts as
+Julia's leading-aligned broadcasting. This script does exactly what LibBroadcast.wrap does, through
+the C API (ctypes, no NumPy), on column-major strided views of random sizes (Julia's
+`view(parent, r1, r2, ...)` with steps and offsets), and checks each result against a reference of
+Julia's own rule written here from Julia's documentation, independently of the library:
+
+  - sizes are aligned on the first dimension, a missing trailing dimension counts as 1;
+  - each dimension's sizes must be equal or one of them 1 (0 meets only 0 or 1), else
+    DimensionMismatch at the first such dimension;
+  - element (i1, ..., in) of the result reads element (j1, ...) of each operand, jk = ik, or 1
+    where the operand's size is 1; arrays are stored column-major, the first index fastest.
+
+Out of place and in place (`A .+= B`, allowed when the broadcast size is A's own), for float64,
+float32, int32 and int64 and the four operations (division on floating types: the library's
+integer division gives Float32 where Julia's gives Float64). Ends with `N passed, N failed`.
+
+Usage: colmajor_proxy.py [path/to/libbroadcast.so] (default: target/release of this repository).
+BC_PROXY_SEED and BC_PROXY_PAIRS override the seed (printed) and the number of pairs (1500).
+"""
+import ctypes
+import os
+import random
+import math
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LIB_PATH = (sys.argv[1] if len(sys.argv) > 1
+            else os.path.join(HERE, "..", "..", "..", "target", "release", "libbroadcast.so"))
+lib = ctypes.CDLL(LIB_PATH)
+
+P = ctypes.c_void_p
+I64P = ctypes.POINTER(ctypes.c_int64)
+lib.bc_tensor_wrap.argtypes = [ctypes.c_int32, P, ctypes.c_size_t, I64P, I64P, ctypes.c_size_t,
+                               ctypes.c_int64, P, P, ctypes.POINTER(P)]
+lib.bc_tensor_wrap.restype = ctypes.c_int32
+lib.bc_binary.argtypes = [ctypes.c_int32, P, P, ctypes.POINTER(P)]
+lib.bc_binary.restype = ctypes.c_int32
+lib.bc_binary_inplace.argtypes = [ctypes.c_int32, P, P]
+lib.bc_binary_inplace.restype = ctypes.c_int32
+lib.bc_tensor_ndim.argtypes = [P, ctypes.POINTER(ctypes.c_size_t)]
+lib.bc_tensor_ndim.restype = ctypes.c_int32
+lib.bc_tensor_shape.argtypes = [P, I64P, ctypes.c_size_t]
+lib.bc_tensor_shape.restype = ctypes.c_int32
+lib.bc_tensor_dtype.argtypes = [P, ctypes.POINTER(ctypes.c_int32)]
+lib.bc_tensor_dtype.restype = ctypes.c_int32
+lib.bc_tensor_copy_to.argtypes = [P, P, ctypes.c_size_t]
+lib.bc_tensor_copy_to.restype = ctypes.c_int32
+lib.bc_tensor_free.argtypes = [P]
+lib.bc_tensor_free.restype = None
+lib.bc_tensor_live_count.argtypes = []
+lib.bc_tensor_live_count.restype = ctypes.c_size_t
+lib.bc_last_error_message.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+lib.bc_last_error_message.restype = ctypes.c_size_t
+
+BC_OK, BC_ERR_SHAPE = 0, 3
+# name: (BC_DTYPE_* code, ctypes type, floating)
+DTYPES = {
+    "float64": (9, ctypes.c_double, True),
+    "float32": (8, ctypes.c_float, True),
+    "int32": (4, ctypes.c_int32, False),
+    "int64": (5, ctypes.c_int64, False),
+}
+OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3}
+
+
+def last_error():
+    buf = ctypes.create_string_buffer(1024)
+    lib.bc_last_error_message(buf, len(buf))
+    return buf.value.decode()
+
+
+# ------------------------------------------------------------------------------------------------
+# Julia's rules (the reference)
+# ------------------------------------------------------------------------------------------------
+
+def julia_broadcast_size(sa, sb):
+    """(size, None), or (None, k) with k the first mismatching dimension (0-based)."""
+    out = []
+    for k in range(max(len(sa), len(sb))):
+        a = sa[k] if k < len(sa) else 1
+        b = sb[k] if k < len(sb) else 1
+        if a == b or b == 1:
+            out.append(a)
+        elif a == 1:
+            out.append(b)
+        else:
+            return None, k
+    return tuple(out), None
+
+
+def column_major_indices(size):
+    """Every index tuple of an array of this size, first index fastest."""
+    total = 1
+    for s in size:
+        total *= s
+    for flat in range(total):
+        idx = []
+        for s in size:
+            idx.append(flat % s)
+            flat //= s
+        yield tuple(idx)
+
+
+def wrap_int(v, bits):
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def ieee_div(x, y):
+    if y != 0:
+        return x / y
+    if x == 0 or math.isnan(x):
+        return math.nan
+    return math.copysign(math.inf, x) * math.copysign(1.0, y)
+
+
+def apply(op, dtype, x, y):
+    """x op y in dtype, as both Julia and the library compute it for these types."""
+    if op == "div":
+        r = ieee_div(x, y)
+    else:
+        r = x + y if op == "add" else x - y if op == "sub" else x * y
+    if dtype == "float64":
+        return r
+    if dtype == "float32":
+        # float32 arithmetic is the exact result rounded once; rounding the double result
+        # (itself rounded from the exact one) gives the same float32 for + - * /, since double
+        # has more than twice float32's precision. ctypes' cast gives inf past float32's range.
+        return ctypes.c_float(r).value
+    return wrap_int(r, 32 if dtype == "int32" else 64)
+
+
+def same_values(got, want):
+    """Equal element by element, NaN matching NaN."""
+    return len(got) == len(want) and all(
+        g == w or (isinstance(g, float) and math.isnan(g) and math.isnan(w))
+        for g, w in zip(got, want))
+
+
+def element(arr, idx):
+    """arr[idx...] of a strided view (Julia's broadcast: a size-1 dimension repeats)."""
+    at = arr.offset
+    for k, (s, st) in enumerate(zip(arr.size, arr.strides)):
+        at += (idx[k] if s != 1 else 0) * st
+    return arr.buf[at]
+
+
+# ------------------------------------------------------------------------------------------------
+# Column-major strided views of a parent buffer, and what LibBroadcast passes to the library
+# ------------------------------------------------------------------------------------------------
+
+class JuliaArray:
+    """view(parent, o1+1:st1:..., o2+1:st2:..., ...) of a column-major parent: size, strides and
+    offset in elements, over a flat ctypes buffer."""
+
+    def __init__(self, rng, dtype, size):
+        self.dtype, self.size = dtype, tuple(size)
+        steps = [rng.choice([1, 1, 1, 2, 3]) for _ in size]
+        offs = [rng.choice([0, 0, 1, 2]) for _ in size]
+        parent = [o + max(s, 1) * st + rng.choice([0, 1]) for s, st, o in zip(size, steps, offs)]
+        pstrides, acc = [], 1
+        for p in parent:
+            pstrides.append(acc)
+            acc *= p
+        self.strides = tuple(st * ps for st, ps in zip(steps, pstrides))
+        self.offset = sum(o * ps for o, ps in zip(offs, pstrides))
+        code, ctype, floating = DTYPES[dtype]
+        n = acc
+        if floating:
+            vals = [rng.choice([-3.5, -1, -0.25, 0.0, 0.5, 1.0, 2.0, 7.75, 1e10, -1e-3])
+                    * rng.randint(1, 9) for _ in range(n)]
+            if dtype == "float32":
+                vals = [ctypes.c_float(v).value for v in vals]
+        else:
+            bits = 32 if dtype == "int32" else 64
+            vals = [rng.choice([rng.randint(-9, 9), wrap_int(rng.getrandbits(bits), bits)])
+                    for _ in range(n)]
+        self.buf = (ctype * max(n, 1))(*vals)
+        self.code, self.itemsize = code, ctypes.sizeof(ctype)
+
+    def snapshot(self):
+        return list(self.buf)
+
+    def tensor(self):
+        """What LibBroadcast.wrap does: pointer(A) (the view's first element), the span of its
+        elements in bytes, the size and the strides reversed, offset 0, no release callback."""
+        if any(s == 0 for s in self.size):
+            span = 0
+        else:
+            span = 1 + sum((s - 1) * st for s, st in zip(self.size, self.strides))
+        shape = (ctypes.c_int64 * max(len(self.size), 1))(*reversed(self.size))
+        strides = (ctypes.c_int64 * max(len(self.size), 1))(*reversed(self.strides))
+        ptr = ctypes.addressof(self.buf) + self.offset * self.itemsize
+        out = P()
+        st = lib.bc_tensor_wrap(self.code, ptr, span * self.itemsize, shape, strides,
+                                len(self.size), 0, None, None, ctypes.byref(out))
+        if st != BC_OK:
+            raise RuntimeError(f"bc_tensor_wrap failed ({st}): {last_error()}")
+        return out
+
+
+def julia_size_of(t):
+    """The Julia size of a library tensor: its row-major shape reversed."""
+    nd = ctypes.c_size_t()
+    assert lib.bc_tensor_ndim(t, ctypes.byref(nd)) == BC_OK
+    shape = (ctypes.c_int64 * max(nd.value, 1))()
+    assert lib.bc_tensor_shape(t, shape, nd.value) == BC_OK
+    return tuple(reversed(shape[: nd.value]))
+
+
+def julia_array_of(t, dtype, size):
+    """Array(t): the row-major bytes read as a column-major array of the reversed shape."""
+    ctype = DTYPES[dtype][1]
+    n = 1
+    for s in size:
+        n *= s
+    buf = (ctype * max(n, 1))()
+    assert lib.bc_tensor_copy_to(t, buf, n * ctypes.sizeof(ctype)) == BC_OK
+    return list(buf[:n])
+
+
+# ------------------------------------------------------------------------------------------------
+# The cases
+# ------------------------------------------------------------------------------------------------
+
+def random_size(rng, nd):
+    return [rng.choice([0, 1, 1, 2, 3, 4]) if rng.random() < 0.1 else rng.choice([1, 2, 3, 4, 5])
+            for _ in range(nd)]
+
+
+def random_pair(rng):
+    """Two Julia sizes that broadcast most of the time: b takes a's leading dimensions, each
+    kept, set to 1, or (sometimes) changed, and may be longer or shorter."""
+    a = random_size(rng, rng.randint(0, 5))
+    b = []
+    for k in range(rng.randint(0, 5)):
+        if k < len(a):
+            r = rng.random()
+            b.append(a[k] if r < 0.55 else 1 if r < 0.93 else rng.randint(0, 5))
+        else:
+            b.append(rng.choice([1, 2, 3]))
+    if rng.random() < 0.5:
+        a, b = b, a
+    return a, b
+
+
+def check_pair(rng, sa, sb, dtype, op, inplace):
+    """One case; returns a description of what went wrong, or None."""
+    A, B = JuliaArray(rng, dtype, sa), JuliaArray(rng, dtype, sb)
+    a_before, b_before = A.snapshot(), B.snapshot()
+    size, bad_dim = julia_broadcast_size(A.size, B.size)
+    if inplace and size is not None and size != A.size:
+        size, bad_dim = None, "inplace"  # A .+= B must keep A's size
+    ta, tb = A.tensor(), B.tensor()
+    try:
+        if inplace:
+            st, tr = lib.bc_binary_inplace(OPS[op], ta, tb), None
+        else:
+            tr = P()
+            st = lib.bc_binary(OPS[op], ta, tb, ctypes.byref(tr))
+        if size is None:
+            if st != BC_ERR_SHAPE:
+                return f"Julia refuses this, the library returned status {st}"
+            # Julia's first mismatching dimension k is the library's last: row-major index
+            # n-1-k of the reversed shapes, and the sizes there are the two arrays'.
+            want = None
+            if not inplace:
+                n, k = max(len(sa), len(sb)), bad_dim
+                x = sa[k] if k < len(sa) else 1
+                y = sb[k] if k < len(sb) else 1
+                want = (f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
+                        f"at non-singleton dimension {n - 1 - k}")
+            elif len(sb) <= len(sa):
+                # In place, the documented text: the first dimension where B's size is neither
+                # 1 nor A's, A's size named first, counted in A's row-major dimensions.
+                k = next(k for k in range(len(sb)) if sb[k] not in (1, sa[k]))
+                want = (f"The expanded size of the tensor ({sa[k]}) must match the existing "
+                        f"size ({sb[k]}) at non-singleton dimension {len(sa) - 1 - k}.")
+            if want is not None and last_error() != want:
+                return f"message {last_error()!r}, expected {want!r}"
+            if A.snapshot() != a_before:
+                return "a refused in-place operation changed A"
+            return None
+        if st != BC_OK:
+            return f"Julia broadcasts this to {size}, the library failed: {last_error()}"
+        result = ta if inplace else tr
+        got_size = julia_size_of(result)
+        if got_size != size:
+            return f"result size {got_size}, Julia's is {size}"
+        if inplace:
+            # Reference: A's elements after A .op= B, the rest of A's parent unchanged.
+            want_buf = list(a_before)
+            for i in column_major_indices(size):
+                at = A.offset + sum(i[k] * A.strides[k] for k in range(len(size)))
+                want_buf[at] = apply(op, dtype, a_before[at], element(B, i))
+            if not same_values(A.snapshot(), want_buf):
+                return "A's memory after the in-place operation differs from Julia's .op="
+        else:
+            got = julia_array_of(result, dtype, size)
+            want = [apply(op, dtype, element(A, i), element(B, i))
+                    for i in column_major_indices(size)]
+            if not same_values(got, want):
+                return f"values differ:\n      got      {got}\n      expected {want}"
+            if A.snapshot() != a_before:
+                return "an out-of-place operation changed A"
+        if B.snapshot() != b_before:
+            return "the operation changed B"
+        return None
+    finally:
+        if tr:
+            lib.bc_tensor_free(tr)
+        lib.bc_tensor_free(ta)
+        lib.bc_tensor_free(tb)
+
+
+def main():
+    seed = int(os.environ.get("BC_PROXY_SEED", random.randrange(1 << 32)))
+    pairs = int(os.environ.get("BC_PROXY_PAIRS", 1500))
+    rng = random.Random(seed)
+    print(f"column-major proxy test of LibBroadcast's reversed sizes and strides: seed {seed} "
+          f"(BC_PROXY_SEED), {pairs} random size pairs, library {os.path.abspath(LIB_PATH)}")
+    live = lib.bc_tensor_live_count()
+    passed = failed = refused = 0
+    for n in range(pairs):
+        sa, sb = random_pair(rng)
+        dtype = rng.choice(list(DTYPES))
+        op = rng.choice(list(OPS) if DTYPES[dtype][2] else ["add", "sub", "mul"])
+        inplace = rng.random() < 0.25
+        problem = check_pair(rng, sa, sb, dtype, op, inplace)
+        if julia_broadcast_size(sa, sb)[0] is None:
+            refused += 1
+        if problem is None:
+            passed += 1
+        else:
+            failed += 1
+            if failed <= 10:
+                kind = "in place" if inplace else "out of place"
+                print(f"FAIL pair {n}: A {tuple(sa)} {op} B {tuple(sb)}, {dtype}, {kind}: {problem}")
+    if lib.bc_tensor_live_count() != live:
+        failed += 1
+        print(f"FAIL: {lib.bc_tensor_live_count() - live} tensor handles leaked")
+    print(f"{refused} of the pairs do not broadcast in Julia (checked as errors)")
+    print(f"colmajor-proxy: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

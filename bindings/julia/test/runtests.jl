@@ -1,0 +1,247 @@
+# Tests of LibBroadcast. Run with the library on the path, from the repository root:
+#   LIBBROADCAST_PATH=$PWD/target/release/libbroadcast.so julia --threads=4 --project=bindings/julia bindings/julia/test/runtests.jl
+# BC_JULIA_SEED sets the seed of the random cases (printed).
+
+using LibBroadcast
+using Random
+using Test
+
+const LB = LibBroadcast
+
+const SEED = parse(UInt64, get(ENV, "BC_JULIA_SEED", string(rand(UInt32))))
+println("LibBroadcast tests: library $(LB.LIBPATH[]), seed $SEED (BC_JULIA_SEED), $(Threads.nthreads()) threads")
+Random.seed!(SEED)
+
+"The error `f()` throws, or `nothing`."
+caught(f) =
+    try
+        f()
+        nothing
+    catch e
+        e
+    end
+
+const MSG_ROW2 = "The size of tensor a (0) must match the size of tensor b (2) at non-singleton dimension 1"
+const MSG_ROW4 = "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 1"
+const MSG_ROW9 = "The expanded size of the tensor (1) must match the existing size (7) at non-singleton dimension 2."
+const WARN_BROADCAST = "self and other do not have the same shape, but are broadcastable, and have the same number of elements.  Changing behavior in a backwards incompatible manner to broadcasting rather than viewing as 1-dimensional."
+const WARN_FALLBACK = "self and other not broadcastable, but have the same number of elements.  Falling back to deprecated pointwise behavior."
+
+# The documented examples of the broadcasting rules (row-major sizes in the comments), in
+# Julia's order: every size reversed. Each result is compared with Julia's own broadcast.
+@testset "documented examples, in Julia's order" begin
+    # 1: (5,7,3) with (5,7,3)
+    A, B = rand(Float32, 3, 7, 5), rand(Float32, 3, 7, 5)
+    @test LB.add(A, B) == A .+ B
+
+    # 2: (0,) with (2,2) does not broadcast (Julia refuses it too)
+    e = caught(() -> LB.add(zeros(Float32, 0), zeros(Float32, 2, 2)))
+    @test e isa BroadcastError && e.msg == MSG_ROW2 && e.status == LB.BC_ERR_SHAPE
+    @test e.dim == 1 && e.size_a == 0 && e.size_b == 2 && e.shape_a == (0,) && e.shape_b == (2, 2)
+    @test_throws DimensionMismatch zeros(0) .+ zeros(2, 2)
+
+    # 3: (5,3,4,1) with (3,1,1)
+    A, B = fill(1.5f0, 1, 4, 3, 5), fill(0.25f0, 1, 1, 3)
+    @test LB.mul(A, B) == A .* B && size(LB.mul(A, B)) == (1, 4, 3, 5)
+    @test LB.add(B, A) == B .+ A
+
+    # 4 and 7: (5,2,4,1) with (3,1,1), for every operation
+    A, B = ones(Float32, 1, 4, 2, 5), ones(Float32, 1, 1, 3)
+    for op in (LB.add, LB.sub, LB.mul, LB.divide)
+        e = caught(() -> op(A, B))
+        @test e isa BroadcastError && e.msg == MSG_ROW4 && e.dim == 3 && e.size_a == 2 && e.size_b == 3
+    end
+    @test_throws DimensionMismatch A .+ B
+
+    # 5: (5,1,4,1) + (3,1,1) -> (5,3,4,1)
+    A, B = rand(Float32, 1, 4, 1, 5), Float32[100, 200, 300]
+    B3 = reshape(B, 1, 1, 3)
+    @test LB.add(A, B3) == A .+ B3 && size(A .+ B3) == (1, 4, 3, 5)
+
+    # 6: (1,) + (3,1,7) -> (3,1,7)
+    A, B = Float32[0.5], rand(Float32, 7, 1, 3)
+    @test LB.add(A, B) == A .+ B
+
+    # 8: in place, (5,3,4,1) += (3,1,1) is allowed, into the array's own memory
+    A = reshape(Float32.(0:59), 1, 4, 3, 5)
+    B = reshape(Float32[1000, 2000, 3000], 1, 1, 3)
+    want = A .+ B
+    @test LB.add!(A, B) === A && A == want
+    LB.sub!(A, B)
+    @test A == reshape(Float32.(0:59), 1, 4, 3, 5)
+
+    # 9: in place, (1,3,1) += (3,1,7) is refused and A is unchanged
+    A, B = reshape(Float32[1.25, -2.5, 3.75], 1, 3, 1), rand(Float32, 7, 1, 3)
+    for op! in (LB.add!, LB.sub!, LB.mul!, LB.divide!)
+        e = caught(() -> op!(A, B))
+        @test e isa BroadcastError && e.msg == MSG_ROW9
+        @test e.dim == 1 && e.size_a == 1 && e.size_b == 7 && e.shape_a == (1, 3, 1) && e.shape_b == (7, 1, 3)
+    end
+    @test A == reshape(Float32[1.25, -2.5, 3.75], 1, 3, 1)
+    @test size(LB.add(A, B)) == (7, 3, 3)
+
+    # 10: ones(4,1) + randn(4) -> (4,4)
+    A, B = ones(Float32, 1, 4), randn(Float32, 4)
+    @test LB.add(A, B) == A .+ B && size(A .+ B) == (4, 4)
+
+    # 11 and 12: the two switches, and their warnings
+    warnings = String[]
+    LB.set_warning_handler(m -> push!(warnings, m))
+    try
+        @test !LB.broadcast_warning() && !LB.legacy_fallback()
+        LB.set_broadcast_warning(true)
+        @test LB.add(ones(Float32, 1, 4), ones(Float32, 4)) == fill(2.0f0, 4, 4)
+        @test warnings == [WARN_BROADCAST]
+        LB.set_broadcast_warning(false)
+        LB.add(ones(Float32, 1, 4), ones(Float32, 4))
+        @test length(warnings) == 1
+
+        A, B = Float32[1, 2, 3, 4], Float32[10 30; 20 40]
+        @test caught(() -> LB.add(A, B)) isa BroadcastError
+        LB.set_legacy_fallback(true)
+        @test LB.add(A, B) == Float32[11, 22, 33, 44] # element by element, A's size
+        @test LB.add(B, A) == Float32[11 33; 22 44]
+        @test warnings == [WARN_BROADCAST, WARN_FALLBACK, WARN_FALLBACK]
+    finally
+        LB.set_broadcast_warning(false)
+        LB.set_legacy_fallback(false)
+        LB.set_warning_handler(nothing)
+    end
+end
+
+# Julia sizes that broadcast together (most of the time): b takes a's leading sizes, each kept
+# or set to 1, and may be longer or shorter.
+function random_sizes()
+    a = Tuple(rand(1:4, rand(0:5)))
+    b = Int[]
+    for k in 1:rand(0:5)
+        push!(b, k <= length(a) ? (rand() < 0.6 ? a[k] : 1) : rand(1:3))
+    end
+    rand(Bool) ? (a, Tuple(b)) : (Tuple(b), a)
+end
+
+# A strided view with the given size: every other element of a larger array along dimension 1.
+function strided(T, sz)
+    isempty(sz) && return fill(rand(T))
+    P = random_values(T, (2 * sz[1], sz[2:end]...))
+    return view(P, 1:2:2*sz[1], (Colon() for _ in 2:length(sz))...)
+end
+
+random_values(::Type{T}, sz) where {T<:AbstractFloat} = T.(rand(-40:40, sz) ./ 8)
+random_values(::Type{T}, sz) where {T<:Integer} = rand(T(-100):T(100), sz)
+
+@testset "random arrays of up to 5 dimensions against Julia's broadcasting" begin
+    for _ in 1:400
+        sa, sb = random_sizes()
+        T = rand((Float64, Float32, Int32, Int64))
+        A = rand(Bool) ? strided(T, sa) : random_values(T, sa)
+        B = rand(Bool) ? strided(T, sb) : random_values(T, sb)
+        ops = T <: AbstractFloat ? ((LB.add, +), (LB.sub, -), (LB.mul, *), (LB.divide, /)) :
+              ((LB.add, +), (LB.sub, -), (LB.mul, *))
+        for (op, f) in ops
+            want = f.(A, B)
+            want isa AbstractArray || (want = fill(want)) # Julia gives a number for 0-d operands
+            got = op(A, B)
+            @test size(got) == size(want) && eltype(got) == eltype(want) && isequal(got, want)
+            # The same through Tensors and Julia's dot syntax.
+            @test isequal(Array(broadcast(f, Tensor(A), Tensor(B))), want)
+        end
+    end
+end
+
+@testset "zero copy, views and lifetimes" begin
+    # In place writes into the Julia array, also through a strided view of it.
+    P = zeros(6, 4)
+    V = view(P, 1:2:5, :)
+    LB.add!(V, [1.0, 2.0, 3.0])
+    @test P[1:2:5, :] == repeat([1.0, 2.0, 3.0], 1, 4) && all(iszero, P[2:2:6, :])
+    # Out into a Julia array.
+    out = zeros(Float32, 3, 4)
+    @test LB.mul!(out, fill(2.0f0, 3, 1), Float32[1 2 3 4]) === out && out == repeat(Float32[2 4 6 8], 3)
+    # Arrays that cannot be viewed are copied; in place on them is refused.
+    R = reverse(collect(1.0:3.0)) # a Vector: fine
+    @test LB.add(view(R, 3:-1:1), [1.0]) == [2.0, 3.0, 4.0]
+    @test_throws ArgumentError LB.add!(view(R, 3:-1:1), [1.0])
+    @test LB.add(trues(3), falses(3)) == [true, true, true] # Bool + Bool stays Bool (PyTorch's rule)
+
+    # Views of Tensors, against the same views of arrays.
+    A = reshape(collect(1.0:24.0), 2, 3, 4)
+    t = Tensor(A)
+    @test size(t) == (2, 3, 4) && ndims(t) == 3 && eltype(t) == Float64 && strides(t) == strides(A)
+    @test Array(permutedims(t, (3, 1, 2))) == permutedims(A, (3, 1, 2))
+    @test Array(LB.slice(t, 2, 1:2:3)) == A[:, 1:2:3, :]
+    @test Array(LB.expand(Tensor(reshape([1.0, 2.0], 2, 1)), 2, 5)) == repeat([1.0, 2.0], 1, 5)
+    e = caught(() -> LB.expand(Tensor(ones(3)), 5, 2))
+    @test e isa BroadcastError && e.status == LB.BC_ERR_SHAPE
+    c = copy(t)
+    LB.add!(t, Tensor([100.0]))
+    @test A[1] == 101.0 && Array(c)[1] == 1.0 # t views A; the copy does not
+    close(t)
+
+    # A view keeps the array it views alive after the array's binding and parent are gone.
+    function view_of_dropped_array()
+        A = collect(reshape(1.0:12.0, 3, 4))
+        t = Tensor(A)
+        v = LB.slice(t, 2, 2:3)
+        close(t)
+        return v
+    end
+    v = view_of_dropped_array()
+    GC.gc(true); GC.gc(true)
+    @test Array(v) == [4.0 7.0; 5.0 8.0; 6.0 9.0]
+    close(v)
+
+    # Finalizers free every handle; close is idempotent; use after close throws.
+    GC.gc(true)
+    base = LB.live_count()
+    (function ()
+        for _ in 1:200
+            Tensor(rand(3)) .+ Tensor(rand(1, 2))
+        end
+    end)()
+    for _ in 1:100
+        GC.gc(true)
+        LB.live_count() == base && break
+        sleep(0.01)
+    end
+    @test LB.live_count() == base
+    t = Tensor(ones(2))
+    close(t)
+    close(t)
+    @test !isopen(t) && LB.live_count() == base
+    @test_throws ArgumentError LB.add(t, t)
+    @test sprint(show, t) == "Tensor(closed)"
+end
+
+@testset "each task gets its own errors ($(Threads.nthreads()) threads)" begin
+    mixed = Threads.Atomic{Int}(0)
+    @sync for g in 1:16
+        Threads.@spawn begin
+            a, b = Tensor(ones(Float32, g + 1)), Tensor(ones(Float32, g + 2))
+            want = "The size of tensor a ($(g + 1)) must match the size of tensor b ($(g + 2)) at non-singleton dimension 0"
+            for _ in 1:2000
+                e = caught(() -> a .+ b)
+                ok = e isa BroadcastError && e.msg == want && e.size_a == g + 1 && e.shape_b == (g + 2,)
+                ok || Threads.atomic_add!(mixed, 1)
+                yield()
+            end
+            close(a)
+            close(b)
+        end
+    end
+    @test mixed[] == 0
+end
+
+@testset "README quick start" begin
+    readme = read(joinpath(@__DIR__, "..", "..", "..", "README.md"), String)
+    section = split(readme, "\n### Julia\n")[2]
+    code = split(split(section, "```julia\n")[2], "```")[1]
+    printed = mktemp() do path, io
+        redirect_stdout(io) do
+            include_string(Module(), code)
+        end
+        close(io)
+        read(path, String)
+    end
+    @test printed == split(split(section, "```text\n")[2], "```")[1]
+end
