@@ -198,7 +198,8 @@ func TestCopyToAndData(t *testing.T) {
 	if err := bc.CopyTo(x, make([]int32, 4)); !errors.Is(err, bc.ErrInvalidArg) {
 		t.Errorf("CopyTo of the wrong type: %v", err)
 	}
-	empty := must(bc.Zeros(bc.Float32, 0, 3))(t)
+	empty := must(bc.FromSlice[float32]([]int{0, 3}, nil))(t)
+	checkShape(t, empty, 0, 3)
 	if got := must(bc.Data[float32](empty))(t); len(got) != 0 {
 		t.Errorf("empty Data %v", got)
 	}

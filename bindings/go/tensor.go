@@ -97,7 +97,8 @@ func FromSlice[T Elem](shape []int, data []T) (*Tensor, error) {
 	if len(data) > 0 {
 		ptr = unsafe.Pointer(&data[0])
 	}
-	nbytes := C.size_t(uintptr(len(data)) * unsafe.Sizeof(data[0:1][0]))
+	var z T
+	nbytes := C.size_t(uintptr(len(data)) * unsafe.Sizeof(z))
 	r := C.gobc_from_data(C.int32_t(DTypeOf[T]()), p, n, ptr, nbytes)
 	runtime.KeepAlive(data)
 	return owned(r)
@@ -186,7 +187,8 @@ func CopyTo[T Elem](t *Tensor, dst []T) error {
 	if len(dst) > 0 {
 		ptr = unsafe.Pointer(&dst[0])
 	}
-	nbytes := C.size_t(uintptr(len(dst)) * unsafe.Sizeof(dst[0:1][0]))
+	var z T
+	nbytes := C.size_t(uintptr(len(dst)) * unsafe.Sizeof(z))
 	r := C.gobc_copy_to(t.handle(), ptr, nbytes)
 	keep(t)
 	runtime.KeepAlive(dst)
