@@ -2022,10 +2022,14 @@ impl Runner<'_> {
                 return Err(BC_ERR_NULL_ARG);
             }
             let t = self.resolve(a)?;
-            let (x, y) = (Self::wrap_dim(d0, t.ndim())?, Self::wrap_dim(d1, t.ndim())?);
+            // A 0-d tensor takes dims 0 and -1 (PyTorch) and comes back unchanged.
+            let nd = t.ndim().max(1);
+            let (x, y) = (Self::wrap_dim(d0, nd)?, Self::wrap_dim(d1, nd)?);
             let mut t = t;
-            t.shape.swap(x, y);
-            t.strides.swap(x, y);
+            if t.ndim() > 0 {
+                t.shape.swap(x, y);
+                t.strides.swap(x, y);
+            }
             Ok(t)
         })();
         self.note(format!(

@@ -20,6 +20,9 @@
 //! * an empty written-to tensor with a stride-0 dimension (an expanded `[0, 2]` view) was refused
 //!   as internally overlapping, although it has no elements to share a location (spec section 8;
 //!   PyTorch counts an empty tensor as contiguous). It is now checked like any other target.
+//! * a 0-d tensor refused `transpose(0, -1)` with a contradictory message ("expected to be in
+//!   range of [-1, 0], but got 0"); PyTorch takes dims 0 and -1 for a 0-d tensor and returns it
+//!   unchanged. `slice` on a 0-d tensor now gives PyTorch's own refusal.
 //! * handles were `slot + 1` in the low half, so small integers named the first live tensors
 //!   (tested in `reliability_handles.rs`, `small_integers_are_not_handles`).
 mod reliability_support;
@@ -282,4 +285,38 @@ fn empty_expanded_target_does_not_overlap_itself() {
     for t in [one, empty, target, bigger] {
         bc_tensor_free(t);
     }
+}
+
+#[test]
+fn zero_d_tensors_take_dims_0_and_minus_1_like_pytorch() {
+    let _g = serial();
+    let t = f64_tensor(&[], &[5.0]);
+    for (d0, d1) in [(0, 0), (0, -1), (-1, 0), (-1, -1)] {
+        let mut v = ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        let st = unsafe { bc_tensor_transpose(t, d0, d1, &mut v) };
+        assert_eq!(st, BC_OK, "transpose({d0}, {d1}): {}", last_message());
+        assert_eq!(shape_of(v), Vec::<i64>::new());
+        assert_eq!(values_f64(v), vec![5.0]);
+        bc_tensor_free(v);
+    }
+    let mut v = ptr::null_mut();
+    // SAFETY: valid out-pointer.
+    let st = unsafe { bc_tensor_transpose(t, 1, 0, &mut v) };
+    assert_eq!(st, BC_ERR_INVALID_ARG);
+    assert_eq!(
+        last_message(),
+        "Dimension out of range (expected to be in range of [-1, 0], but got 1)"
+    );
+    for dim in [0, -1] {
+        // SAFETY: valid out-pointer.
+        let st = unsafe { bc_tensor_slice(t, dim, 0, 1, 1, &mut v) };
+        assert_eq!(st, BC_ERR_INVALID_ARG);
+        assert!(v.is_null());
+        assert_eq!(
+            last_message(),
+            "slice() cannot be applied to a 0-dim tensor."
+        );
+    }
+    bc_tensor_free(t);
 }

@@ -275,7 +275,11 @@ impl Tensor {
 
     pub fn transpose(&self, d0: i64, d1: i64) -> Result<Tensor> {
         let nd = self.ndim();
-        let (d0, d1) = (wrap_dim(d0, nd)?, wrap_dim(d1, nd)?);
+        // A 0-d tensor takes dims 0 and -1, as PyTorch's scalars do, and stays as it is.
+        let (d0, d1) = (wrap_dim(d0, nd.max(1))?, wrap_dim(d1, nd.max(1))?);
+        if nd == 0 {
+            return Ok(self.clone());
+        }
         let (mut shape, mut strides) = (self.shape.clone(), self.strides.clone());
         shape.swap(d0, d1);
         strides.swap(d0, d1);
@@ -284,6 +288,11 @@ impl Tensor {
 
     /// Python-style `t[..., start:stop:step, ...]` along `dim` (bounds clamped, step >= 1).
     pub fn slice(&self, dim: i64, start: i64, stop: i64, step: i64) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            return Err(Error::invalid(
+                "slice() cannot be applied to a 0-dim tensor.",
+            ));
+        }
         let d = wrap_dim(dim, self.ndim())?;
         if step < 1 {
             return Err(Error::invalid(format!(
