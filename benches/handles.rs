@@ -58,7 +58,9 @@ unsafe extern "C" fn boxed_ndim(t: *const Tensor, out: *mut usize) -> i32 {
             return BC_ERR_NULL_ARG;
         }
         // SAFETY: the bench passes a live Box<Tensor>.
-        let t = unsafe { &*t }.clone();
+        let Ok(t) = unsafe { &*t }.try_clone() else {
+            return BC_ERR_INTERNAL;
+        };
         // SAFETY: valid out-pointer.
         unsafe { out.write(t.ndim()) };
         BC_OK

@@ -664,6 +664,12 @@ static void test_negative_sizes(void) {
     const int64_t *shapes[2] = {ok, neg};
     size_t ndims[2] = {2, 2};
     CHECK_STATUS(bc_shape_broadcast_n(shapes, ndims, 2, out, 4, &nd), BC_ERR_INVALID_ARG);
+    /* The message names the shape by its index (issue 10, item 8). */
+    const int64_t one[] = {1}, minus12[] = {-12};
+    const int64_t *three[3] = {one, one, minus12};
+    size_t three_ndims[3] = {1, 1, 1};
+    CHECK_STATUS(bc_shape_broadcast_n(three, three_ndims, 3, out, 4, &nd), BC_ERR_INVALID_ARG);
+    CHECK_LAST_ERROR("`shapes[2]`: size -12 at index 0 is negative");
 
     /* expand: -1 keeps a size but is refused in a new leading dimension (a shape error) */
     const int64_t one_shape[] = {3, 1};
@@ -1309,6 +1315,35 @@ static void test_last_error_is_per_thread(void) {
     CHECK_EQ_INT(warnings, 1);
 }
 
+/* Issue 10, item 5: the same array as input and output. Every input is read before any output
+ * is written, so this works like any other call (and a failing call leaves the array NULL, as
+ * documented for the outputs). */
+static void test_broadcast_tensors_in_place(void) {
+    const int64_t col_shape[] = {3, 1}, row_shape[] = {4};
+    bc_tensor *arr[2] = {arange_f32(col_shape, 2), arange_f32(row_shape, 1)};
+    bc_tensor *orig[2] = {arr[0], arr[1]};
+    CHECK_OK(bc_tensor_broadcast_tensors((const bc_tensor *const *)arr, 2, arr));
+    CHECK(arr[0] != orig[0] && arr[1] != orig[1]);
+    CHECK_SHAPE(arr[0], 3, 4);
+    CHECK_SHAPE(arr[1], 3, 4);
+    CHECK_STRIDES(arr[0], 1, 0);
+    CHECK_STRIDES(arr[1], 0, 1);
+    bc_tensor_free(arr[0]);
+    bc_tensor_free(arr[1]);
+
+    /* A failure: the array's entries become NULL; the tensors they named are untouched. */
+    const int64_t bad_shape[] = {2, 2};
+    arr[0] = orig[0];
+    arr[1] = arange_f32(bad_shape, 2);
+    bc_tensor *second = arr[1];
+    CHECK_STATUS(bc_tensor_broadcast_tensors((const bc_tensor *const *)arr, 2, arr), BC_ERR_SHAPE);
+    CHECK(arr[0] == NULL && arr[1] == NULL);
+    CHECK_SHAPE(orig[0], 3, 1);
+    bc_tensor_free(orig[0]);
+    bc_tensor_free(orig[1]);
+    bc_tensor_free(second);
+}
+
 int main(void) {
     RUN_TEST(status_str_every_code);
     RUN_TEST(version_macros_match_bc_version);
@@ -1333,6 +1368,7 @@ int main(void) {
     RUN_TEST(wrap_out_of_bounds_refused);
     RUN_TEST(release_called_once_when_last_view_freed);
     RUN_TEST(invalid_handles);
+    RUN_TEST(broadcast_tensors_in_place);
     RUN_TEST(panic_is_caught_at_the_boundary);
     RUN_TEST(last_error_is_per_thread);
     return check_summary();

@@ -117,17 +117,29 @@
  */
 #define BC_ERROR_KIND_BOOL_SUBTRACTION 10
 
+/**
+ * Two elements of the written-to tensor share a memory location (no fields).
+ */
 #define BC_ERROR_KIND_INTERNAL_OVERLAP 11
 
+/**
+ * The written-to tensor partly overlaps an input (no fields).
+ */
 #define BC_ERROR_KIND_PARTIAL_OVERLAP 12
 
+/**
+ * An element or byte count does not fit (no fields; the message names the quantity).
+ */
 #define BC_ERROR_KIND_OVERFLOW 13
 
 /**
- * Allocation failed: `size_a` = bytes requested.
+ * Allocation failed: `size_a` = bytes requested, or -1 when the handle limit was reached.
  */
 #define BC_ERROR_KIND_ALLOC 14
 
+/**
+ * An argument outside its domain (no fields; the message says which and why).
+ */
 #define BC_ERROR_KIND_INVALID_ARGUMENT 15
 
 /**
@@ -135,10 +147,19 @@
  */
 #define BC_ERROR_KIND_BUFFER_TOO_SMALL 16
 
+/**
+ * A required pointer was NULL (no fields; the message names the argument).
+ */
 #define BC_ERROR_KIND_NULL_ARG 17
 
+/**
+ * A handle that is not live (no fields; the message names the argument).
+ */
 #define BC_ERROR_KIND_INVALID_HANDLE 18
 
+/**
+ * A panic was caught at the boundary (no fields).
+ */
 #define BC_ERROR_KIND_INTERNAL 19
 
 /**
@@ -934,7 +955,7 @@ const char *bc_version(void);
  * # Returns
  * `BC_OK`; `BC_ERR_SHAPE` when the shapes do not broadcast (message: `The size of tensor a (A)
  * must match the size of tensor b (B) at non-singleton dimension D`); `BC_ERR_BUFFER_TOO_SMALL`;
- * `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG` for a negative size.
+ * `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG` for a negative size; `BC_ERR_ALLOC`.
  *
  * # Safety
  * Each array must be valid for its length; `out_ndim` for one write.
@@ -954,7 +975,8 @@ int32_t bc_shape_broadcast(const int64_t *a,
  * # Returns
  * `BC_OK`; `BC_ERR_SHAPE` (message: `Attempting to broadcast a dimension of length L at -K!
  * Mismatching argument at index I had (..); but expected shape should be broadcastable to [..]`);
- * `BC_ERR_BUFFER_TOO_SMALL`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG`.
+ * `BC_ERR_BUFFER_TOO_SMALL`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG` (a negative size: the
+ * message names the shape, as `shapes[i]`); `BC_ERR_ALLOC`.
  *
  * # Safety
  * `shapes` and `ndims` must be valid for `n` reads, and each shape for its length.
@@ -971,7 +993,7 @@ int32_t bc_shape_broadcast_n(const int64_t *const *shapes,
  * `BC_OK` either way (not broadcastable is an answer here, not an error).
  *
  * # Returns
- * `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG` for a negative size.
+ * `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG` for a negative size; `BC_ERR_ALLOC`.
  *
  * # Safety
  * Each array must be valid for its length; `out` for one write.
@@ -1055,8 +1077,9 @@ int32_t bc_tensor_from_data(int32_t dtype,
  * The library may read and (through in-place and `out` operations) write the memory.
  * `release(user_data)`, when `release` is not NULL, runs exactly once, when the last tensor
  * sharing this memory (this one and every view of it) is freed, on the thread that frees it.
- * Until then the memory must stay valid. When this call fails, `release` is not called and the
- * caller keeps ownership of the memory.
+ * Until then the memory must stay valid. When this call fails, for whatever reason (out of
+ * memory and the handle limit included), `release` is not called and the caller keeps
+ * ownership of the memory.
  *
  * Go: memory from Go's heap may not be kept by C past the call (cgo pointer rules); wrap C memory
  * (C.malloc) or pinned memory only. Julia: keep the array rooted (`GC.@preserve`, or a release
@@ -1065,7 +1088,8 @@ int32_t bc_tensor_from_data(int32_t dtype,
  * # Returns
  * `BC_OK`; `BC_ERR_NULL_ARG` (`out` NULL, `data` NULL with `nbytes` > 0, or `shape` NULL with
  * `ndim` > 0); `BC_ERR_INVALID_ARG` (an element out of bounds, a negative stride or offset,
- * misaligned `data`, an unknown dtype); `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
+ * misaligned `data`, an unknown dtype); `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC` (out of memory, or
+ * every handle in use).
  *
  * # Safety
  * `data` must be valid for reads and writes of `nbytes` bytes until `release` runs; `shape` and
@@ -1254,10 +1278,11 @@ int32_t bc_tensor_expand_as(const struct bc_tensor *t,
 /**
  * Views of the `n` tensors `ins[0..n]` expanded to their common broadcast shape, written to
  * `outs[0..n]`: all of them on success (the caller owns each), none on failure (all NULL).
+ * `ins` and `outs` may be the same array: every input is read before any output is written.
  *
  * # Returns
  * `BC_OK`; `BC_ERR_SHAPE` (PyTorch's `broadcast_shapes` message); `BC_ERR_NULL_ARG`;
- * `BC_ERR_INVALID_HANDLE`.
+ * `BC_ERR_INVALID_HANDLE`; `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
  *
  * # Safety
  * `ins` valid for `n` reads and `outs` for `n` writes.

@@ -31,6 +31,7 @@ const KNOWN_SOURCES: &[&str] = &[
     "documented_examples.c",
     "bad_input.c",
     "ops.c",
+    "thread_exit.c",
     "header_tu_main.c",
     "header_tu_other.c",
     "header_cxx.cpp",
@@ -338,6 +339,12 @@ fn dlpack_headers() {
         &["-Wpedantic"],
     );
     run(&p, &exe);
+}
+
+/// Failing calls from thread-exit destructors return their status (issue 10, item 2).
+#[test]
+fn thread_exit() {
+    build_and_run("thread_exit");
 }
 
 /// include/broadcast.h compiles as C++17 (twice included) and links.

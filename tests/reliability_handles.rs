@@ -292,3 +292,184 @@ fn small_integers_are_not_handles() {
         bc_tensor_free(t);
     }
 }
+
+/// Counts the runs of [`count_release`] (the caller's memory released).
+static RELEASED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+unsafe extern "C" fn count_release(_: *mut c_void) {
+    RELEASED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn released() -> usize {
+    RELEASED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Issue 10, item 3: with every handle in use, a call that would make one fails with
+/// `BC_ERR_ALLOC` (a resource is exhausted, not an invalid argument), leaves its out-handles NULL,
+/// and `bc_tensor_wrap` never runs the caller's release callback: the memory stays the caller's.
+/// The limit is lowered (a hidden hook) so that this does not take 16.7 million handles.
+#[test]
+fn handle_limit_is_an_alloc_error_and_a_failed_wrap_keeps_the_callers_memory() {
+    let _g = serial();
+    let base = full(BC_DTYPE_FLOAT32, &[2, 1], 1.0);
+    /// Puts the limit back however the test ends, so a failure here does not fail the others.
+    struct Restore(usize);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            broadcast::ffi::handle::set_slot_limit_for_tests(self.0);
+        }
+    }
+    let restore = Restore(broadcast::ffi::handle::set_slot_limit_for_tests(0));
+    // Take every slot already made: then no handle is left.
+    let mut held = Vec::new();
+    loop {
+        let mut t = ptr::null_mut();
+        // SAFETY: valid pointers.
+        let st = unsafe { bc_tensor_zeros(BC_DTYPE_FLOAT32, [1i64].as_ptr(), 1, &mut t) };
+        if st != BC_OK {
+            assert_eq!(st, BC_ERR_ALLOC, "{}", last_message());
+            assert!(t.is_null());
+            break;
+        }
+        held.push(t);
+        assert!(held.len() < 1 << 22, "the limit never came");
+    }
+    assert!(
+        last_message().starts_with("too many live tensor handles"),
+        "{}",
+        last_message()
+    );
+    let info = last_info();
+    assert_eq!((info.kind, info.size_a), (BC_ERROR_KIND_ALLOC, -1));
+
+    let before = released();
+    let mut data = [1.5f32; 4];
+    let shape = [4i64];
+    let wrap = |data: &mut [f32; 4], out: &mut *mut bc_tensor| {
+        // SAFETY: `data` outlives every tensor over it (each is freed below).
+        unsafe {
+            bc_tensor_wrap(
+                BC_DTYPE_FLOAT32,
+                data.as_mut_ptr().cast(),
+                16,
+                shape.as_ptr(),
+                ptr::null(),
+                1,
+                0,
+                Some(count_release),
+                ptr::null_mut(),
+                out,
+            )
+        }
+    };
+    let mut out = 0x5a5a as *mut bc_tensor;
+    assert_eq!(wrap(&mut data, &mut out), BC_ERR_ALLOC);
+    assert!(out.is_null());
+    assert_eq!(released(), before, "a failed wrap ran the release callback");
+
+    // Every other way to make a handle fails the same way, with its outputs NULL.
+    let sizes = [3i64, 2, 4];
+    let mut outs = [0x5a5a as *mut bc_tensor; 2];
+    let ins = [base as *const bc_tensor, base];
+    // SAFETY (each call): valid pointers.
+    unsafe {
+        for (what, st, o) in [
+            ("clone", bc_tensor_clone(base, &mut out), out),
+            (
+                "expand",
+                bc_tensor_expand(base, sizes.as_ptr(), 3, &mut out),
+                out,
+            ),
+            ("transpose", bc_tensor_transpose(base, 0, 1, &mut out), out),
+            ("add", bc_add(base, base, &mut out), out),
+            (
+                "broadcast_tensors",
+                bc_tensor_broadcast_tensors(ins.as_ptr(), 2, outs.as_mut_ptr()),
+                outs[1],
+            ),
+        ] {
+            assert_eq!(st, BC_ERR_ALLOC, "{what}: {}", last_message());
+            assert!(o.is_null(), "{what}: out-handle set");
+        }
+        assert_eq!(outs, [ptr::null_mut(); 2]);
+    }
+
+    // One handle freed: the wrap goes through, and its callback runs once, when it is freed.
+    bc_tensor_free(held.pop().unwrap());
+    assert_eq!(wrap(&mut data, &mut out), BC_OK, "{}", last_message());
+    bc_tensor_free(out);
+    assert_eq!(released(), before + 1);
+
+    drop(restore);
+    for t in held {
+        bc_tensor_free(t);
+    }
+    bc_tensor_free(base);
+    assert_library_works();
+}
+
+/// Issue 10, item 4: a stale handle never names a live tensor again, however often its slot is
+/// reused. The report's loop (free, make, free, ... on one thread, which reuses its own freed
+/// slot every time) takes 2^32 cycles to reach the old wrap-around, so a hidden hook moves the
+/// slot's generation close to it. Generations now have 40 bits, and a slot whose generation
+/// reaches the last one is retired instead of reused.
+#[test]
+fn stale_handles_stay_dead_across_generation_limits() {
+    use broadcast::ffi::handle::set_generation_for_tests as jump;
+    let _g = serial();
+    let slot_of = |h: *mut bc_tensor| h as usize & 0xFF_FFFF; // the token's index bits
+    let cycle = |h: &mut *mut bc_tensor, seen: &mut Vec<*mut bc_tensor>, value: f64| {
+        bc_tensor_free(*h);
+        *h = full(BC_DTYPE_FLOAT64, &[1], value);
+        assert!(!seen.contains(h), "a token came back at {value}");
+        for &old in seen.iter() {
+            assert!(!bc_tensor_is_live(old), "an old handle is live at {value}");
+            let mut n = 0usize;
+            // SAFETY: valid out-pointer.
+            assert_eq!(
+                unsafe { bc_tensor_ndim(old, &mut n) },
+                BC_ERR_INVALID_HANDLE
+            );
+        }
+        assert_eq!(values_f64(*h), vec![value]);
+        seen.push(*h);
+    };
+
+    // A handle at generation 5 of a slot, freed: the stale handle of the report.
+    let t = full(BC_DTYPE_FLOAT64, &[1], 0.0);
+    let stale = jump(t, 5).expect("a live handle");
+    let mut seen = vec![t, stale];
+    let mut h = stale;
+    cycle(&mut h, &mut seen, 1.0);
+    assert_eq!(
+        slot_of(h),
+        slot_of(stale),
+        "the thread did not reuse its slot"
+    );
+    // Past 2^32 + 5, where a 32-bit generation made the stale token again.
+    h = jump(h, (1 << 32) + 2).unwrap();
+    seen.push(h);
+    for v in 2..8 {
+        cycle(&mut h, &mut seen, v as f64);
+    }
+    assert_eq!(slot_of(h), slot_of(stale));
+
+    // Up to the last generation a token holds (2^40 - 1): then the slot is retired.
+    h = jump(h, (1 << 40) - 3).unwrap();
+    seen.push(h);
+    let retiring = slot_of(h);
+    cycle(&mut h, &mut seen, 8.0); // 2^40 - 2
+    cycle(&mut h, &mut seen, 9.0); // 2^40 - 1
+    assert_eq!(slot_of(h), retiring);
+    for v in 10..14 {
+        cycle(&mut h, &mut seen, v as f64);
+        assert_ne!(slot_of(h), retiring, "a retired slot was handed out again");
+    }
+    bc_tensor_free(h);
+    for &old in &seen {
+        bc_last_error_clear();
+        bc_tensor_free(old);
+        assert_eq!(bc_last_error_status(), BC_ERR_INVALID_HANDLE);
+    }
+    assert_library_works();
+}

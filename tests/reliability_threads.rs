@@ -537,3 +537,26 @@ fn operands_in_opposite_orders_never_deadlock() {
     bc_tensor_free(b.get());
     assert_eq!(bc_tensor_live_count(), before);
 }
+
+/// Issue 10, item 2 (the hand-back half): a thread keeps the slots it freed for its next
+/// handles, and hands them back when it exits, from a thread-exit hook. Without that, every
+/// short-lived thread would strand its cache and the registry would grow with the number of
+/// threads ever started (400 threads x 40 slots here: 62 chunks).
+#[test]
+fn exiting_threads_hand_their_cached_slots_back() {
+    let _g = serial();
+    let chunks = broadcast::ffi::handle::registry_chunks();
+    for _ in 0..400 {
+        std::thread::spawn(|| {
+            let held: Vec<*mut bc_tensor> =
+                (0..40).map(|_| full(BC_DTYPE_UINT8, &[1], 1.0)).collect();
+            for t in held {
+                bc_tensor_free(t);
+            }
+        })
+        .join()
+        .unwrap();
+    }
+    let grown = broadcast::ffi::handle::registry_chunks() - chunks;
+    assert!(grown <= 1, "the registry grew by {grown} chunks");
+}

@@ -162,8 +162,19 @@ impl Error {
         }
     }
 
-    pub(crate) fn invalid(msg: impl Into<String>) -> Error {
-        Error::InvalidArgument(msg.into())
+    /// An `InvalidArgument` with the text of `msg` (give `format_args!(..)` for a formatted
+    /// one), or `Alloc` when even that text cannot be allocated.
+    pub(crate) fn invalid(msg: impl std::fmt::Display) -> Error {
+        match super::alloc::try_string(format_args!("{msg}")) {
+            Ok(text) => Error::InvalidArgument(text),
+            Err(e) => e,
+        }
+    }
+
+    /// The error `build` makes, or `Alloc` when the data it carries (shapes) cannot be
+    /// allocated: `Error::or_alloc(|| Ok(Error::X { shape: try_to_vec(s)?, .. }))`.
+    pub(crate) fn or_alloc(build: impl FnOnce() -> Result<Error>) -> Error {
+        build().unwrap_or_else(|e| e)
     }
 }
 

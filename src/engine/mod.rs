@@ -1,5 +1,6 @@
 //! The broadcast engine: pure Rust, no FFI types. `unsafe` appears only where storage and kernels
 //! handle raw element memory, each block with its reason.
+pub mod alloc;
 pub mod dtype;
 pub mod elem;
 pub mod error;
@@ -17,5 +18,5 @@ pub mod tensor;
 pub use dtype::DType;
 pub use error::{Error, ErrorKind, Result};
 pub use kernels::BinaryOp;
-pub use ops::{Options, Warning};
+pub use ops::{Options, Warning, Warnings};
 pub use tensor::{Init, Tensor};

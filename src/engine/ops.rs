@@ -1,13 +1,15 @@
 //! Elementwise binary operations: the checks in PyTorch's order (operation defined for the types,
 //! overlapping writes, shapes, result type), the two backwards-compatibility switches, then one
 //! plan run. Every check happens before the first write, so a refused call changes nothing.
+use super::alloc::{try_box, try_collect, try_to_vec};
 use super::dtype::{can_cast, result_type, DType};
-use super::error::{Error, Result};
+use super::error::{Error, ErrorKind, Result};
 use super::kernels::{self, BinaryOp};
 use super::parallel;
 use super::plan::{broadcast_strides, Plan, SmallPlan};
 use super::shape::{broadcast_shapes, broadcast_shapes_n, check_inplace, Dims};
 use super::tensor::{copy_into, Init, Tensor};
+use smallvec::{smallvec, SmallVec};
 
 /// The backwards-compatibility switches of spec section 5.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -15,6 +17,9 @@ pub struct Options {
     pub broadcast_warning: bool,
     pub legacy_fallback: bool,
 }
+
+/// The warnings of one call (at most one; inline, so collecting them never allocates).
+pub type Warnings = SmallVec<[Warning; 2]>;
 
 /// A warning that a successful call emits (spec section 5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,12 +43,7 @@ impl Warning {
 }
 
 /// `a op b` into a new tensor.
-pub fn binary(
-    op: BinaryOp,
-    a: &Tensor,
-    b: &Tensor,
-    opts: Options,
-) -> Result<(Tensor, Vec<Warning>)> {
+pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, opts: Options) -> Result<(Tensor, Warnings)> {
     check_op_defined(op, a.dtype(), b.dtype())?;
     let (shape, reshaped, warnings) = out_of_place_shape(a, b, opts)?;
     let b = reshaped.as_deref().unwrap_or(b);
@@ -59,10 +59,10 @@ pub fn binary_inplace(
     self_: &Tensor,
     other: &Tensor,
     opts: Options,
-) -> Result<Vec<Warning>> {
+) -> Result<Warnings> {
     check_op_defined(op, self_.dtype(), other.dtype())?;
     check_writable(self_, &[other])?;
-    let mut warnings = Vec::new();
+    let mut warnings = Warnings::new();
     let reshaped: Reshaped = match check_inplace(self_.shape(), other.shape()) {
         Ok(()) => {
             if opts.broadcast_warning
@@ -73,9 +73,9 @@ pub fn binary_inplace(
             }
             None
         }
-        Err(_) if opts.legacy_fallback && self_.numel() == other.numel() => {
+        Err(e) if falls_back(&e, opts) && self_.numel() == other.numel() => {
             warnings.push(Warning::FallbackInPlace);
-            Some(Box::new(reshape_row_major(other, self_.shape())?))
+            Some(try_box(reshape_row_major(other, self_.shape())?)?)
         }
         Err(e) => return Err(e),
     };
@@ -93,16 +93,18 @@ pub fn binary_out(
     b: &Tensor,
     out: &Tensor,
     opts: Options,
-) -> Result<Vec<Warning>> {
+) -> Result<Warnings> {
     check_op_defined(op, a.dtype(), b.dtype())?;
     check_writable(out, &[a, b])?;
     let (shape, reshaped, warnings) = out_of_place_shape(a, b, opts)?;
     let b = reshaped.as_deref().unwrap_or(b);
     if out.shape() != &shape[..] {
-        return Err(Error::OutputShape {
-            output: out.shape().to_vec(),
-            broadcast: shape.to_vec(),
-        });
+        return Err(Error::or_alloc(|| {
+            Ok(Error::OutputShape {
+                output: try_to_vec(out.shape())?,
+                broadcast: try_to_vec(&shape)?,
+            })
+        }));
     }
     let dtype = op_result_type(op, a, b);
     check_cast(dtype, out.dtype())?;
@@ -112,9 +114,13 @@ pub fn binary_out(
 
 /// Views of every input expanded to their common shape.
 pub fn broadcast_tensors(inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
-    let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
+    let shapes: Vec<&[usize]> = try_collect(inputs.iter().map(|t| t.shape()))?;
     let shape = broadcast_shapes_n(&shapes)?;
-    inputs.iter().map(|t| t.expand_to(&shape)).collect()
+    let mut views = super::alloc::try_vec(inputs.len())?;
+    for t in inputs {
+        views.push(t.expand_to(&shape)?);
+    }
+    Ok(views)
 }
 
 /// Whether work on these tensors is sure to be short (below the parallel threshold, so it stays
@@ -150,6 +156,12 @@ fn check_op_defined(op: BinaryOp, a: DType, b: DType) -> Result<()> {
     }
 }
 
+/// Whether a broadcasting failure lets the legacy fallback apply: a shape mismatch with the switch
+/// on (never an allocation failure, which says nothing about the shapes).
+fn falls_back(e: &Error, opts: Options) -> bool {
+    opts.legacy_fallback && e.kind() == ErrorKind::Shape
+}
+
 fn op_result_type(op: BinaryOp, a: &Tensor, b: &Tensor) -> DType {
     let t = result_type(a.dtype(), a.ndim() == 0, b.dtype(), b.ndim() == 0);
     // True division of integers or bools gives the default floating type.
@@ -174,22 +186,19 @@ type Reshaped = Option<Box<Tensor>>;
 
 /// The result shape of an out-of-place operation, with the switches applied: returns the shape,
 /// `b` reshaped row-major when the fallback applies, and the warnings.
-fn out_of_place_shape(
-    a: &Tensor,
-    b: &Tensor,
-    opts: Options,
-) -> Result<(Dims, Reshaped, Vec<Warning>)> {
+fn out_of_place_shape(a: &Tensor, b: &Tensor, opts: Options) -> Result<(Dims, Reshaped, Warnings)> {
     match broadcast_shapes(a.shape(), b.shape()) {
         Ok(shape) => {
-            let mut warnings = Vec::new();
+            let mut warnings = Warnings::new();
             if opts.broadcast_warning && a.shape() != b.shape() && a.numel() == b.numel() {
                 warnings.push(Warning::BroadcastChange);
             }
             Ok((shape, None, warnings))
         }
-        Err(_) if opts.legacy_fallback && a.numel() == b.numel() => {
-            let b = reshape_row_major(b, a.shape())?;
-            Ok((a.shape().into(), Some(Box::new(b)), vec![Warning::Fallback]))
+        Err(e) if falls_back(&e, opts) && a.numel() == b.numel() => {
+            let b = try_box(reshape_row_major(b, a.shape())?)?;
+            let shape = super::alloc::try_small(a.shape())?;
+            Ok((shape, Some(b), smallvec![Warning::Fallback]))
         }
         Err(e) => Err(e),
     }
@@ -199,11 +208,11 @@ fn out_of_place_shape(
 /// `t` is contiguous, else a contiguous copy first. Only the legacy fallback needs this.
 fn reshape_row_major(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
     let t = if t.is_contiguous() {
-        t.clone()
+        t.try_clone()?
     } else {
         t.to_contiguous(t.dtype())?
     };
-    let strides = super::shape::contiguous_strides(shape);
+    let strides = super::shape::contiguous_strides(shape)?;
     t.as_strided(shape, &strides, t.offset())
 }
 
@@ -215,8 +224,7 @@ fn write_result(op: BinaryOp, dest: &Tensor, a: &Tensor, b: &Tensor, dtype: DTyp
     }
     let tmp = Tensor::new(dtype, dest.shape(), Init::Uninit)?;
     compute(op, &tmp, a, b)?;
-    copy_into(dest, &tmp);
-    Ok(())
+    copy_into(dest, &tmp)
 }
 
 /// `out = a op b` where `out` has the broadcast shape and the computation type. Inputs of another
@@ -227,8 +235,7 @@ fn compute(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
     }
     let dtype = out.dtype();
     if a.dtype() == dtype && b.dtype() == dtype {
-        compute_same_type(op, out, a, b);
-        return Ok(());
+        return compute_same_type(op, out, a, b);
     }
     let convert = |t: &Tensor| -> Result<Option<Tensor>> {
         Ok(if t.dtype() == dtype {
@@ -238,12 +245,11 @@ fn compute(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
         })
     };
     let (ca, cb) = (convert(a)?, convert(b)?);
-    compute_same_type(op, out, ca.as_ref().unwrap_or(a), cb.as_ref().unwrap_or(b));
-    Ok(())
+    compute_same_type(op, out, ca.as_ref().unwrap_or(a), cb.as_ref().unwrap_or(b))
 }
 
 /// [`compute`] once every operand has the computation type.
-fn compute_same_type(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) {
+fn compute_same_type(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
     let dtype = out.dtype();
     let size = dtype.size();
     let shape = out.shape();
@@ -255,15 +261,16 @@ fn compute_same_type(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) {
         let operands = [out, a, b].map(|t| (t.shape(), t.strides(), size));
         if let Some(plan) = SmallPlan::new(shape, operands) {
             unsafe { plan.for_each_run(ptrs, |p, s, n| kernels::binary_run(op, dtype, p, s, n)) };
-            return;
+            return Ok(());
         }
     }
-    let sa = broadcast_strides(a.shape(), a.strides(), shape);
-    let sb = broadcast_strides(b.shape(), b.strides(), shape);
-    let plan = Plan::new(shape, [out.strides(), &sa, &sb]);
+    let sa = broadcast_strides(a.shape(), a.strides(), shape)?;
+    let sb = broadcast_strides(b.shape(), b.strides(), shape)?;
+    let plan = Plan::new(shape, [out.strides(), &sa, &sb])?;
     parallel::run(&plan, ptrs, [size; 3], |ptrs, strides, n| unsafe {
         kernels::binary_run(op, dtype, ptrs, strides, n)
     });
+    Ok(())
 }
 
 /// Spec section 8: a written-to tensor may not overlap itself, nor partly overlap an input; and
@@ -272,14 +279,13 @@ fn check_writable(dest: &Tensor, inputs: &[&Tensor]) -> Result<()> {
     if dest.is_read_only() {
         return Err(Error::ReadOnly);
     }
-    if super::overlap::has_internal_overlap(dest) {
+    if super::overlap::has_internal_overlap(dest)? {
         return Err(Error::InternalOverlap);
     }
-    if inputs
-        .iter()
-        .any(|input| super::overlap::overlaps_partially(dest, input))
-    {
-        return Err(Error::PartialOverlap);
+    for input in inputs {
+        if super::overlap::overlaps_partially(dest, input)? {
+            return Err(Error::PartialOverlap);
+        }
     }
     Ok(())
 }

@@ -1,6 +1,11 @@
 //! Memory-overlap tests for written-to tensors (spec section 8), on addresses, so two tensors that
 //! wrap the same caller memory separately are caught too. Cheap sufficient tests come first; an
 //! exact test by enumeration settles the rest up to a size, beyond which overlap is assumed.
+//!
+//! The lists these tests build (addresses, spans) are allocated fallibly: a refusal is
+//! `Error::Alloc`, never an abort.
+use super::alloc::{try_small_collect, try_vec};
+use super::error::Result;
 use super::tensor::Tensor;
 use smallvec::SmallVec;
 
@@ -8,22 +13,22 @@ use smallvec::SmallVec;
 const EXACT_LIMIT: usize = 1 << 20;
 
 /// Do two elements of `t` share a memory location?
-pub fn has_internal_overlap(t: &Tensor) -> bool {
+pub fn has_internal_overlap(t: &Tensor) -> Result<bool> {
     // The common case, decided without collecting dimensions. It includes every empty tensor:
     // with no elements, no two share a location (as in PyTorch, where an empty tensor counts as
     // contiguous), even when a dimension has stride 0.
     if t.is_contiguous() {
-        return false;
+        return Ok(false);
     }
-    let mut dims: SmallVec<[(usize, usize); 6]> = t
-        .shape()
-        .iter()
-        .zip(t.strides())
-        .filter(|(&n, _)| n > 1)
-        .map(|(&n, &s)| (n, s as usize))
-        .collect();
+    let mut dims: SmallVec<[(usize, usize); 6]> = try_small_collect(
+        t.shape()
+            .iter()
+            .zip(t.strides())
+            .map(|(&n, &s)| (n, s as usize)),
+    )?;
+    dims.retain(|&mut (n, _)| n > 1);
     if dims.iter().any(|&(_, s)| s == 0) {
-        return true;
+        return Ok(true);
     }
     // Non-overlapping when each stride passes the furthest offset of all smaller-stride dims.
     dims.sort_by_key(|&(_, s)| s);
@@ -37,51 +42,56 @@ pub fn has_internal_overlap(t: &Tensor) -> bool {
         reach = reach.saturating_add((n - 1).saturating_mul(s));
     }
     if separable {
-        return false;
+        return Ok(false);
     }
-    match element_addresses(t) {
+    Ok(match element_addresses(t)? {
         Some(mut addrs) => {
             addrs.sort_unstable();
             addrs.windows(2).any(|w| w[0] == w[1])
         }
         None => true,
-    }
+    })
 }
 
 /// Does the written-to `dest` share memory with `input` other than by being the very same view?
-pub fn overlaps_partially(dest: &Tensor, input: &Tensor) -> bool {
+pub fn overlaps_partially(dest: &Tensor, input: &Tensor) -> Result<bool> {
     // The common case, decided without walking shapes: separate blocks of memory.
     let ((d0, d1), (i0, i1)) = (dest.storage_range(), input.storage_range());
     if d1 <= i0 || i1 <= d0 {
-        return false;
+        return Ok(false);
     }
     let (Some((d0, d1)), Some((i0, i1))) = (dest.byte_range(), input.byte_range()) else {
-        return false;
+        return Ok(false);
     };
     if d1 <= i0 || i1 <= d0 {
-        return false;
+        return Ok(false);
     }
     let same_view = d0 == i0
         && dest.shape() == input.shape()
         && dest.strides() == input.strides()
         && dest.dtype().size() == input.dtype().size();
     if same_view {
-        return false;
+        return Ok(false);
     }
     // Ranges meet: compare the exact byte intervals of the elements.
-    let (Some(dest_addrs), Some(input_addrs)) = (element_addresses(dest), element_addresses(input))
+    let (Some(dest_addrs), Some(input_addrs)) =
+        (element_addresses(dest)?, element_addresses(input)?)
     else {
-        return true;
+        return Ok(true);
     };
-    let mut spans: Vec<(usize, usize, bool)> = dest_addrs
-        .iter()
-        .map(|&a| (a, a + dest.dtype().size(), true))
-        .chain(
-            input_addrs
-                .iter()
-                .map(|&a| (a, a + input.dtype().size(), false)),
-        )
-        .collect();
+    let mut spans: Vec<(usize, usize, bool)> = try_vec(dest_addrs.len() + input_addrs.len())?;
+    spans.extend(
+        dest_addrs
+            .iter()
+            .map(|&a| (a, a + dest.dtype().size(), true)),
+    );
+    drop(dest_addrs);
+    spans.extend(
+        input_addrs
+            .iter()
+            .map(|&a| (a, a + input.dtype().size(), false)),
+    );
+    drop(input_addrs);
     spans.sort_unstable();
     // After sorting by start, an intersection between the two sets shows up as a span starting
     // before the furthest end seen so far of the other set.
@@ -89,28 +99,28 @@ pub fn overlaps_partially(dest: &Tensor, input: &Tensor) -> bool {
     for (start, end, is_dest) in spans {
         if is_dest {
             if start < end_input {
-                return true;
+                return Ok(true);
             }
             end_dest = end_dest.max(end);
         } else {
             if start < end_dest {
-                return true;
+                return Ok(true);
             }
             end_input = end_input.max(end);
         }
     }
-    false
+    Ok(false)
 }
 
 /// Start address of every element, or `None` when there are too many to list.
-fn element_addresses(t: &Tensor) -> Option<Vec<usize>> {
+fn element_addresses(t: &Tensor) -> Result<Option<Vec<usize>>> {
     let numel = t.numel();
     if numel > EXACT_LIMIT {
-        return None;
+        return Ok(None);
     }
     let size = t.dtype().size();
-    let mut out = Vec::with_capacity(numel);
-    let mut idx = vec![0usize; t.ndim()];
+    let mut out = try_vec(numel)?;
+    let mut idx: SmallVec<[usize; 6]> = super::alloc::try_small_elem(0, t.ndim())?;
     let base = t.data_ptr() as usize;
     for _ in 0..numel {
         let off: usize = idx
@@ -127,5 +137,5 @@ fn element_addresses(t: &Tensor) -> Option<Vec<usize>> {
             idx[d] = 0;
         }
     }
-    Some(out)
+    Ok(Some(out))
 }

@@ -592,8 +592,8 @@ mod tests {
             (vec![300, 1000], vec![1, 300]), // transposed: tiled
             (vec![7, 50, 999], vec![50 * 999, 999, 1]),
         ] {
-            let out = crate::engine::shape::contiguous_strides(&shape);
-            let p = Plan::new(&shape, [&out[..], &a[..]]);
+            let out = crate::engine::shape::contiguous_strides(&shape).unwrap();
+            let p = Plan::new(&shape, [&out[..], &a[..]]).unwrap();
             let numel = p.numel;
             let seen: Vec<AtomicU32> = (0..numel).map(|_| AtomicU32::new(0)).collect();
             run(&p, [std::ptr::null_mut(); 2], [1, 1], |ptrs, s, n| {
@@ -617,7 +617,7 @@ mod tests {
         set_num_threads(2);
         set_threshold(1000);
         let n = 1usize << 18;
-        let p = Plan::new(&[n], [&[1isize][..], &[1isize][..]]);
+        let p = Plan::new(&[n], [&[1isize][..], &[1isize][..]]).unwrap();
         for bad in [0, n / 2 - 1, n / 2, n - 1] {
             let r = std::panic::catch_unwind(|| {
                 run(&p, [std::ptr::null_mut(); 2], [1, 1], |ptrs, _s, len| {
@@ -649,7 +649,7 @@ mod tests {
                 std::thread::spawn(move || {
                     for _ in 0..50 {
                         let n = 200_000 + t;
-                        let p = Plan::new(&[n], [&[1isize][..], &[1isize][..]]);
+                        let p = Plan::new(&[n], [&[1isize][..], &[1isize][..]]).unwrap();
                         let seen: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
                         run(&p, [std::ptr::null_mut(); 2], [1, 1], |ptrs, _s, len| {
                             for i in 0..len {

@@ -3,7 +3,9 @@
 //! ordered by the written operand's strides, and adjacent dimensions merged wherever every
 //! operand allows it. Executing the plan walks it in runs along the innermost dimension, handed
 //! to the kernels a block of runs at a time, or in 2-D tiles when an input is transposed.
-use super::shape::{Dims, Strides};
+use super::alloc::try_small_elem;
+use super::error::{Error, Result};
+use super::shape::{Dims, Strides, MAX_NDIM};
 use smallvec::SmallVec;
 
 /// Operand 0 is the written one; the rest are read. Strides are in elements.
@@ -17,35 +19,50 @@ pub struct Plan<const N: usize> {
 
 /// Strides of an operand of shape `shape`/`strides` broadcast to `target` (right-aligned):
 /// 0 where the operand has size 1 or no dimension.
-pub fn broadcast_strides(shape: &[usize], strides: &[isize], target: &[usize]) -> Strides {
+pub fn broadcast_strides(shape: &[usize], strides: &[isize], target: &[usize]) -> Result<Strides> {
     let lead = target.len() - shape.len();
-    let mut out: Strides = SmallVec::from_elem(0, target.len());
+    let mut out: Strides = try_small_elem(0, target.len())?;
     for (i, (&size, &stride)) in shape.iter().zip(strides).enumerate() {
         if size == target[lead + i] && size != 1 {
             out[lead + i] = stride;
         }
     }
-    out
+    Ok(out)
 }
 
 impl<const N: usize> Plan<N> {
-    /// `strides[k]` must already be aligned to `shape` (see [`broadcast_strides`]).
-    pub fn new(shape: &[usize], strides: [&[isize]; N]) -> Plan<N> {
+    /// `strides[k]` must already be aligned to `shape` (see [`broadcast_strides`]); at most
+    /// [`MAX_NDIM`] dimensions. Fails only when memory for more than 5 dimensions is refused.
+    pub fn new(shape: &[usize], strides: [&[isize]; N]) -> Result<Plan<N>> {
+        if shape.len() > MAX_NDIM {
+            return Err(Error::invalid(format_args!(
+                "{} dimensions, more than the {MAX_NDIM} supported",
+                shape.len()
+            )));
+        }
         let numel = shape.iter().product();
         if shape.len() == 1 && shape[0] != 1 {
             // One dimension: nothing to drop, order or merge.
-            return Plan {
+            return Ok(Plan {
                 shape: SmallVec::from_elem(shape[0], 1),
                 strides: std::array::from_fn(|k| SmallVec::from_elem(strides[k][0], 1)),
                 numel,
-            };
+            });
         }
         // Keep the dimensions that iterate, in the written operand's order: largest stride outside.
-        let mut dims: SmallVec<[usize; 6]> = (0..shape.len()).filter(|&d| shape[d] != 1).collect();
+        let mut dims: SmallVec<[usize; 6]> = try_small_elem(0, shape.len())?;
+        dims.clear(); // keeps the capacity: the extend below does not allocate
+        dims.extend((0..shape.len()).filter(|&d| shape[d] != 1));
         dims.sort_by_key(|&d| std::cmp::Reverse(strides[0][d].unsigned_abs()));
 
-        let mut out_shape: Dims = SmallVec::new();
+        // Room for every dimension up front: the pushes below then never allocate.
+        let mut out_shape: Dims = try_small_elem(0, dims.len())?;
+        out_shape.clear();
         let mut out_strides: [Strides; N] = std::array::from_fn(|_| SmallVec::new());
+        for s in &mut out_strides {
+            s.try_reserve_exact(dims.len())
+                .map_err(|_| crate::engine::alloc::alloc_error::<isize>(dims.len()))?;
+        }
         for &d in &dims {
             let size = shape[d];
             let mergeable = !out_shape.is_empty()
@@ -62,11 +79,11 @@ impl<const N: usize> Plan<N> {
                 }
             }
         }
-        Plan {
+        Ok(Plan {
             shape: out_shape,
             strides: out_strides,
             numel,
-        }
+        })
     }
 
     /// Like [`Plan::for_each_run`], but hands over whole blocks of consecutive full runs at once:
@@ -183,9 +200,10 @@ impl<const N: usize> Plan<N> {
     }
 }
 
-/// A position while walking a plan: the multi-index, and each operand's byte offset there.
+/// A position while walking a plan: the multi-index, and each operand's byte offset there. On
+/// the stack, for every dimension count a plan may have: a walk (on any thread) never allocates.
 struct Cursor<const N: usize> {
-    idx: SmallVec<[usize; 6]>,
+    idx: [usize; MAX_NDIM],
     off: [isize; N],
 }
 
@@ -193,7 +211,7 @@ impl<const N: usize> Plan<N> {
     /// The position of element `start` (in row-major order of the plan's shape).
     fn cursor_at(&self, start: usize, itemsize: [usize; N]) -> Cursor<N> {
         let nd = self.shape.len();
-        let mut idx: SmallVec<[usize; 6]> = SmallVec::from_elem(0, nd);
+        let mut idx = [0usize; MAX_NDIM];
         let mut off = [0isize; N];
         let mut rem = start;
         for d in (0..nd).rev() {
@@ -465,7 +483,7 @@ mod tests {
     use super::*;
 
     fn plan3(shape: &[usize], s: [&[isize]; 3]) -> Plan<3> {
-        Plan::new(shape, s)
+        Plan::new(shape, s).unwrap()
     }
 
     #[test]
@@ -481,7 +499,7 @@ mod tests {
     #[test]
     fn row_broadcast_keeps_two_dimensions() {
         // (4096,4096) + (4096,): b has stride 0 on the outer dimension.
-        let b = broadcast_strides(&[4096], &[1], &[4096, 4096]);
+        let b = broadcast_strides(&[4096], &[1], &[4096, 4096]).unwrap();
         assert_eq!(&b[..], &[0, 1]);
         let p = plan3(&[4096, 4096], [&[4096, 1], &[4096, 1], &b]);
         assert_eq!(&p.shape[..], &[4096, 4096]);
@@ -491,8 +509,8 @@ mod tests {
     #[test]
     fn size_one_dimensions_disappear() {
         // (5,1,4,1) + (3,1,1) -> (5,3,4,1)
-        let a = broadcast_strides(&[5, 1, 4, 1], &[4, 4, 1, 1], &[5, 3, 4, 1]);
-        let b = broadcast_strides(&[3, 1, 1], &[1, 1, 1], &[5, 3, 4, 1]);
+        let a = broadcast_strides(&[5, 1, 4, 1], &[4, 4, 1, 1], &[5, 3, 4, 1]).unwrap();
+        let b = broadcast_strides(&[3, 1, 1], &[1, 1, 1], &[5, 3, 4, 1]).unwrap();
         assert_eq!(&a[..], &[4, 0, 1, 0]);
         assert_eq!(&b[..], &[0, 1, 0, 0]);
         let p = plan3(&[5, 3, 4, 1], [&[12, 4, 1, 1], &a, &b]);
@@ -503,7 +521,7 @@ mod tests {
     #[test]
     fn scalar_and_channel_broadcasts_merge_where_they_can() {
         // (32,64,56,56) + (1,64,1,1): the two spatial dims merge; channel stays apart.
-        let b = broadcast_strides(&[1, 64, 1, 1], &[64, 1, 1, 1], &[32, 64, 56, 56]);
+        let b = broadcast_strides(&[1, 64, 1, 1], &[64, 1, 1, 1], &[32, 64, 56, 56]).unwrap();
         let c = [200704, 3136, 56, 1];
         let p = plan3(&[32, 64, 56, 56], [&c, &c, &b]);
         assert_eq!(&p.shape[..], &[32, 64, 3136]);

@@ -1,9 +1,9 @@
 //! Shape-changing views, PyTorch's way: `infer_size` (the sizes a reshape asks for, with one -1
 //! inferred) and `computeStride` (whether the new shape can be a view of the old strides, and
 //! which strides it gets). Metadata only; `Tensor::view_sizes`, `reshape`, `flatten` use them.
+use super::alloc::{try_small, try_small_collect, try_small_elem, try_to_vec};
 use super::error::{Error, Result};
 use super::shape::{fmt_list, Dims, Strides};
-use smallvec::SmallVec;
 
 /// The shape `sizes` asks for, for a tensor of `numel` elements: one -1 is inferred, other
 /// negative sizes are refused; errors and their order are PyTorch's `infer_size`.
@@ -24,7 +24,7 @@ pub fn infer_size(sizes: &[i64], numel: usize) -> Result<Dims> {
                 .and_then(|p| p.checked_mul(s as usize))
                 .filter(|&p| p <= isize::MAX as usize);
         } else {
-            return Err(Error::invalid(format!(
+            return Err(Error::invalid(format_args!(
                 "invalid shape dimension {s} at index {i} of shape {}",
                 fmt_list(sizes)
             )));
@@ -37,37 +37,44 @@ pub fn infer_size(sizes: &[i64], numel: usize) -> Result<Dims> {
         return Err(if numel == 0 {
             Error::Overflow { what: "numel" }
         } else {
-            Error::ViewSize {
-                sizes: sizes.to_vec(),
-                numel,
-            }
+            Error::or_alloc(|| {
+                Ok(Error::ViewSize {
+                    sizes: try_to_vec(sizes)?,
+                    numel,
+                })
+            })
         });
     };
-    let mut shape: Dims = sizes.iter().map(|&s| s.max(0) as usize).collect();
+    let mut shape: Dims = try_small_collect(sizes.iter().map(|&s| s.max(0) as usize))?;
     if numel == newsize || (infer.is_some() && newsize > 0 && numel % newsize == 0) {
         if let Some(i) = infer {
             if newsize == 0 {
-                return Err(Error::ViewAmbiguous {
-                    sizes: sizes.to_vec(),
-                });
+                return Err(Error::or_alloc(|| {
+                    Ok(Error::ViewAmbiguous {
+                        sizes: try_to_vec(sizes)?,
+                    })
+                }));
             }
             shape[i] = numel / newsize;
         }
         return Ok(shape);
     }
-    Err(Error::ViewSize {
-        sizes: sizes.to_vec(),
-        numel,
-    })
+    Err(Error::or_alloc(|| {
+        Ok(Error::ViewSize {
+            sizes: try_to_vec(sizes)?,
+            numel,
+        })
+    }))
 }
 
 /// Strides that make `new` a view of a tensor of `shape` and `strides` (same element count), or
 /// None when no strides can (a dimension of the new shape would span two runs of memory that are
 /// not evenly spaced). PyTorch's `computeStride`, step by step, so the strides it picks for size-1
-/// dimensions and for empty tensors are the same.
-pub fn view_strides(shape: &[usize], strides: &[isize], new: &[usize]) -> Option<Strides> {
+/// dimensions and for empty tensors are the same. Fails only when memory for more than 5
+/// dimensions is refused.
+pub fn view_strides(shape: &[usize], strides: &[isize], new: &[usize]) -> Result<Option<Strides>> {
     if shape.is_empty() {
-        return Some(SmallVec::from_elem(1, new.len()));
+        return Ok(Some(try_small_elem(1, new.len())?));
     }
     let numel: usize = if shape.contains(&0) {
         0
@@ -76,19 +83,19 @@ pub fn view_strides(shape: &[usize], strides: &[isize], new: &[usize]) -> Option
     };
     if numel == 0 {
         if shape == new {
-            return Some(SmallVec::from_slice(strides));
+            return Ok(Some(try_small(strides)?));
         }
         // Any strides address nothing; PyTorch takes row-major ones (int64 arithmetic, which
         // wraps, as it does there, for sizes no real tensor has).
-        let mut out: Strides = SmallVec::from_elem(1, new.len());
+        let mut out: Strides = try_small_elem(1, new.len())?;
         for d in (0..new.len().saturating_sub(1)).rev() {
             out[d] = (new[d + 1].max(1) as isize).wrapping_mul(out[d + 1]);
         }
-        return Some(out);
+        return Ok(Some(out));
     }
     // Products below stay within the element count or the view's memory span, except
     // `tensor_numel * chunk_base_stride` in the chunk test, computed wide so it cannot wrap.
-    let mut out: Strides = SmallVec::from_elem(0, new.len());
+    let mut out: Strides = try_small_elem(0, new.len())?;
     let mut view_d = new.len() as isize - 1;
     let mut chunk_base_stride = *strides.last().expect("non-empty shape");
     let mut tensor_numel = 1usize;
@@ -106,7 +113,7 @@ pub fn view_strides(shape: &[usize], strides: &[isize], new: &[usize]) -> Option
                 view_d -= 1;
             }
             if view_numel != tensor_numel {
-                return None;
+                return Ok(None);
             }
             if tensor_d > 0 {
                 chunk_base_stride = strides[tensor_d - 1];
@@ -115,7 +122,7 @@ pub fn view_strides(shape: &[usize], strides: &[isize], new: &[usize]) -> Option
             }
         }
     }
-    (view_d == -1).then_some(out)
+    Ok((view_d == -1).then_some(out))
 }
 
 #[cfg(test)]
@@ -156,24 +163,34 @@ mod tests {
     #[test]
     fn strides_of_views() {
         // Contiguous: any reshape is a view.
-        assert_eq!(&view_strides(&[2, 3], &[3, 1], &[6]).unwrap()[..], &[1]);
+        assert_eq!(
+            &view_strides(&[2, 3], &[3, 1], &[6]).unwrap().unwrap()[..],
+            &[1]
+        );
         // Transposed: flattening would mix the two runs.
-        assert!(view_strides(&[3, 2], &[1, 3], &[6]).is_none());
+        assert!(view_strides(&[3, 2], &[1, 3], &[6]).unwrap().is_none());
         // An expanded dimension stays expanded when it is split off whole.
         assert_eq!(
-            &view_strides(&[4, 2, 3], &[0, 3, 1], &[4, 6]).unwrap()[..],
+            &view_strides(&[4, 2, 3], &[0, 3, 1], &[4, 6])
+                .unwrap()
+                .unwrap()[..],
             &[0, 1]
         );
-        assert!(view_strides(&[4, 2, 3], &[0, 3, 1], &[8, 3]).is_none());
+        assert!(view_strides(&[4, 2, 3], &[0, 3, 1], &[8, 3])
+            .unwrap()
+            .is_none());
         // 0-d: all ones.
-        assert_eq!(&view_strides(&[], &[], &[1, 1]).unwrap()[..], &[1, 1]);
+        assert_eq!(
+            &view_strides(&[], &[], &[1, 1]).unwrap().unwrap()[..],
+            &[1, 1]
+        );
         // Empty: the same shape keeps its strides, another gets row-major ones.
         assert_eq!(
-            &view_strides(&[0, 3], &[7, 2], &[0, 3]).unwrap()[..],
+            &view_strides(&[0, 3], &[7, 2], &[0, 3]).unwrap().unwrap()[..],
             &[7, 2]
         );
         assert_eq!(
-            &view_strides(&[0, 3], &[7, 2], &[3, 0]).unwrap()[..],
+            &view_strides(&[0, 3], &[7, 2], &[3, 0]).unwrap().unwrap()[..],
             &[1, 1]
         );
     }

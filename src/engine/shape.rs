@@ -1,5 +1,6 @@
 //! Shape rules: broadcasting two or n shapes, the in-place rule, expand geometry, and checked
 //! size products. Metadata only; nothing here touches element data.
+use super::alloc::{try_small_elem, try_to_vec};
 use super::error::{Error, Result};
 use smallvec::SmallVec;
 
@@ -9,20 +10,51 @@ pub type Dims = SmallVec<[usize; 5]>;
 /// Strides in elements, one per dimension.
 pub type Strides = SmallVec<[isize; 5]>;
 
-/// `[2, 3]`, as PyTorch prints sizes.
-pub fn fmt_list<T: std::fmt::Display>(dims: &[T]) -> String {
-    let inner: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
-    format!("[{}]", inner.join(", "))
+/// Most dimensions a tensor may have (the C API's `BC_MAX_NDIM`): walkers keep a multi-index of
+/// this many entries on the stack.
+pub const MAX_NDIM: usize = 64;
+
+/// `[2, 3]`, as PyTorch prints sizes. A `Display` adapter: formatting it allocates nothing, so
+/// error messages can be written under memory exhaustion.
+pub fn fmt_list<T: std::fmt::Display>(dims: &[T]) -> impl std::fmt::Display + '_ {
+    Joined {
+        dims,
+        open: "[",
+        close: "]",
+        trailing_comma: false,
+    }
 }
 
-/// `(2,)` or `(1, 3)`, as Python prints a tuple.
-pub fn fmt_tuple<T: std::fmt::Display>(dims: &[T]) -> String {
-    match dims {
-        [one] => format!("({one},)"),
-        _ => {
-            let inner: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
-            format!("({})", inner.join(", "))
+/// `(2,)` or `(1, 3)`, as Python prints a tuple (a `Display` adapter, like [`fmt_list`]).
+pub fn fmt_tuple<T: std::fmt::Display>(dims: &[T]) -> impl std::fmt::Display + '_ {
+    Joined {
+        dims,
+        open: "(",
+        close: ")",
+        trailing_comma: dims.len() == 1,
+    }
+}
+
+struct Joined<'a, T> {
+    dims: &'a [T],
+    open: &'static str,
+    close: &'static str,
+    trailing_comma: bool,
+}
+
+impl<T: std::fmt::Display> std::fmt::Display for Joined<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.open)?;
+        for (i, d) in self.dims.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{d}")?;
         }
+        if self.trailing_comma {
+            f.write_str(",")?;
+        }
+        f.write_str(self.close)
     }
 }
 
@@ -49,21 +81,21 @@ pub fn checked_nbytes(numel: usize, itemsize: usize) -> Result<usize> {
 
 /// Row-major strides, PyTorch's way: a size-0 or size-1 dimension counts as 1 for the
 /// dimensions outside it, so strides never collapse to 0.
-pub fn contiguous_strides(shape: &[usize]) -> Strides {
-    let mut strides: Strides = SmallVec::from_elem(0, shape.len());
+pub fn contiguous_strides(shape: &[usize]) -> Result<Strides> {
+    let mut strides: Strides = try_small_elem(0, shape.len())?;
     let mut acc: isize = 1;
     for i in (0..shape.len()).rev() {
         strides[i] = acc;
         acc = acc.saturating_mul(shape[i].max(1) as isize);
     }
-    strides
+    Ok(strides)
 }
 
 /// Broadcast two shapes (spec sections 1-2). Walks from the right; a 1 gives way to the other
 /// size, including 0; the error names the first mismatch from the right.
 pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Dims> {
     let ndim = a.len().max(b.len());
-    let mut out: Dims = SmallVec::from_elem(0, ndim);
+    let mut out: Dims = try_small_elem(0, ndim)?;
     for i in (0..ndim).rev() {
         let offset = ndim - 1 - i;
         let sa = if offset < a.len() {
@@ -81,13 +113,15 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Dims> {
         } else if sa == 1 {
             sb
         } else {
-            return Err(Error::NotBroadcastable {
-                a: a.to_vec(),
-                b: b.to_vec(),
-                dim: i,
-                size_a: sa,
-                size_b: sb,
-            });
+            return Err(Error::or_alloc(|| {
+                Ok(Error::NotBroadcastable {
+                    a: try_to_vec(a)?,
+                    b: try_to_vec(b)?,
+                    dim: i,
+                    size_a: sa,
+                    size_b: sb,
+                })
+            }));
         };
     }
     Ok(out)
@@ -96,7 +130,7 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Dims> {
 /// Broadcast several shapes at once, with PyTorch's `broadcast_shapes` algorithm and text.
 pub fn broadcast_shapes_n(shapes: &[&[usize]]) -> Result<Dims> {
     let ndim = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
-    let mut common: Dims = SmallVec::from_elem(1, ndim);
+    let mut common: Dims = try_small_elem(1, ndim)?;
     for (arg, shape) in shapes.iter().enumerate() {
         for back in 1..=shape.len() {
             let size = shape[shape.len() - back];
@@ -104,13 +138,15 @@ pub fn broadcast_shapes_n(shapes: &[&[usize]]) -> Result<Dims> {
             if *slot == 1 {
                 *slot = size;
             } else if size != 1 && *slot != size {
-                return Err(Error::NaryNotBroadcastable {
-                    arg,
-                    index: -(back as isize),
-                    size,
-                    shape: shape.to_vec(),
-                    expected: common.to_vec(),
-                });
+                return Err(Error::or_alloc(|| {
+                    Ok(Error::NaryNotBroadcastable {
+                        arg,
+                        index: -(back as isize),
+                        size,
+                        shape: try_to_vec(shape)?,
+                        expected: try_to_vec(&common)?,
+                    })
+                }));
             }
         }
     }
@@ -121,22 +157,26 @@ pub fn broadcast_shapes_n(shapes: &[&[usize]]) -> Result<Dims> {
 pub fn check_inplace(self_shape: &[usize], other: &[usize]) -> Result<()> {
     if other.len() > self_shape.len() {
         let broadcast = broadcast_shapes(self_shape, other)?;
-        return Err(Error::OutputShape {
-            output: self_shape.to_vec(),
-            broadcast: broadcast.to_vec(),
-        });
+        return Err(Error::or_alloc(|| {
+            Ok(Error::OutputShape {
+                output: try_to_vec(self_shape)?,
+                broadcast: try_to_vec(&broadcast)?,
+            })
+        }));
     }
     let lead = self_shape.len() - other.len();
     for i in (0..other.len()).rev() {
         let (s, o) = (self_shape[lead + i], other[i]);
         if o != s && o != 1 {
-            return Err(Error::InplaceMismatch {
-                self_shape: self_shape.to_vec(),
-                other_shape: other.to_vec(),
-                dim: lead + i,
-                self_size: s,
-                other_size: o,
-            });
+            return Err(Error::or_alloc(|| {
+                Ok(Error::InplaceMismatch {
+                    self_shape: try_to_vec(self_shape)?,
+                    other_shape: try_to_vec(other)?,
+                    dim: lead + i,
+                    self_size: s,
+                    other_size: o,
+                })
+            }));
         }
     }
     Ok(())
@@ -157,8 +197,8 @@ pub fn expand_geometry(
             ndim: shape.len(),
         });
     }
-    let mut out_shape: Dims = SmallVec::from_elem(0, ndim);
-    let mut out_strides: Strides = SmallVec::from_elem(0, ndim);
+    let mut out_shape: Dims = try_small_elem(0, ndim)?;
+    let mut out_strides: Strides = try_small_elem(0, ndim)?;
     let mut negative = None;
     for i in (0..ndim).rev() {
         let offset = ndim - 1 - i;
@@ -174,23 +214,27 @@ pub fn expand_geometry(
         let mut target = sizes[i];
         if target == -1 {
             if existing.is_none() {
-                return Err(Error::ExpandLeadingMinusOne {
-                    sizes: sizes.to_vec(),
-                    shape: shape.to_vec(),
-                    dim: i,
-                });
+                return Err(Error::or_alloc(|| {
+                    Ok(Error::ExpandLeadingMinusOne {
+                        sizes: try_to_vec(sizes)?,
+                        shape: try_to_vec(shape)?,
+                        dim: i,
+                    })
+                }));
             }
             target = size;
         }
         if size != target {
             if size != 1 {
-                return Err(Error::ExpandMismatch {
-                    sizes: sizes.to_vec(),
-                    shape: shape.to_vec(),
-                    dim: i,
-                    target,
-                    size: size as usize,
-                });
+                return Err(Error::or_alloc(|| {
+                    Ok(Error::ExpandMismatch {
+                        sizes: try_to_vec(sizes)?,
+                        shape: try_to_vec(shape)?,
+                        dim: i,
+                        target,
+                        size: size as usize,
+                    })
+                }));
             }
             stride = 0;
         }
@@ -275,6 +319,9 @@ mod tests {
     fn overflow_is_refused() {
         assert!(checked_numel(&[1 << 40, 1 << 40]).is_err());
         assert!(checked_nbytes(1 << 62, 8).is_err());
-        assert_eq!(contiguous_strides(&[2, 0, 3]).to_vec(), vec![3, 3, 1]);
+        assert_eq!(
+            contiguous_strides(&[2, 0, 3]).unwrap().to_vec(),
+            vec![3, 3, 1]
+        );
     }
 }

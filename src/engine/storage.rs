@@ -17,7 +17,12 @@
 //!
 //! Every owned allocation is counted, per thread ([`stats`]), so tests and benchmarks can check
 //! that views allocate no element memory and an operation allocates only its result.
+//!
+//! Nothing here aborts when memory runs out: element memory is requested fallibly, and freeing
+//! never needs memory (the cache's list has room for every entry it may hold, reserved fallibly
+//! the first time; a buffer that finds no room is simply freed).
 use super::error::{Error, Result};
+use smallvec::SmallVec;
 use std::alloc::{self, Layout};
 use std::cell::{Cell, UnsafeCell};
 use std::ptr::NonNull;
@@ -324,11 +329,15 @@ struct Cache {
     bytes: usize,
 }
 
+/// Entries taken out of the cache, to free after its lock is released (inline: at most every
+/// entry the cache holds, and one being added).
+type Evicted = SmallVec<[CacheEntry; CACHE_ENTRIES + 1]>;
+
 impl Cache {
     /// Takes out the oldest entries until at most `bytes` and `entries` remain; the caller frees
     /// them after releasing the lock.
-    fn evict_beyond(&mut self, bytes: usize, entries: usize) -> Vec<CacheEntry> {
-        let mut out = Vec::new();
+    fn evict_beyond(&mut self, bytes: usize, entries: usize) -> Evicted {
+        let mut out = Evicted::new();
         while self.bytes > bytes || self.entries.len() > entries {
             let e = self.entries.remove(0);
             self.bytes -= e.len;
@@ -355,10 +364,7 @@ pub fn buffer_cache_limit() -> usize {
     if v != usize::MAX {
         return v;
     }
-    let v = match std::env::var("BC_BUFFER_CACHE_MB")
-        .ok()
-        .and_then(|s| s.trim().parse::<usize>().ok())
-    {
+    let v = match env_number(c"BC_BUFFER_CACHE_MB") {
         Some(mb) => mb.saturating_mul(1 << 20),
         None => default_cache_limit(),
     };
@@ -380,6 +386,22 @@ pub fn release_cached_buffers() {
     let limit = buffer_cache_limit();
     set_buffer_cache_limit(0);
     CACHE_LIMIT.store(limit, Ordering::Relaxed);
+}
+
+/// A number from the environment, read without allocating (`std::env::var` copies the value to
+/// the heap). Like every reader of the environment, this assumes it is not being changed by
+/// another thread meanwhile (set such variables before starting threads).
+fn env_number(name: &std::ffi::CStr) -> Option<usize> {
+    // SAFETY: getenv with a NUL-terminated name; the value, when there is one, is a
+    // NUL-terminated string that stays valid while the environment is not modified.
+    let value = unsafe {
+        let p = libc::getenv(name.as_ptr());
+        if p.is_null() {
+            return None;
+        }
+        std::ffi::CStr::from_ptr(p)
+    };
+    value.to_str().ok()?.trim().parse().ok()
 }
 
 fn default_cache_limit() -> usize {
@@ -444,6 +466,14 @@ fn release(ptr: NonNull<u8>, len: usize, kind: Kind) {
     }
     let evicted = {
         let mut c = cache();
+        // Room for every entry the cache may hold, reserved once; without it, no caching.
+        if c.entries.capacity() < CACHE_ENTRIES + 1
+            && c.entries.try_reserve_exact(CACHE_ENTRIES + 1).is_err()
+        {
+            drop(c);
+            entry.free();
+            return;
+        }
         c.entries.push(entry);
         c.bytes += len;
         // Oldest first out, until both limits hold again.
@@ -537,7 +567,8 @@ mod tests {
     #[test]
     fn tiny_storages_live_inline_zeroed_and_aligned() {
         for n in [1, 17, INLINE_BYTES] {
-            let s = std::sync::Arc::new(Storage::alloc(n, true).unwrap());
+            let s =
+                crate::engine::alloc::Shared::try_new(Storage::alloc(n, true).unwrap()).unwrap();
             assert!(matches!(s.owner, Owner::Inline));
             let p = s.as_ptr();
             assert_eq!(p as usize % SMALL_ALIGN, 0);
@@ -547,7 +578,7 @@ mod tests {
                 .all(|&b| b == 0));
             // SAFETY: as above; the bytes stay put while the Arc lives.
             unsafe { std::ptr::write_bytes(p, 5, n) };
-            let view = std::sync::Arc::clone(&s);
+            let view = s.clone();
             assert_eq!(view.as_ptr(), p);
             assert!(unsafe { std::slice::from_raw_parts(view.as_ptr(), n) }
                 .iter()

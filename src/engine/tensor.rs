@@ -1,5 +1,9 @@
 //! Tensors: a dtype, a shape, strides and an offset (in elements) over shared storage. Views
-//! (expand, permute, slice, as_strided) make a new `Tensor` over the same `Arc<Storage>`.
+//! (expand, permute, slice, as_strided) make a new `Tensor` over the same `Shared<Storage>`.
+//! Every allocation here is fallible (see `alloc`): a tensor is copied with [`Tensor::try_clone`].
+use super::alloc::{
+    try_small, try_small_collect, try_small_elem, try_small_with_capacity, try_to_vec, Shared,
+};
 use super::dtype::DType;
 use super::error::{Error, Result};
 use super::kernels;
@@ -8,29 +12,25 @@ use super::plan::Plan;
 use super::reshape;
 use super::shape::{self, checked_nbytes, checked_numel, contiguous_strides, Dims, Strides};
 use super::storage::{ReleaseHook, Storage};
-use smallvec::SmallVec;
 use std::ptr::NonNull;
-use std::sync::Arc;
 
 pub struct Tensor {
-    storage: Arc<Storage>,
+    storage: Shared<Storage>,
     dtype: DType,
     shape: Dims,
     strides: Strides,
     offset: usize,
 }
 
-// By hand: SmallVec's derived clone goes element by element; these are plain words to copy, and
-// handle lookups clone a tensor on every call.
-impl Clone for Tensor {
-    fn clone(&self) -> Tensor {
-        Tensor {
-            storage: Arc::clone(&self.storage),
-            dtype: self.dtype,
-            shape: SmallVec::from_slice(&self.shape),
-            strides: SmallVec::from_slice(&self.strides),
-            offset: self.offset,
-        }
+impl Tensor {
+    /// Another tensor over the same storage (no element is copied). Fallible, unlike a `Clone`
+    /// (which this type deliberately lacks): more than 5 dimensions put the shape on the heap.
+    pub fn try_clone(&self) -> Result<Tensor> {
+        Ok(self.view(
+            try_small(&self.shape)?,
+            try_small(&self.strides)?,
+            self.offset,
+        ))
     }
 }
 
@@ -58,12 +58,13 @@ impl Tensor {
     pub fn new(dtype: DType, shape: &[usize], init: Init) -> Result<Tensor> {
         let numel = checked_numel(shape)?;
         let nbytes = checked_nbytes(numel, dtype.size())?;
+        let (shape, strides) = (try_small(shape)?, contiguous_strides(shape)?);
         let storage = Storage::alloc(nbytes, init == Init::Zeros)?;
         let t = Tensor {
-            storage: Arc::new(storage),
+            storage: Shared::try_new(storage)?,
             dtype,
-            shape: shape.into(),
-            strides: contiguous_strides(shape),
+            shape,
+            strides,
             offset: 0,
         };
         if let Init::Fill(value) = init {
@@ -78,7 +79,7 @@ impl Tensor {
         let numel = checked_numel(shape)?;
         let nbytes = checked_nbytes(numel, dtype.size())?;
         if bytes.len() != nbytes {
-            return Err(Error::invalid(format!(
+            return Err(Error::invalid(format_args!(
                 "data holds {} bytes but shape {} of {} needs {nbytes}",
                 bytes.len(),
                 shape::fmt_list(shape),
@@ -93,7 +94,8 @@ impl Tensor {
 
     /// A view of foreign memory. Checks that every element lies within `nbytes` and that the
     /// memory is aligned for the dtype; `release` runs when the last view is gone, and is dropped
-    /// unrun (the caller keeps ownership) when this returns an error.
+    /// unrun (the caller keeps ownership) when this returns an error: the storage that would run
+    /// it is built last, once everything else is allocated.
     ///
     /// # Safety
     /// `data` must be valid for reads and writes of `nbytes` bytes until `release` runs.
@@ -108,22 +110,24 @@ impl Tensor {
     ) -> Result<Tensor> {
         // With no bytes nothing is ever read, and NULL/dangling stand-ins need not be aligned.
         if nbytes > 0 && (data.as_ptr() as usize) % dtype.size() != 0 {
-            return Err(Error::invalid(format!(
+            return Err(Error::invalid(format_args!(
                 "data pointer is not aligned to the {}-byte elements of {}",
                 dtype.size(),
                 dtype.name()
             )));
         }
         let strides: Strides = match strides {
-            Some(s) => s.into(),
-            None => contiguous_strides(shape),
+            Some(s) => try_small(s)?,
+            None => contiguous_strides(shape)?,
         };
         check_view_bounds(dtype, nbytes, shape, &strides, offset)?;
-        let storage = Arc::new(unsafe { Storage::foreign(data, nbytes, release) });
+        let shape = try_small(shape)?;
+        // SAFETY: the caller's contract.
+        let storage = Shared::try_new_with(|| unsafe { Storage::foreign(data, nbytes, release) })?;
         Ok(Tensor {
             storage,
             dtype,
-            shape: shape.into(),
+            shape,
             strides,
             offset,
         })
@@ -173,7 +177,7 @@ impl Tensor {
     /// This tensor, made read-only: every write to its memory, through any view, is refused.
     /// Only for a tensor just made over foreign memory, before any other view of it exists.
     pub fn into_read_only(mut self) -> Result<Tensor> {
-        let storage = Arc::get_mut(&mut self.storage)
+        let storage = Shared::get_mut(&mut self.storage)
             .ok_or_else(|| Error::invalid("only a new tensor's memory can be made read-only"))?;
         storage.set_read_only();
         Ok(self)
@@ -185,9 +189,10 @@ impl Tensor {
     }
 
     /// Whether writing through this view is allowed: the memory is not read-only and no two
-    /// elements share a location (a broadcast view repeats them).
-    pub fn is_writable(&self) -> bool {
-        !self.is_read_only() && !super::overlap::has_internal_overlap(self)
+    /// elements share a location (a broadcast view repeats them). Fails only when the overlap
+    /// check cannot get memory.
+    pub fn is_writable(&self) -> Result<bool> {
+        Ok(!self.is_read_only() && !super::overlap::has_internal_overlap(self)?)
     }
 
     /// Bytes of storage from the view's first element to the end of the storage: every element
@@ -227,7 +232,7 @@ impl Tensor {
 
     fn view(&self, shape: Dims, strides: Strides, offset: usize) -> Tensor {
         Tensor {
-            storage: Arc::clone(&self.storage),
+            storage: Shared::clone(&self.storage),
             dtype: self.dtype,
             shape,
             strides,
@@ -243,7 +248,8 @@ impl Tensor {
 
     /// `expand` to an unsigned shape (broadcast_to, expand_as, broadcast_tensors).
     pub fn expand_to(&self, shape: &[usize]) -> Result<Tensor> {
-        let sizes: SmallVec<[i64; 6]> = shape.iter().map(|&d| d as i64).collect();
+        let sizes: smallvec::SmallVec<[i64; 6]> =
+            try_small_collect(shape.iter().map(|&d| d as i64))?;
         self.expand(&sizes)
     }
 
@@ -251,24 +257,24 @@ impl Tensor {
     pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
         let nd = self.ndim();
         if dims.len() != nd {
-            return Err(Error::invalid(format!(
+            return Err(Error::invalid(format_args!(
                 "permute: number of dims don't match in permute: got {} for a tensor of {} dimensions",
                 dims.len(),
                 nd
             )));
         }
-        let mut seen: SmallVec<[bool; 6]> = SmallVec::from_elem(false, nd);
-        let mut shape: Dims = SmallVec::new();
-        let mut strides: Strides = SmallVec::new();
-        for &d in dims {
+        let mut seen: smallvec::SmallVec<[bool; 6]> = try_small_elem(false, nd)?;
+        let mut shape: Dims = try_small_elem(0, nd)?;
+        let mut strides: Strides = try_small_elem(0, nd)?;
+        for (i, &d) in dims.iter().enumerate() {
             let d = wrap_dim(d, nd)?;
             if std::mem::replace(&mut seen[d], true) {
-                return Err(Error::invalid(format!(
+                return Err(Error::invalid(format_args!(
                     "permute: dimension {d} appears more than once"
                 )));
             }
-            shape.push(self.shape[d]);
-            strides.push(self.strides[d]);
+            shape[i] = self.shape[d];
+            strides[i] = self.strides[d];
         }
         Ok(self.view(shape, strides, self.offset))
     }
@@ -278,9 +284,9 @@ impl Tensor {
         // A 0-d tensor takes dims 0 and -1, as PyTorch's scalars do, and stays as it is.
         let (d0, d1) = (wrap_dim(d0, nd.max(1))?, wrap_dim(d1, nd.max(1))?);
         if nd == 0 {
-            return Ok(self.clone());
+            return self.try_clone();
         }
-        let (mut shape, mut strides) = (self.shape.clone(), self.strides.clone());
+        let (mut shape, mut strides) = (try_small(&self.shape)?, try_small(&self.strides)?);
         shape.swap(d0, d1);
         strides.swap(d0, d1);
         Ok(self.view(shape, strides, self.offset))
@@ -295,7 +301,7 @@ impl Tensor {
         }
         let d = wrap_dim(dim, self.ndim())?;
         if step < 1 {
-            return Err(Error::invalid(format!(
+            return Err(Error::invalid(format_args!(
                 "slice: step must be positive, got {step}"
             )));
         }
@@ -308,8 +314,8 @@ impl Tensor {
         } else {
             0
         };
-        let mut shape = self.shape.clone();
-        let mut strides = self.strides.clone();
+        let mut shape: Dims = try_small(&self.shape)?;
+        let mut strides: Strides = try_small(&self.strides)?;
         let offset = if count > 0 {
             // Bounded for views with elements; an empty view's offset is not, so check.
             (start as usize)
@@ -338,13 +344,13 @@ impl Tensor {
     /// Any view over the same storage; every element must lie inside it.
     pub fn as_strided(&self, shape: &[usize], strides: &[isize], offset: usize) -> Result<Tensor> {
         check_view_bounds(self.dtype, self.storage.nbytes(), shape, strides, offset)?;
-        Ok(self.view(shape.into(), strides.into(), offset))
+        Ok(self.view(try_small(shape)?, try_small(strides)?, offset))
     }
 
     /// The same elements in a fresh row-major tensor of `dtype` (a copy, converted if needed).
     pub fn to_contiguous(&self, dtype: DType) -> Result<Tensor> {
         let out = Tensor::new(dtype, &self.shape, Init::Uninit)?;
-        copy_into(&out, self);
+        copy_into(&out, self)?;
         Ok(out)
     }
 
@@ -358,43 +364,42 @@ impl Tensor {
                 unit: "bytes",
             });
         }
-        let dst = Tensor {
-            // A borrowed window on `buf`, dropped before this function returns; no hook.
-            // SAFETY: buf is valid for `needed` bytes for the duration of the copy.
-            storage: Arc::new(unsafe {
-                Storage::foreign(
-                    NonNull::new(buf.as_mut_ptr()).unwrap_or(NonNull::dangling()),
-                    needed,
-                    None,
-                )
-            }),
-            dtype: self.dtype,
-            shape: self.shape.clone(),
-            strides: contiguous_strides(&self.shape),
-            offset: 0,
-        };
-        copy_into(&dst, self);
-        Ok(())
+        let strides = contiguous_strides(&self.shape)?;
+        // SAFETY: `buf` holds the `needed` bytes of a row-major copy, and cannot overlap the
+        // storage (the caller's slice is borrowed mutably).
+        unsafe { copy_to_raw(buf.as_mut_ptr(), self.dtype, &strides, self) }
     }
 }
 
 /// Writes `src` (same shape) into `dst`, converting dtypes. Overlap is the caller's concern.
-pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) {
+pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     debug_assert_eq!(dst.shape(), src.shape());
-    if dst.numel() == 0 {
-        return; // nothing to copy; the geometry of an empty view may not even be computable
+    // SAFETY: `dst` is a view within its storage.
+    unsafe { copy_to_raw(dst.data_ptr(), dst.dtype, dst.strides(), src) }
+}
+
+/// Writes `src` into the elements of type `to` at `dst` with `dst_strides` (in elements, one per
+/// dimension of `src`).
+///
+/// # Safety
+/// Every element so addressed must be valid for writes.
+unsafe fn copy_to_raw(dst: *mut u8, to: DType, dst_strides: &[isize], src: &Tensor) -> Result<()> {
+    if src.numel() == 0 {
+        return Ok(()); // nothing to copy; the geometry of an empty view may not even be computable
     }
-    let plan = Plan::new(dst.shape(), [dst.strides(), src.strides()]);
-    let (from, to) = (src.dtype, dst.dtype);
+    let plan = Plan::new(src.shape(), [dst_strides, src.strides()])?;
+    let from = src.dtype;
     parallel::run(
         &plan,
-        [dst.data_ptr(), src.data_ptr()],
+        [dst, src.data_ptr()],
         [to.size(), from.size()],
         |ptrs, strides, n| {
-            // SAFETY: the plan covers exactly both views, which lie within their storages.
+            // SAFETY: the plan covers exactly both views: `src` lies within its storage, `dst`
+            // is valid by this function's contract.
             unsafe { kernels::cast_run(from, to, ptrs, strides, n) }
         },
     );
+    Ok(())
 }
 
 fn wrap_dim(d: i64, ndim: usize) -> Result<usize> {
@@ -403,7 +408,7 @@ fn wrap_dim(d: i64, ndim: usize) -> Result<usize> {
     if (0..n).contains(&w) {
         Ok(w as usize)
     } else {
-        Err(Error::invalid(format!(
+        Err(Error::invalid(format_args!(
             "Dimension out of range (expected to be in range of [{}, {}], but got {d})",
             -n.max(1),
             n.max(1) - 1
@@ -424,7 +429,7 @@ fn check_view_bounds(
         return Err(Error::invalid("shape and strides differ in length"));
     }
     if let Some(s) = strides.iter().find(|&&s| s < 0) {
-        return Err(Error::invalid(format!(
+        return Err(Error::invalid(format_args!(
             "negative strides are not supported (got {s})"
         )));
     }
@@ -445,7 +450,7 @@ fn check_view_bounds(
         .and_then(|e| e.checked_mul(dtype.size()))
         .ok_or(overflow)?;
     if end > nbytes {
-        return Err(Error::invalid(format!(
+        return Err(Error::invalid(format_args!(
             "view reaches byte {end} but the storage holds {nbytes} bytes"
         )));
     }
@@ -460,12 +465,14 @@ impl Tensor {
     /// copying; refused when the strides do not allow it.
     pub fn view_sizes(&self, sizes: &[i64]) -> Result<Tensor> {
         let shape = reshape::infer_size(sizes, self.numel())?;
-        match reshape::view_strides(&self.shape, &self.strides, &shape) {
+        match reshape::view_strides(&self.shape, &self.strides, &shape)? {
             Some(strides) => Ok(self.view(shape, strides, self.offset)),
-            None => Err(Error::ViewStrides {
-                shape: self.shape.to_vec(),
-                sizes: shape.to_vec(),
-            }),
+            None => Err(Error::or_alloc(|| {
+                Ok(Error::ViewStrides {
+                    shape: try_to_vec(&self.shape)?,
+                    sizes: try_to_vec(&shape)?,
+                })
+            })),
         }
     }
 
@@ -473,11 +480,11 @@ impl Tensor {
     /// Also says whether it copied.
     pub fn reshape(&self, sizes: &[i64]) -> Result<(Tensor, bool)> {
         let shape = reshape::infer_size(sizes, self.numel())?;
-        if let Some(strides) = reshape::view_strides(&self.shape, &self.strides, &shape) {
+        if let Some(strides) = reshape::view_strides(&self.shape, &self.strides, &shape)? {
             return Ok((self.view(shape, strides, self.offset), false));
         }
         let copy = self.to_contiguous(self.dtype)?;
-        let strides = contiguous_strides(&shape);
+        let strides = contiguous_strides(&shape)?;
         Ok((copy.view(shape, strides, 0), true))
     }
 
@@ -489,7 +496,11 @@ impl Tensor {
             Some(&n) => (n as isize).wrapping_mul(self.strides[d]),
             None => 1,
         };
-        let (mut shape, mut strides) = (self.shape.clone(), self.strides.clone());
+        // Room for the new dimension first: the inserts then never allocate.
+        let mut shape: Dims = try_small_with_capacity(self.ndim() + 1)?;
+        let mut strides: Strides = try_small_with_capacity(self.ndim() + 1)?;
+        shape.extend_from_slice(&self.shape);
+        strides.extend_from_slice(&self.strides);
         shape.insert(d, 1);
         strides.insert(d, stride);
         Ok(self.view(shape, strides, self.offset))
@@ -502,7 +513,8 @@ impl Tensor {
             Some(d) => Some(wrap_dim(d, self.ndim().max(1))?),
             None => None,
         };
-        let (mut shape, mut strides): (Dims, Strides) = (SmallVec::new(), SmallVec::new());
+        let mut shape: Dims = try_small_with_capacity(self.ndim())?;
+        let mut strides: Strides = try_small_with_capacity(self.ndim())?;
         for (i, (&n, &s)) in self.shape.iter().zip(&self.strides).enumerate() {
             if n != 1 || only.is_some_and(|d| d != i) {
                 shape.push(n);
@@ -527,7 +539,7 @@ impl Tensor {
             return self.reshape(&[1]);
         }
         if start == end {
-            return Ok((self.clone(), false));
+            return Ok((self.try_clone()?, false));
         }
         // The merged size is the product of the merged sizes, not a -1 to infer: with a 0
         // elsewhere, -1 could be anything.
@@ -536,12 +548,15 @@ impl Tensor {
         } else {
             self.shape[start..=end].iter().product()
         };
-        let sizes: SmallVec<[i64; 6]> = self.shape[..start]
-            .iter()
-            .chain(std::iter::once(&merged))
-            .chain(&self.shape[end + 1..])
-            .map(|&n| n as i64)
-            .collect();
+        let mut sizes: smallvec::SmallVec<[i64; 6]> =
+            try_small_with_capacity(start + 1 + (self.ndim() - end - 1))?;
+        sizes.extend(
+            self.shape[..start]
+                .iter()
+                .chain(std::iter::once(&merged))
+                .chain(&self.shape[end + 1..])
+                .map(|&n| n as i64),
+        );
         self.reshape(&sizes)
     }
 }

@@ -49,7 +49,7 @@ pub unsafe extern "C" fn bc_tensor_data(
         // A clone, not a borrow under the slot lock: the overlap test of an odd view may
         // enumerate its elements.
         let t = handle::get(t, "t")?;
-        let (ptr, extent, can_write) = (t.data_ptr(), t.extent_from_data(), t.is_writable());
+        let (ptr, extent, can_write) = (t.data_ptr(), t.extent_from_data(), t.is_writable()?);
         // SAFETY (this block): `data` is not NULL and the others are checked; all are valid for
         // one write by the caller's contract.
         unsafe {

@@ -10,6 +10,7 @@
 use super::boundary::{call, call_or};
 use super::handle::{self, bc_tensor, out_handle, BC_MAX_NDIM};
 use super::status::FfiError;
+use crate::engine::alloc::{try_box, try_small_with_capacity};
 use crate::engine::shape::{checked_nbytes, Dims, Strides};
 use crate::engine::{DType, Error, Tensor};
 use std::ffi::c_void;
@@ -140,28 +141,6 @@ mod abi {
 /// accepted (minor versions only add to the format).
 const VERSION: DLPackVersion = DLPackVersion { major: 1, minor: 0 };
 
-/// `value` in a new heap block, or `Error::Alloc` when the allocator refuses (`Box::new` would
-/// abort the process).
-fn try_box<T>(value: T) -> Result<Box<T>, Error> {
-    let layout = std::alloc::Layout::new::<T>();
-    if layout.size() == 0 {
-        return Ok(Box::new(value));
-    }
-    // SAFETY: the layout has a non-zero size.
-    let p = unsafe { std::alloc::alloc(layout) }.cast::<T>();
-    if p.is_null() {
-        return Err(Error::Alloc {
-            bytes: layout.size(),
-        });
-    }
-    // SAFETY: `p` is a fresh block of T's layout from the global allocator, which is what
-    // `Box::from_raw` takes.
-    unsafe {
-        p.write(value);
-        Ok(Box::from_raw(p))
-    }
-}
-
 /// DLPack's (code, bits) of each element type.
 fn dl_dtype(dtype: DType) -> DLDataType {
     let (code, bits) = match dtype {
@@ -188,7 +167,7 @@ fn dtype_of(t: DLDataType) -> Result<DType, FfiError> {
         .into_iter()
         .find(|&d| dl_dtype(d) == t)
         .ok_or_else(|| {
-            FfiError::invalid(format!(
+            FfiError::invalid(format_args!(
                 "DLPack data type (code {}, bits {}, lanes {}) is not supported: libbroadcast takes \
                  bool, uint8, int8 to int64, float16, bfloat16, float32 and float64, one lane",
                 t.code, t.bits, t.lanes
@@ -253,7 +232,7 @@ unsafe fn export<M>(
             bytes: entries * std::mem::size_of::<i64>(),
         })?;
         let dl = dl_tensor_of(&tensor, &mut dims);
-        let managed = make(dl, tensor.is_writable())?;
+        let managed = make(dl, tensor.is_writable()?)?;
         let block = Box::into_raw(try_box(Export {
             managed,
             tensor,
@@ -423,7 +402,7 @@ unsafe fn import<M: 'static>(
         )
     };
     if device_type != DLDeviceType::kDLCPU as i32 {
-        return Err(FfiError::invalid(format!(
+        return Err(FfiError::invalid(format_args!(
             "DLPack device type {device_type} is not supported: libbroadcast reads CPU memory \
              (kDLCPU = 1) only"
         )));
@@ -433,25 +412,25 @@ unsafe fn import<M: 'static>(
         .ok()
         .filter(|&n| n <= BC_MAX_NDIM)
         .ok_or_else(|| {
-            FfiError::invalid(format!(
+            FfiError::invalid(format_args!(
                 "DLPack ndim {ndim} is out of range (0 to {BC_MAX_NDIM})"
             ))
         })?;
     // SAFETY: DLPack's contract: shape holds ndim sizes, and strides, when not NULL, ndim.
     let shape: Dims = unsafe { super::handle::dims_in(shape, ndim, "dl_tensor.shape")? };
     let strides: Strides = if strides.is_null() {
-        crate::engine::shape::contiguous_strides(&shape)
+        crate::engine::shape::contiguous_strides(&shape)?
     } else {
         let raw = unsafe { super::handle::slice_in(strides, ndim, "dl_tensor.strides")? };
-        raw.iter()
-            .map(|&s| {
-                isize::try_from(s).ok().filter(|&s| s >= 0).ok_or_else(|| {
-                    FfiError::invalid(format!(
-                        "DLPack stride {s} is not supported: strides must not be negative"
-                    ))
-                })
-            })
-            .collect::<Result<_, _>>()?
+        let mut out: Strides = try_small_with_capacity(ndim)?;
+        for &s in raw {
+            out.push(isize::try_from(s).ok().filter(|&s| s >= 0).ok_or_else(|| {
+                FfiError::invalid(format_args!(
+                    "DLPack stride {s} is not supported: strides must not be negative"
+                ))
+            })?);
+        }
+        out
     };
     // The memory the view spans, from its first element: DLPack gives no storage size.
     let numel = crate::engine::shape::checked_numel(&shape)?;
@@ -510,7 +489,7 @@ unsafe fn import<M: 'static>(
 
 /// Registers an imported tensor as `*slot`, then arms its deleter.
 fn hand_out_import(
-    slot: &mut *mut bc_tensor,
+    slot: super::handle::OutHandle<'_>,
     (t, armed): (Tensor, Option<NonNull<AtomicBool>>),
 ) -> Result<(), FfiError> {
     super::handle::hand_out(slot, t)?;
@@ -557,7 +536,7 @@ pub unsafe extern "C" fn bc_tensor_from_dlpack_versioned(
         }
         let (version, flags, deleter) = unsafe { ((*m).version, (*m).flags, (*m).deleter) };
         if version.major != VERSION.major {
-            return Err(FfiError::invalid(format!(
+            return Err(FfiError::invalid(format_args!(
                 "DLPack version {}.{} is not supported: libbroadcast reads major version 1",
                 version.major, version.minor
             )));

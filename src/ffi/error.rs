@@ -1,6 +1,8 @@
 //! Reading failures: a static text per status, and the per-thread record of the last failure.
-use super::boundary::{call_or, LastError, LAST_ERROR};
+use super::boundary::{call_or, with_last_error};
+use super::handle::BC_MAX_NDIM;
 use super::status::status_text;
+use crate::engine::Error;
 use std::ffi::c_char;
 
 /// A static, NUL-terminated description of `status` ("unknown status" for a code that is not one
@@ -26,9 +28,8 @@ pub extern "C" fn bc_status_str(status: i32) -> *const c_char {
 #[no_mangle]
 pub unsafe extern "C" fn bc_last_error_message(buf: *mut c_char, len: usize) -> usize {
     call_or(0, || {
-        LAST_ERROR.with(|slot| {
-            let slot = slot.borrow();
-            let msg = slot.message.as_bytes();
+        with_last_error(0, |last| {
+            let msg = last.message();
             if !buf.is_null() && len > 0 {
                 let n = msg.len().min(len - 1);
                 // SAFETY: buf is valid for len bytes (caller's contract) and n < len.
@@ -47,16 +48,14 @@ pub unsafe extern "C" fn bc_last_error_message(buf: *mut c_char, len: usize) -> 
 #[no_mangle]
 pub extern "C" fn bc_last_error_status() -> i32 {
     call_or(super::status::BC_ERR_INTERNAL, || {
-        LAST_ERROR.with(|slot| slot.borrow().status)
+        with_last_error(super::status::BC_ERR_INTERNAL, |last| last.status)
     })
 }
 
 /// Forgets the last failure on this thread: the message becomes `""`, the status `BC_OK`.
 #[no_mangle]
 pub extern "C" fn bc_last_error_clear() {
-    call_or((), || {
-        LAST_ERROR.with(|slot| *slot.borrow_mut() = Default::default())
-    })
+    call_or((), || with_last_error((), |last| last.clear()))
 }
 
 /// What exactly went wrong, for callers that react to a failure rather than print it.
@@ -84,16 +83,23 @@ pub const BC_ERROR_KIND_EXPAND_NEGATIVE: i32 = 8;
 pub const BC_ERROR_KIND_CAST_REFUSED: i32 = 9;
 /// Subtraction with bool operands.
 pub const BC_ERROR_KIND_BOOL_SUBTRACTION: i32 = 10;
+/// Two elements of the written-to tensor share a memory location (no fields).
 pub const BC_ERROR_KIND_INTERNAL_OVERLAP: i32 = 11;
+/// The written-to tensor partly overlaps an input (no fields).
 pub const BC_ERROR_KIND_PARTIAL_OVERLAP: i32 = 12;
+/// An element or byte count does not fit (no fields; the message names the quantity).
 pub const BC_ERROR_KIND_OVERFLOW: i32 = 13;
-/// Allocation failed: `size_a` = bytes requested.
+/// Allocation failed: `size_a` = bytes requested, or -1 when the handle limit was reached.
 pub const BC_ERROR_KIND_ALLOC: i32 = 14;
+/// An argument outside its domain (no fields; the message says which and why).
 pub const BC_ERROR_KIND_INVALID_ARGUMENT: i32 = 15;
 /// `size_a` = needed, `size_b` = given.
 pub const BC_ERROR_KIND_BUFFER_TOO_SMALL: i32 = 16;
+/// A required pointer was NULL (no fields; the message names the argument).
 pub const BC_ERROR_KIND_NULL_ARG: i32 = 17;
+/// A handle that is not live (no fields; the message names the argument).
 pub const BC_ERROR_KIND_INVALID_HANDLE: i32 = 18;
+/// A panic was caught at the boundary (no fields).
 pub const BC_ERROR_KIND_INTERNAL: i32 = 19;
 /// A write to a read-only tensor (`BC_ERR_READ_ONLY`).
 pub const BC_ERROR_KIND_READ_ONLY: i32 = 60;
@@ -132,10 +138,23 @@ pub struct bc_error_info {
     pub ndim_b: i64,
 }
 
-fn info_of(last: &LastError) -> (bc_error_info, Vec<i64>, Vec<i64>) {
+/// A shape of an error, as sizes or as signed target sizes.
+#[derive(Clone, Copy)]
+enum Shape<'a> {
+    Sizes(&'a [usize]),
+    Targets(&'a [i64]),
+}
+
+/// A failure as data: the fields of `bc_error_info`, and its shapes a and b copied into `shapes`
+/// (no allocation: this runs when a failure is recorded, possibly with memory exhausted).
+pub(crate) fn describe(
+    status: i32,
+    error: Option<&Error>,
+    shapes: &mut [[i64; BC_MAX_NDIM]; 2],
+) -> bc_error_info {
     use crate::engine::Error as E;
     let mut info = bc_error_info {
-        status: last.status,
+        status,
         kind: BC_ERROR_KIND_NONE,
         dim: -1,
         size_a: -1,
@@ -146,14 +165,16 @@ fn info_of(last: &LastError) -> (bc_error_info, Vec<i64>, Vec<i64>) {
         ndim_a: -1,
         ndim_b: -1,
     };
-    let to_i64 = |v: &[usize]| v.iter().map(|&d| d as i64).collect::<Vec<i64>>();
+    let to_i64 = Shape::Sizes;
     let (mut a, mut b) = (None, None);
-    match &last.error {
+    match error {
         None => {
-            info.kind = match last.status {
+            info.kind = match status {
                 super::status::BC_OK => BC_ERROR_KIND_NONE,
                 super::status::BC_ERR_NULL_ARG => BC_ERROR_KIND_NULL_ARG,
                 super::status::BC_ERR_INVALID_HANDLE => BC_ERROR_KIND_INVALID_HANDLE,
+                // The handle limit: no byte count (`size_a` stays -1).
+                super::status::BC_ERR_ALLOC => BC_ERROR_KIND_ALLOC,
                 _ => BC_ERROR_KIND_INTERNAL,
             }
         }
@@ -206,12 +227,12 @@ fn info_of(last: &LastError) -> (bc_error_info, Vec<i64>, Vec<i64>) {
             } => {
                 info.kind = BC_ERROR_KIND_EXPAND_MISMATCH;
                 (info.dim, info.size_a, info.size_b) = (*dim as i64, *target, *size as i64);
-                (a, b) = (Some(to_i64(shape)), Some(sizes.clone()));
+                (a, b) = (Some(to_i64(shape)), Some(Shape::Targets(sizes)));
             }
             E::ExpandLeadingMinusOne { sizes, shape, dim } => {
                 info.kind = BC_ERROR_KIND_EXPAND_LEADING;
                 info.dim = *dim as i64;
-                (a, b) = (Some(to_i64(shape)), Some(sizes.clone()));
+                (a, b) = (Some(to_i64(shape)), Some(Shape::Targets(sizes)));
             }
             E::ExpandTooFewSizes { given, ndim } => {
                 info.kind = BC_ERROR_KIND_EXPAND_TOO_FEW_SIZES;
@@ -239,11 +260,11 @@ fn info_of(last: &LastError) -> (bc_error_info, Vec<i64>, Vec<i64>) {
             E::ViewSize { sizes, numel } => {
                 info.kind = BC_ERROR_KIND_VIEW_SIZE;
                 info.size_a = *numel as i64;
-                b = Some(sizes.clone());
+                b = Some(Shape::Targets(sizes));
             }
             E::ViewAmbiguous { sizes } => {
                 info.kind = BC_ERROR_KIND_VIEW_AMBIGUOUS;
-                b = Some(sizes.clone());
+                b = Some(Shape::Targets(sizes));
             }
             E::ViewStrides { shape, sizes } => {
                 info.kind = BC_ERROR_KIND_VIEW_STRIDES;
@@ -259,9 +280,36 @@ fn info_of(last: &LastError) -> (bc_error_info, Vec<i64>, Vec<i64>) {
             _ => info.kind = BC_ERROR_KIND_INVALID_ARGUMENT,
         },
     }
-    info.ndim_a = a.as_ref().map_or(-1, |v| v.len() as i64);
-    info.ndim_b = b.as_ref().map_or(-1, |v| v.len() as i64);
-    (info, a.unwrap_or_default(), b.unwrap_or_default())
+    for ((shape, ndim), out) in [(a, &mut info.ndim_a), (b, &mut info.ndim_b)]
+        .into_iter()
+        .zip(shapes.iter_mut())
+    {
+        *ndim = match shape {
+            None => -1,
+            Some(Shape::Sizes(s)) => copy_shape(s.iter().map(|&d| d as i64), out),
+            Some(Shape::Targets(s)) => copy_shape(s.iter().copied(), out),
+        };
+    }
+    info
+}
+
+/// Copies up to `BC_MAX_NDIM` sizes (every shape the library accepts has at most that many).
+fn copy_shape(sizes: impl Iterator<Item = i64>, out: &mut [i64; BC_MAX_NDIM]) -> i64 {
+    let mut n = 0;
+    for (o, d) in out.iter_mut().zip(sizes) {
+        *o = d;
+        n += 1;
+    }
+    n
+}
+
+/// The record's failure as data, or "no failure" (kind NONE, -1 fields) when there is none.
+fn recorded_info(last: &super::boundary::LastError) -> bc_error_info {
+    if last.status == super::status::BC_OK {
+        let mut none = [[0; BC_MAX_NDIM]; 2];
+        return describe(super::status::BC_OK, None, &mut none);
+    }
+    last.info
 }
 
 /// Fills `*out` with the last failure on this thread as data (kind, dimension, sizes, ...).
@@ -278,7 +326,10 @@ pub unsafe extern "C" fn bc_last_error_info(out: *mut bc_error_info) -> i32 {
         if out.is_null() {
             return super::status::BC_ERR_NULL_ARG;
         }
-        let info = LAST_ERROR.with(|slot| info_of(&slot.borrow()).0);
+        let info = with_last_error(None, |last| Some(recorded_info(last)));
+        let Some(info) = info else {
+            return super::status::BC_ERR_INTERNAL;
+        };
         // SAFETY: non-NULL and valid by the caller's contract.
         unsafe { out.write(info) };
         super::status::BC_OK
@@ -308,12 +359,18 @@ pub unsafe extern "C" fn bc_last_error_shape(
         if ndim.is_null() {
             return BC_ERR_NULL_ARG;
         }
-        let (info, a, b) = LAST_ERROR.with(|slot| info_of(&slot.borrow()));
-        let (n, shape) = match which {
-            0 => (info.ndim_a, a),
-            1 => (info.ndim_b, b),
-            _ => return BC_ERR_INVALID_ARG,
+        if !(0..=1).contains(&which) {
+            return BC_ERR_INVALID_ARG;
+        }
+        let got = with_last_error(None, |last| {
+            let info = recorded_info(last);
+            let n = if which == 0 { info.ndim_a } else { info.ndim_b };
+            Some((n, last.shapes[which as usize]))
+        });
+        let Some((n, sizes)) = got else {
+            return BC_ERR_INTERNAL;
         };
+        let shape = &sizes[..n.max(0) as usize];
         // SAFETY: non-NULL and valid by the caller's contract.
         unsafe { ndim.write(n) };
         if n < 0 {

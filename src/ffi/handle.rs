@@ -1,11 +1,15 @@
 //! Tensor handles and every conversion of a caller's pointer. A `bc_tensor *` is never
 //! dereferenced: it is a token (slot index + generation) into a registry of live tensors, so a
 //! freed, twice-freed or made-up handle is recognised and refused instead of being followed.
+//!
+//! Nothing here allocates except a new chunk of slots, which is allocated fallibly: the registry
+//! keeps its free slots in lists threaded through the slots themselves, so freeing a handle never
+//! needs memory, and reaching the handle limit or failing to grow is `BC_ERR_ALLOC`.
 use super::status::FfiError;
 use crate::engine::shape::Dims;
 use crate::engine::Tensor;
-use std::cell::{RefCell, UnsafeCell};
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::cell::{Cell, UnsafeCell};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
 /// An opaque tensor handle. Obtain one from a `bc_tensor_*` constructor, a view function or an
 /// operation; release it with `bc_tensor_free`. Handles are tokens, not addresses: never
@@ -16,6 +20,7 @@ pub struct bc_tensor {
 
 /// Largest number of dimensions a shape may have.
 pub const BC_MAX_NDIM: usize = 64;
+const _: () = assert!(BC_MAX_NDIM == crate::engine::shape::MAX_NDIM);
 
 /// Slots live in fixed-size chunks that are allocated on first need and never move or go away,
 /// so a lookup finds its slot without any registry-wide lock: it locks only that slot. Threads
@@ -109,18 +114,23 @@ impl<T> Drop for SpinGuard<'_, T> {
     }
 }
 
-struct Slot {
-    /// (generation, tensor): the generation grows by one at every free of the slot.
-    inner: SpinLock<(u32, Option<Tensor>)>,
+/// The tensor a slot holds, and the slot's generation: it grows by one at every free, and a
+/// token names the slot only at the generation it was made at.
+struct SlotData {
+    generation: u64,
+    tensor: Option<Tensor>,
 }
 
-impl Default for Slot {
-    fn default() -> Slot {
-        Slot {
-            inner: SpinLock::new((0, None)),
-        }
-    }
+struct Slot {
+    inner: SpinLock<SlotData>,
+    /// While the slot is free: the next slot of the free list it is on ([`NONE`] at the end).
+    /// Written only by the thread that owns the list (under the allocator lock for the shared
+    /// list).
+    next: AtomicU32,
 }
+
+/// No slot: the end of a free list.
+const NONE: u32 = u32::MAX;
 
 struct Chunk {
     slots: [Slot; CHUNK_SLOTS],
@@ -129,121 +139,346 @@ struct Chunk {
 static CHUNKS: [AtomicPtr<Chunk>; MAX_CHUNKS] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_CHUNKS];
 
-/// Which slots exist (`next`) and which of them are free; the others hold live handles.
+/// Which slots exist (`next`) and the shared list of free ones; the others hold live handles or
+/// sit in a thread's cache.
 struct Allocator {
     next: usize,
-    free: Vec<u32>,
+    free: u32,
 }
 static ALLOCATOR: SpinLock<Allocator> = SpinLock::new(Allocator {
     next: 0,
-    free: Vec::new(),
+    free: NONE,
 });
 
-/// Slots this thread freed, kept for its next registrations: a loop that makes and frees
-/// handles then never takes the allocator lock. Handed back to the shared list when the thread
-/// ends; beyond [`LOCAL_FREE_MAX`] freed slots go straight there.
-struct LocalFree(Vec<u32>);
-
-impl Drop for LocalFree {
-    fn drop(&mut self) {
-        if !self.0.is_empty() {
-            ALLOCATOR.lock().free.append(&mut self.0);
-        }
-    }
-}
-
-const LOCAL_FREE_MAX: usize = 64;
-
-thread_local! {
-    static LOCAL_FREE: RefCell<LocalFree> = const { RefCell::new(LocalFree(Vec::new())) };
-}
-
-/// Low half of the token: slot index + 1 (so no token is NULL); high half: the generation.
-const INDEX_BITS: u32 = usize::BITS / 2;
+/// Token layout: the low `INDEX_BITS` hold the slot index + 1 (so no token is NULL), the high
+/// bits the slot's generation. On 64-bit targets that is 24 bits of index (the handle limit,
+/// 16,777,215 live handles) and 40 of generation: a slot is reused 2^40 - 1 times (at 200 ns per
+/// make-and-free, 2.5 days of doing nothing else) and then retired for good, never reused, so a
+/// token can never come back (see [`release`]).
+const INDEX_BITS: u32 = if usize::BITS >= 64 { 24 } else { 16 };
 const INDEX_MASK: usize = (1 << INDEX_BITS) - 1;
+/// Generations `0..=LAST_GENERATION` fit a token.
+const LAST_GENERATION: u64 = (1u64 << (usize::BITS - INDEX_BITS)) - 1;
+/// Most slots: every index + 1 fits the index bits.
 const MAX_SLOTS: usize = if CHUNK_SLOTS * MAX_CHUNKS < INDEX_MASK {
     CHUNK_SLOTS * MAX_CHUNKS
 } else {
-    INDEX_MASK - 1
+    INDEX_MASK
 };
+/// The handle limit, for messages.
+pub(crate) const MAX_HANDLES: usize = MAX_SLOTS;
+/// The slot limit in force: [`MAX_SLOTS`], or less for tests ([`set_slot_limit_for_tests`]).
+static SLOT_LIMIT: AtomicUsize = AtomicUsize::new(MAX_SLOTS);
 
 /// XORed into every token so that small integers and ordinary pointers do not decode to the
 /// first slots at generation 0: a stray value then names a live handle only by chance. Its low
-/// half is 0, so no token is NULL.
+/// bits are 0, so no token is NULL.
 const KEY: usize = 0x9E37_79B9_7F4A_7C15_u64 as usize & !INDEX_MASK;
 
-fn encode(index: usize, generation: u32) -> *mut bc_tensor {
-    let gen = (generation as usize) & INDEX_MASK;
-    (((gen << INDEX_BITS) | (index + 1)) ^ KEY) as *mut bc_tensor
+fn encode(index: usize, generation: u64) -> *mut bc_tensor {
+    let token = ((generation as usize) << INDEX_BITS) | (index + 1);
+    (token ^ KEY) as *mut bc_tensor
 }
 
-fn decode(handle: *const bc_tensor) -> (usize, u32) {
+fn decode(handle: *const bc_tensor) -> (usize, u64) {
     let raw = handle as usize ^ KEY;
     (
         (raw & INDEX_MASK).wrapping_sub(1),
-        (raw >> INDEX_BITS) as u32,
+        (raw >> INDEX_BITS) as u64,
     )
-}
-
-fn same_generation(a: u32, b: u32) -> bool {
-    let mask = INDEX_MASK as u32;
-    a & mask == b & mask
 }
 
 /// The slot at `index`, if its chunk exists.
 fn slot(index: usize) -> Option<&'static Slot> {
     let chunk = CHUNKS.get(index / CHUNK_SLOTS)?.load(Ordering::Acquire);
-    // SAFETY: a non-null chunk pointer comes from Box::into_raw in `register` and is never freed.
+    // SAFETY: a non-null chunk pointer comes from `new_chunk` and is never freed.
     let chunk = unsafe { chunk.as_ref()? };
     Some(&chunk.slots[index % CHUNK_SLOTS])
 }
 
-/// A new chunk of empty slots. Out of line: building the chunk takes a frame of tens of KiB,
-/// which would otherwise be probed page by page on every registration.
+/// A new chunk of empty slots, or `None` when the memory is refused. Built in place, slot by
+/// slot: a chunk is tens of KiB, too large to build on the stack and move.
 #[cold]
 #[inline(never)]
-fn new_chunk() -> *mut Chunk {
-    Box::into_raw(Box::new(Chunk {
-        slots: std::array::from_fn(|_| Slot::default()),
-    }))
+fn new_chunk() -> Option<*mut Chunk> {
+    let layout = std::alloc::Layout::new::<Chunk>();
+    // SAFETY: the layout has a non-zero size.
+    let chunk = unsafe { std::alloc::alloc(layout) }.cast::<Chunk>();
+    if chunk.is_null() {
+        return None;
+    }
+    for i in 0..CHUNK_SLOTS {
+        // SAFETY: slot i of the fresh block, written once before anything reads it.
+        unsafe {
+            std::ptr::addr_of_mut!((*chunk).slots[i]).write(Slot {
+                inner: SpinLock::new(SlotData {
+                    generation: 0,
+                    tensor: None,
+                }),
+                next: AtomicU32::new(NONE),
+            })
+        };
+    }
+    Some(chunk)
 }
 
-/// Registers `t` and returns its new handle.
-pub(crate) fn register(t: Tensor) -> Result<*mut bc_tensor, FfiError> {
-    let cached = LOCAL_FREE
-        .try_with(|l| l.borrow_mut().0.pop())
-        .ok()
-        .flatten();
-    let index = if let Some(i) = cached {
-        i as usize
-    } else {
-        let mut alloc = ALLOCATOR.lock();
-        match alloc.free.pop() {
-            Some(i) => i as usize,
-            None => {
-                let i = alloc.next;
-                if i >= MAX_SLOTS {
-                    return Err(FfiError::invalid("too many live tensor handles"));
-                }
-                if i % CHUNK_SLOTS == 0 {
-                    CHUNKS[i / CHUNK_SLOTS].store(new_chunk(), Ordering::Release);
-                }
-                alloc.next = i + 1;
-                i
+/// Number of chunks allocated so far (tests account for them: they are never freed).
+#[doc(hidden)]
+pub fn registry_chunks() -> usize {
+    ALLOCATOR.lock().next.div_ceil(CHUNK_SLOTS)
+}
+
+/// Bytes of one chunk of slots.
+#[doc(hidden)]
+pub const CHUNK_BYTES: usize = std::mem::size_of::<Chunk>();
+
+/// Lowers the number of slots the registry may ever create (`MAX_SLOTS` at most), so tests can
+/// reach the handle limit without millions of handles; returns the previous limit. Not exported
+/// from the shared library.
+#[doc(hidden)]
+pub fn set_slot_limit_for_tests(limit: usize) -> usize {
+    SLOT_LIMIT.swap(limit.min(MAX_SLOTS), Ordering::SeqCst)
+}
+
+/// Moves the slot of the live handle `h` to `generation` (at most the last one a token can
+/// hold), as if it had been freed and reused that often, and returns the handle's new token (`h`
+/// itself then reads as stale). For tests of generation exhaustion, which cannot run 2^40
+/// cycles. Not exported from the shared library.
+#[doc(hidden)]
+pub fn set_generation_for_tests(h: *mut bc_tensor, generation: u64) -> Option<*mut bc_tensor> {
+    let (index, old) = decode(h);
+    let mut inner = slot(index)?.inner.lock();
+    if inner.tensor.is_none() || inner.generation != old || generation > LAST_GENERATION {
+        return None;
+    }
+    inner.generation = generation;
+    Some(encode(index, generation))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Free slots: a shared list under the allocator lock, and a per-thread cache in front of it.
+
+/// This thread's freed slots, kept for its next registrations: a loop that makes and frees
+/// handles then never takes the allocator lock. A list threaded through the slots (`Slot::next`),
+/// so the thread-local is plain data: it is never destroyed (usable while the thread exits) and
+/// caching never allocates.
+#[derive(Clone, Copy)]
+struct LocalFree {
+    head: u32,
+    len: u32,
+    state: CacheState,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CacheState {
+    /// No thread-exit hook yet: slots freed here go to the shared list.
+    Off,
+    /// The thread-exit hook is registered: it hands the cache back.
+    On,
+    /// The thread is exiting (the hook ran): no more caching.
+    Closed,
+}
+
+const LOCAL_FREE_MAX: u32 = 64;
+
+thread_local! {
+    static LOCAL_FREE: Cell<LocalFree> = const {
+        Cell::new(LocalFree {
+            head: NONE,
+            len: 0,
+            state: CacheState::Off,
+        })
+    };
+}
+
+/// The slot at a free-list index (every index on a list names an existing slot).
+fn listed(index: u32) -> &'static Slot {
+    slot(index as usize).expect("listed slots exist")
+}
+
+/// Pops a slot from this thread's cache.
+fn pop_local() -> Option<usize> {
+    let mut local = LOCAL_FREE.get();
+    if local.head == NONE {
+        return None;
+    }
+    let index = local.head;
+    local.head = listed(index).next.load(Ordering::Relaxed);
+    local.len -= 1;
+    LOCAL_FREE.set(local);
+    Some(index as usize)
+}
+
+/// Pushes a freed slot on this thread's cache; false when the cache is full or off (the caller
+/// then puts the slot on the shared list).
+fn push_local(index: usize) -> bool {
+    let mut local = LOCAL_FREE.get();
+    if local.len >= LOCAL_FREE_MAX {
+        return false;
+    }
+    if local.state == CacheState::Off {
+        if !thread_exit::register() {
+            return false;
+        }
+        local.state = CacheState::On;
+    }
+    if local.state != CacheState::On {
+        return false;
+    }
+    listed(index as u32)
+        .next
+        .store(local.head, Ordering::Relaxed);
+    local.head = index as u32;
+    local.len += 1;
+    LOCAL_FREE.set(local);
+    true
+}
+
+/// Hands this thread's cached slots back to the shared list and stops caching: the thread is
+/// exiting.
+fn close_local() {
+    let mut local = LOCAL_FREE.get();
+    let (head, len) = (local.head, local.len);
+    local.head = NONE;
+    local.len = 0;
+    local.state = CacheState::Closed;
+    LOCAL_FREE.set(local);
+    if len == 0 {
+        return;
+    }
+    let mut tail = head;
+    for _ in 1..len {
+        tail = listed(tail).next.load(Ordering::Relaxed);
+    }
+    let mut alloc = ALLOCATOR.lock();
+    listed(tail).next.store(alloc.free, Ordering::Relaxed);
+    alloc.free = head;
+}
+
+/// A thread-exit hook that runs [`close_local`], registered per thread through a POSIX key
+/// (`pthread_setspecific` reports a refusal, where a Rust thread-local with a destructor would
+/// abort when glibc cannot allocate its record). Without it a thread caches nothing.
+#[cfg(unix)]
+mod thread_exit {
+    use std::sync::OnceLock;
+
+    static KEY: OnceLock<Option<libc::pthread_key_t>> = OnceLock::new();
+
+    unsafe extern "C" fn on_exit(_: *mut libc::c_void) {
+        super::close_local();
+    }
+
+    /// Arms the hook for this thread; false when that is not possible.
+    pub(super) fn register() -> bool {
+        let key = KEY.get_or_init(|| {
+            let mut key = 0;
+            // SAFETY: `key` is valid for a write; `on_exit` has the signature the key expects.
+            (unsafe { libc::pthread_key_create(&mut key, Some(on_exit)) } == 0).then_some(key)
+        });
+        // Any non-NULL value makes the key's destructor run at thread exit.
+        key.is_some_and(|key| {
+            // SAFETY: a key created above.
+            unsafe {
+                libc::pthread_setspecific(key, std::ptr::NonNull::<u8>::dangling().as_ptr().cast())
+                    == 0
+            }
+        })
+    }
+
+    /// Unloading the library: threads that exit later must not call into unmapped code.
+    #[cfg(target_os = "linux")]
+    #[used]
+    #[link_section = ".fini_array"]
+    static ON_UNLOAD: extern "C" fn() = {
+        extern "C" fn delete_key() {
+            if let Some(Some(key)) = KEY.get() {
+                // SAFETY: a key created by `register`; deleting it only stops its destructor.
+                unsafe { libc::pthread_key_delete(*key) };
             }
         }
+        delete_key
     };
-    // The slot is ours until it holds a tensor: it is on no free list, and stale handles to it
-    // carry an older generation.
-    let slot = slot(index).expect("allocated slots have a chunk");
-    let mut inner = slot.inner.lock();
-    inner.1 = Some(t);
-    Ok(encode(index, inner.0))
+}
+
+#[cfg(not(unix))]
+mod thread_exit {
+    /// No portable fallible thread-exit hook here: every freed slot goes to the shared list.
+    pub(super) fn register() -> bool {
+        false
+    }
+}
+
+/// A slot taken for a handle about to be made. Dropping it unused puts it back, so a call can
+/// take its slot before it builds anything it could not undo (a wrapped tensor's release
+/// callback must not run when the call fails).
+pub(crate) struct Reserved {
+    index: usize,
+}
+
+impl Reserved {
+    /// Puts `t` in the slot and returns its handle. Cannot fail.
+    pub(crate) fn fill(self, t: Tensor) -> *mut bc_tensor {
+        let index = self.index;
+        std::mem::forget(self);
+        // The slot is ours until it holds a tensor: it is on no free list, and stale handles to
+        // it carry an older generation.
+        let mut inner = listed(index as u32).inner.lock();
+        inner.tensor = Some(t);
+        encode(index, inner.generation)
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        free_slot(self.index);
+    }
+}
+
+/// Takes a free slot: from this thread's cache, else the shared list, else a new one (a new
+/// chunk every [`CHUNK_SLOTS`]).
+pub(crate) fn reserve() -> Result<Reserved, FfiError> {
+    if let Some(index) = pop_local() {
+        return Ok(Reserved { index });
+    }
+    let mut alloc = ALLOCATOR.lock();
+    if alloc.free != NONE {
+        let index = alloc.free;
+        alloc.free = listed(index).next.load(Ordering::Relaxed);
+        return Ok(Reserved {
+            index: index as usize,
+        });
+    }
+    let index = alloc.next;
+    if index >= SLOT_LIMIT.load(Ordering::Relaxed) {
+        return Err(FfiError::HandleLimit);
+    }
+    if index % CHUNK_SLOTS == 0 {
+        let chunk = new_chunk().ok_or(crate::engine::Error::Alloc { bytes: CHUNK_BYTES })?;
+        CHUNKS[index / CHUNK_SLOTS].store(chunk, Ordering::Release);
+    }
+    alloc.next = index + 1;
+    Ok(Reserved { index })
+}
+
+/// Registers `t` and returns its new handle (`t` is dropped when there is no slot for it).
+pub(crate) fn register(t: Tensor) -> Result<*mut bc_tensor, FfiError> {
+    Ok(reserve()?.fill(t))
+}
+
+/// Puts an empty slot on a free list: this thread's cache, or the shared list.
+fn free_slot(index: usize) {
+    if !push_local(index) {
+        let mut alloc = ALLOCATOR.lock();
+        listed(index as u32)
+            .next
+            .store(alloc.free, Ordering::Relaxed);
+        alloc.free = index as u32;
+    }
 }
 
 /// The tensor behind a handle argument (a cheap clone: storage is shared).
 pub(crate) fn get(handle: *const bc_tensor, name: &'static str) -> Result<Tensor, FfiError> {
-    with([(handle, name)], |_| false, |[t]| t.clone())
+    Ok(with([(handle, name)], |_| true, |[t]| t.try_clone())??)
 }
 
 /// Runs `f` on the tensor behind one handle, borrowed under its slot's lock: for reading
@@ -272,7 +507,7 @@ pub(crate) fn with<const K: usize, R>(
     inline: impl FnOnce([&Tensor; K]) -> bool,
     f: impl FnOnce([&Tensor; K]) -> R,
 ) -> Result<R, FfiError> {
-    let mut found: [(usize, u32, Option<&'static Slot>); K] = [(0, 0, None); K];
+    let mut found: [(usize, u64, Option<&'static Slot>); K] = [(0, 0, None); K];
     for (i, &(h, name)) in handles.iter().enumerate() {
         if h.is_null() {
             // An earlier argument that is not live is the first error.
@@ -318,7 +553,7 @@ pub(crate) fn with<const K: usize, R>(
         let live = slot.is_some_and(|slot| {
             // SAFETY: every slot in `found` is locked (once) in `held`.
             let inner = unsafe { slot.inner.get_locked() };
-            inner.1.is_some() && same_generation(inner.0, generation)
+            inner.tensor.is_some() && inner.generation == generation
         });
         if !live {
             return Err(FfiError::InvalidHandle(handles[i].1));
@@ -328,43 +563,46 @@ pub(crate) fn with<const K: usize, R>(
         let slot = found[i].2.expect("checked live above");
         // SAFETY: locked in `held`, which outlives every use of these references below.
         let inner = unsafe { slot.inner.get_locked() };
-        inner.1.as_ref().expect("checked live above")
+        inner.tensor.as_ref().expect("checked live above")
     });
     if inline(tensors) {
         return Ok(f(tensors));
     }
-    let owned: [Tensor; K] = tensors.map(Tensor::clone);
+    let mut owned: [Option<Tensor>; K] = [const { None }; K];
+    for (o, t) in owned.iter_mut().zip(tensors) {
+        *o = Some(t.try_clone()?);
+    }
     drop(held);
-    Ok(f(owned.each_ref()))
+    Ok(f(owned
+        .each_ref()
+        .map(|t| t.as_ref().expect("cloned above"))))
 }
 
 /// Frees a handle. Returns false when it was not live. The tensor is dropped after the locks are
 /// released, because dropping may run a caller's release callback, which may call back in.
+///
+/// A slot at the last generation a token can hold is retired instead of reused: its next handle
+/// would repeat a token that was handed out before, and a stale copy of that token would then
+/// name someone else's tensor. A retired slot costs its 0.01% share of a chunk, once per 2^40
+/// frees of it.
 pub(crate) fn release(handle: *mut bc_tensor) -> bool {
     let (index, generation) = decode(handle);
     let Some(slot) = slot(index) else {
         return false;
     };
-    let taken = {
+    let (taken, retired) = {
         let mut inner = slot.inner.lock();
-        if !same_generation(inner.0, generation) || inner.1.is_none() {
+        if inner.generation != generation || inner.tensor.is_none() {
             return false;
         }
-        inner.0 = inner.0.wrapping_add(1);
-        inner.1.take()
+        let retired = inner.generation == LAST_GENERATION;
+        if !retired {
+            inner.generation += 1;
+        }
+        (inner.tensor.take(), retired)
     };
-    let kept = LOCAL_FREE
-        .try_with(|l| {
-            let mut l = l.borrow_mut();
-            let fits = l.0.len() < LOCAL_FREE_MAX;
-            if fits {
-                l.0.push(index as u32);
-            }
-            fits
-        })
-        .unwrap_or(false);
-    if !kept {
-        ALLOCATOR.lock().free.push(index as u32);
+    if !retired {
+        free_slot(index);
     }
     drop(taken);
     true
@@ -380,30 +618,52 @@ pub(crate) fn is_live(handle: *const bc_tensor) -> bool {
 pub(crate) fn live_count() -> usize {
     let next = ALLOCATOR.lock().next;
     (0..next)
-        .filter(|&i| slot(i).is_some_and(|s| s.inner.lock().1.is_some()))
+        .filter(|&i| slot(i).is_some_and(|s| s.inner.lock().tensor.is_some()))
         .count()
 }
 
-/// Checks an out-pointer and clears it, so the caller sees NULL unless the call succeeds.
+/// A caller's `bc_tensor **out`, written once, when the call ends: the new handle on success
+/// ([`OutHandle::set`]), NULL on any failure (when dropped unset, also while unwinding). Writing
+/// last means an out-pointer may alias anything the call reads.
+pub(crate) struct OutHandle<'a> {
+    out: &'a mut *mut bc_tensor,
+    set: bool,
+}
+
+impl OutHandle<'_> {
+    pub(crate) fn set(mut self, handle: *mut bc_tensor) {
+        *self.out = handle;
+        self.set = true;
+    }
+}
+
+impl Drop for OutHandle<'_> {
+    fn drop(&mut self) {
+        if !self.set {
+            *self.out = std::ptr::null_mut();
+        }
+    }
+}
+
+/// Checks an out-pointer; the caller sees NULL there unless the call succeeds.
 ///
 /// # Safety
 /// `out`, when not NULL, must be valid for a write of one pointer.
 pub(crate) unsafe fn out_handle<'a>(
     out: *mut *mut bc_tensor,
     name: &'static str,
-) -> Result<&'a mut *mut bc_tensor, FfiError> {
+) -> Result<OutHandle<'a>, FfiError> {
     if out.is_null() {
         return Err(FfiError::NullArg(name));
     }
     // SAFETY: non-NULL and, by the caller's contract, valid for writes.
-    let slot = unsafe { &mut *out };
-    *slot = std::ptr::null_mut();
-    Ok(slot)
+    let out = unsafe { &mut *out };
+    Ok(OutHandle { out, set: false })
 }
 
 /// Registers `t` and stores its handle in `slot`.
-pub(crate) fn hand_out(slot: &mut *mut bc_tensor, t: Tensor) -> Result<(), FfiError> {
-    *slot = register(t)?;
+pub(crate) fn hand_out(slot: OutHandle<'_>, t: Tensor) -> Result<(), FfiError> {
+    slot.set(register(t)?);
     Ok(())
 }
 
@@ -454,24 +714,58 @@ pub(crate) unsafe fn dims_in(
     ndim: usize,
     name: &'static str,
 ) -> Result<Dims, FfiError> {
-    check_ndim(ndim, name)?;
+    // SAFETY: forwarded.
+    unsafe { dims_in_at(ptr, ndim, name, None) }
+}
+
+/// [`dims_in`] for element `index` of an array of shapes named `name` (errors name it as
+/// `name[index]`).
+///
+/// # Safety
+/// As [`slice_in`].
+pub(crate) unsafe fn dims_in_at(
+    ptr: *const i64,
+    ndim: usize,
+    name: &'static str,
+    index: Option<usize>,
+) -> Result<Dims, FfiError> {
+    let arg = ArgName(name, index);
+    if ndim > BC_MAX_NDIM {
+        return Err(too_many_dims(arg, ndim));
+    }
     // SAFETY: forwarded.
     let raw = unsafe { slice_in(ptr, ndim, name)? };
-    raw.iter()
-        .enumerate()
-        .map(|(i, &d)| {
-            usize::try_from(d).map_err(|_| {
-                FfiError::invalid(format!("`{name}`: size {d} at index {i} is negative"))
-            })
-        })
-        .collect()
+    let mut dims: Dims = crate::engine::alloc::try_small_elem(0, ndim)?;
+    for (i, (&d, out)) in raw.iter().zip(dims.iter_mut()).enumerate() {
+        *out = usize::try_from(d).map_err(|_| {
+            FfiError::invalid(format_args!("`{arg}`: size {d} at index {i} is negative"))
+        })?;
+    }
+    Ok(dims)
+}
+
+/// An argument's name in a message: `shape`, or `shapes[2]` for one entry of an array.
+#[derive(Clone, Copy)]
+struct ArgName(&'static str, Option<usize>);
+
+impl std::fmt::Display for ArgName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.1 {
+            Some(i) => write!(f, "{}[{i}]", self.0),
+            None => f.write_str(self.0),
+        }
+    }
+}
+
+fn too_many_dims(arg: ArgName, ndim: usize) -> FfiError {
+    FfiError::invalid(format_args!(
+        "`{arg}`: {ndim} dimensions, more than the {BC_MAX_NDIM} supported"
+    ))
 }
 
 pub(crate) fn check_ndim(ndim: usize, name: &'static str) -> Result<(), FfiError> {
     if ndim > BC_MAX_NDIM {
-        return Err(FfiError::invalid(format!(
-            "`{name}`: {ndim} dimensions, more than the {BC_MAX_NDIM} supported"
-        )));
+        return Err(too_many_dims(ArgName(name, None), ndim));
     }
     Ok(())
 }

@@ -16,7 +16,7 @@ fn op_in(code: i32) -> Result<BinaryOp, FfiError> {
     usize::try_from(code)
         .ok()
         .and_then(|i| BinaryOp::ALL.get(i).copied())
-        .ok_or_else(|| FfiError::invalid(format!("unknown op code {code}")))
+        .ok_or_else(|| FfiError::invalid(format_args!("unknown op code {code}")))
 }
 
 /// `*out = a op b` in a new tensor of the broadcast shape and PyTorch's result type.

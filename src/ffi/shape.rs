@@ -1,8 +1,10 @@
 //! Shapes without tensors.
 use super::boundary::call;
-use super::handle::{dims_in, dims_out, slice_in, write_out};
+use super::handle::{dims_in, dims_in_at, dims_out, slice_in, write_out};
 use super::status::FfiError;
+use crate::engine::alloc::{try_collect, try_vec};
 use crate::engine::shape::{broadcast_shapes, broadcast_shapes_n, Dims};
+use crate::engine::ErrorKind;
 
 /// Broadcasts shapes `a` and `b` (spec sections 1-2) into `out`.
 ///
@@ -12,7 +14,7 @@ use crate::engine::shape::{broadcast_shapes, broadcast_shapes_n, Dims};
 /// # Returns
 /// `BC_OK`; `BC_ERR_SHAPE` when the shapes do not broadcast (message: `The size of tensor a (A)
 /// must match the size of tensor b (B) at non-singleton dimension D`); `BC_ERR_BUFFER_TOO_SMALL`;
-/// `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG` for a negative size.
+/// `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG` for a negative size; `BC_ERR_ALLOC`.
 ///
 /// # Safety
 /// Each array must be valid for its length; `out_ndim` for one write.
@@ -44,7 +46,8 @@ pub unsafe extern "C" fn bc_shape_broadcast(
 /// # Returns
 /// `BC_OK`; `BC_ERR_SHAPE` (message: `Attempting to broadcast a dimension of length L at -K!
 /// Mismatching argument at index I had (..); but expected shape should be broadcastable to [..]`);
-/// `BC_ERR_BUFFER_TOO_SMALL`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG`.
+/// `BC_ERR_BUFFER_TOO_SMALL`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG` (a negative size: the
+/// message names the shape, as `shapes[i]`); `BC_ERR_ALLOC`.
 ///
 /// # Safety
 /// `shapes` and `ndims` must be valid for `n` reads, and each shape for its length.
@@ -64,14 +67,13 @@ pub unsafe extern "C" fn bc_shape_broadcast_n(
         // SAFETY (this block): the caller's contract on each array.
         let (ptrs, lens) =
             unsafe { (slice_in(shapes, n, "shapes")?, slice_in(ndims, n, "ndims")?) };
-        let all: Vec<Dims> = ptrs
-            .iter()
-            .zip(lens)
-            .map(|(&p, &len)| unsafe { dims_in(p, len, "shapes[i]") })
-            .collect::<Result<_, _>>()?;
+        let mut all: Vec<Dims> = try_vec(n)?;
+        for (i, (&p, &len)) in ptrs.iter().zip(lens).enumerate() {
+            all.push(unsafe { dims_in_at(p, len, "shapes", Some(i))? });
+        }
         let ndim = all.iter().map(|s| s.len()).max().unwrap_or(0);
         unsafe { write_out(out_ndim, ndim, "out_ndim")? };
-        let views: Vec<&[usize]> = all.iter().map(|s| &s[..]).collect();
+        let views: Vec<&[usize]> = try_collect(all.iter().map(|s| &s[..]))?;
         let shape = broadcast_shapes_n(&views)?;
         unsafe { dims_out(&shape, out, out_cap, "out") }
     })
@@ -81,7 +83,7 @@ pub unsafe extern "C" fn bc_shape_broadcast_n(
 /// `BC_OK` either way (not broadcastable is an answer here, not an error).
 ///
 /// # Returns
-/// `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG` for a negative size.
+/// `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG` for a negative size; `BC_ERR_ALLOC`.
 ///
 /// # Safety
 /// Each array must be valid for its length; `out` for one write.
@@ -99,6 +101,12 @@ pub unsafe extern "C" fn bc_shape_is_broadcastable(
         }
         // SAFETY (this block): the caller's contract on each array.
         let (a, b) = unsafe { (dims_in(a, a_ndim, "a")?, dims_in(b, b_ndim, "b")?) };
-        unsafe { write_out(out, broadcast_shapes(&a, &b).is_ok(), "out") }
+        let answer = match broadcast_shapes(&a, &b) {
+            Ok(_) => true,
+            // Out of memory says nothing about the shapes: that is a failure, not "no".
+            Err(e) if e.kind() == ErrorKind::Alloc => return Err(e.into()),
+            Err(_) => false,
+        };
+        unsafe { write_out(out, answer, "out") }
     })
 }

@@ -37,7 +37,8 @@ pub(crate) enum FfiError {
     Engine(Error),
     NullArg(&'static str),
     InvalidHandle(&'static str),
-    Panic(String),
+    /// Every handle the registry can hold is live (`BC_ERR_ALLOC`: a resource is exhausted).
+    HandleLimit,
 }
 
 impl From<Error> for FfiError {
@@ -47,15 +48,16 @@ impl From<Error> for FfiError {
 }
 
 impl FfiError {
-    pub(crate) fn invalid(msg: impl Into<String>) -> FfiError {
-        FfiError::Engine(Error::InvalidArgument(msg.into()))
+    /// An invalid-argument failure with the text of `msg` (see `Error::invalid`).
+    pub(crate) fn invalid(msg: impl std::fmt::Display) -> FfiError {
+        FfiError::Engine(Error::invalid(msg))
     }
 
     pub(crate) fn status(&self) -> i32 {
         match self {
             FfiError::NullArg(_) => BC_ERR_NULL_ARG,
             FfiError::InvalidHandle(_) => BC_ERR_INVALID_HANDLE,
-            FfiError::Panic(_) => BC_ERR_INTERNAL,
+            FfiError::HandleLimit => BC_ERR_ALLOC,
             FfiError::Engine(e) => match e.kind() {
                 ErrorKind::Shape => BC_ERR_SHAPE,
                 ErrorKind::Dtype => BC_ERR_DTYPE,
@@ -69,14 +71,30 @@ impl FfiError {
         }
     }
 
-    pub(crate) fn message(&self) -> String {
+    /// The engine error behind this failure, if it is one.
+    pub(crate) fn engine(&self) -> Option<&Error> {
         match self {
-            FfiError::NullArg(name) => format!("argument `{name}` is NULL"),
-            FfiError::InvalidHandle(name) => {
-                format!("argument `{name}` is not a live tensor handle (already freed, or not from libbroadcast)")
-            }
-            FfiError::Panic(msg) => format!("internal error: {msg}"),
-            FfiError::Engine(e) => e.to_string(),
+            FfiError::Engine(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// The message recorded for the failure (written without allocating).
+impl std::fmt::Display for FfiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FfiError::NullArg(name) => write!(f, "argument `{name}` is NULL"),
+            FfiError::InvalidHandle(name) => write!(
+                f,
+                "argument `{name}` is not a live tensor handle (already freed, or not from libbroadcast)"
+            ),
+            FfiError::HandleLimit => write!(
+                f,
+                "too many live tensor handles: all {} are in use; free some before making more",
+                super::handle::MAX_HANDLES
+            ),
+            FfiError::Engine(e) => write!(f, "{e}"),
         }
     }
 }

@@ -4,6 +4,7 @@ use super::handle::{
     self, bc_tensor, dims_in, dims_out, hand_out, out_handle, slice_in, slice_out, write_out,
 };
 use super::status::FfiError;
+use crate::engine::alloc::{try_box, try_collect, try_small_collect, try_vec};
 use crate::engine::shape::{checked_nbytes, checked_numel, Strides};
 use crate::engine::{ops, DType, Init, Tensor};
 use std::ffi::{c_char, c_void};
@@ -27,7 +28,8 @@ pub const BC_DTYPE_FLOAT64: i32 = 9;
 pub type bc_release_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 
 pub(crate) fn dtype_in(code: i32) -> Result<DType, FfiError> {
-    DType::from_code(code).ok_or_else(|| FfiError::invalid(format!("unknown dtype code {code}")))
+    DType::from_code(code)
+        .ok_or_else(|| FfiError::invalid(format_args!("unknown dtype code {code}")))
 }
 
 /// # Safety
@@ -155,8 +157,9 @@ pub unsafe extern "C" fn bc_tensor_from_data(
 /// The library may read and (through in-place and `out` operations) write the memory.
 /// `release(user_data)`, when `release` is not NULL, runs exactly once, when the last tensor
 /// sharing this memory (this one and every view of it) is freed, on the thread that frees it.
-/// Until then the memory must stay valid. When this call fails, `release` is not called and the
-/// caller keeps ownership of the memory.
+/// Until then the memory must stay valid. When this call fails, for whatever reason (out of
+/// memory and the handle limit included), `release` is not called and the caller keeps
+/// ownership of the memory.
 ///
 /// Go: memory from Go's heap may not be kept by C past the call (cgo pointer rules); wrap C memory
 /// (C.malloc) or pinned memory only. Julia: keep the array rooted (`GC.@preserve`, or a release
@@ -165,7 +168,8 @@ pub unsafe extern "C" fn bc_tensor_from_data(
 /// # Returns
 /// `BC_OK`; `BC_ERR_NULL_ARG` (`out` NULL, `data` NULL with `nbytes` > 0, or `shape` NULL with
 /// `ndim` > 0); `BC_ERR_INVALID_ARG` (an element out of bounds, a negative stride or offset,
-/// misaligned `data`, an unknown dtype); `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
+/// misaligned `data`, an unknown dtype); `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC` (out of memory, or
+/// every handle in use).
 ///
 /// # Safety
 /// `data` must be valid for reads and writes of `nbytes` bytes until `release` runs; `shape` and
@@ -192,28 +196,30 @@ pub unsafe extern "C" fn bc_tensor_wrap(
         let strides: Option<Strides> = if strides.is_null() {
             None
         } else {
-            Some(
-                unsafe { slice_in(strides, ndim, "strides")? }
-                    .iter()
-                    .map(|&s| s as isize)
-                    .collect(),
-            )
+            Some(unsafe { strides_in(strides, ndim)? })
         };
-        let offset = usize::try_from(offset)
-            .map_err(|_| FfiError::invalid(format!("offset {offset} is negative")))?;
+        let offset = offset_in(offset)?;
         let data = match NonNull::new(data.cast::<u8>()) {
             Some(p) => p,
             None if nbytes == 0 => NonNull::dangling(),
             None => return Err(FfiError::NullArg("data")),
         };
-        let hook = release.map(|f| Hook(f, user_data as usize)).map(|h| {
-            Box::new(move || {
-                let h = h;
-                // SAFETY: the caller gave this function and pointer for exactly this call.
-                unsafe { (h.0)(h.1 as *mut c_void) }
-            }) as crate::engine::storage::ReleaseHook
-        });
+        // The handle's slot first: once the tensor exists, dropping it would run `release`.
+        let reserved = handle::reserve()?;
+        let hook = match release {
+            Some(f) => {
+                let h = Hook(f, user_data as usize);
+                let hook = try_box(move || {
+                    let h = h;
+                    // SAFETY: the caller gave this function and pointer for exactly this call.
+                    unsafe { (h.0)(h.1 as *mut c_void) }
+                })?;
+                Some(hook as crate::engine::storage::ReleaseHook)
+            }
+            None => None,
+        };
         // If this fails the hook is dropped unrun: a failed wrap leaves ownership with the caller.
+        // Nothing can fail after it.
         let t = unsafe {
             Tensor::from_foreign(
                 dtype,
@@ -225,8 +231,25 @@ pub unsafe extern "C" fn bc_tensor_wrap(
                 hook,
             )?
         };
-        hand_out(slot, t)
+        slot.set(reserved.fill(t));
+        Ok(())
     })
+}
+
+/// Strides in elements from a caller's array of `ndim` (at most `BC_MAX_NDIM`, checked with the
+/// shape first).
+///
+/// # Safety
+/// As `slice_in`.
+unsafe fn strides_in(strides: *const i64, ndim: usize) -> Result<Strides, FfiError> {
+    // SAFETY: forwarded.
+    let raw = unsafe { slice_in(strides, ndim, "strides")? };
+    Ok(try_small_collect(raw.iter().map(|&s| s as isize))?)
+}
+
+fn offset_in(offset: i64) -> Result<usize, FfiError> {
+    usize::try_from(offset)
+        .map_err(|_| FfiError::invalid(format_args!("offset {offset} is negative")))
 }
 
 /// Frees a handle. The elements are freed (or, for wrapped memory, released) when the last
@@ -532,10 +555,11 @@ pub unsafe extern "C" fn bc_tensor_expand_as(
 
 /// Views of the `n` tensors `ins[0..n]` expanded to their common broadcast shape, written to
 /// `outs[0..n]`: all of them on success (the caller owns each), none on failure (all NULL).
+/// `ins` and `outs` may be the same array: every input is read before any output is written.
 ///
 /// # Returns
 /// `BC_OK`; `BC_ERR_SHAPE` (PyTorch's `broadcast_shapes` message); `BC_ERR_NULL_ARG`;
-/// `BC_ERR_INVALID_HANDLE`.
+/// `BC_ERR_INVALID_HANDLE`; `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
 ///
 /// # Safety
 /// `ins` valid for `n` reads and `outs` for `n` writes.
@@ -546,29 +570,42 @@ pub unsafe extern "C" fn bc_tensor_broadcast_tensors(
     outs: *mut *mut bc_tensor,
 ) -> i32 {
     call(|| {
-        // SAFETY (this block): the caller's contract.
-        let outs = unsafe { slice_out(outs, n, "outs")? };
-        outs.fill(std::ptr::null_mut());
-        let ins = unsafe { slice_in(ins, n, "ins")? };
-        let tensors: Vec<Tensor> = ins
-            .iter()
-            .map(|&h| handle::get(h, "ins[i]"))
-            .collect::<Result<_, _>>()?;
-        let refs: Vec<&Tensor> = tensors.iter().collect();
-        let views = ops::broadcast_tensors(&refs)?;
-        let mut handles = Vec::with_capacity(n);
-        for v in views {
-            match handle::register(v) {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    for h in handles {
-                        handle::release(h);
+        if n > 0 && outs.is_null() {
+            return Err(FfiError::NullArg("outs"));
+        }
+        // `ins` and `outs` may be the same array: every input is read before any output is
+        // written, and the outputs are written once, at the end: all NULL unless the call
+        // succeeds.
+        struct Outs(*mut *mut bc_tensor, usize, bool);
+        impl Drop for Outs {
+            fn drop(&mut self) {
+                if !self.2 {
+                    for i in 0..self.1 {
+                        // SAFETY: `outs` is valid for `n` writes (the caller's contract).
+                        unsafe { self.0.add(i).write(std::ptr::null_mut()) };
                     }
-                    return Err(e);
                 }
             }
         }
-        outs.copy_from_slice(&handles);
+        let mut written = Outs(outs, n, false);
+        // SAFETY: the caller's contract.
+        let ins = unsafe { slice_in(ins, n, "ins")? };
+        let mut tensors: Vec<Tensor> = try_vec(n)?;
+        for &h in ins {
+            tensors.push(handle::get(h, "ins[i]")?);
+        }
+        let refs: Vec<&Tensor> = try_collect(tensors.iter())?;
+        let views = ops::broadcast_tensors(&refs)?;
+        // Every slot first: filling them cannot fail, so no handle is made and then undone.
+        let mut slots = try_vec(n)?;
+        for _ in 0..n {
+            slots.push(handle::reserve()?);
+        }
+        for (i, (slot, view)) in slots.into_iter().zip(views).enumerate() {
+            // SAFETY: `outs` is valid for `n` writes (the caller's contract).
+            unsafe { outs.add(i).write(slot.fill(view)) };
+        }
+        written.2 = true;
         Ok(())
     })
 }
@@ -646,12 +683,8 @@ pub unsafe extern "C" fn bc_tensor_as_strided(
         // SAFETY (this block): the caller's contract.
         let slot = unsafe { out_handle(out, "out")? };
         let shape = unsafe { dims_in(shape, ndim, "shape")? };
-        let strides: Strides = unsafe { slice_in(strides, ndim, "strides")? }
-            .iter()
-            .map(|&s| s as isize)
-            .collect();
-        let offset = usize::try_from(offset)
-            .map_err(|_| FfiError::invalid(format!("offset {offset} is negative")))?;
+        let strides = unsafe { strides_in(strides, ndim)? };
+        let offset = offset_in(offset)?;
         let view = handle::borrow(t, "t", |t| t.as_strided(&shape, &strides, offset))??;
         hand_out(slot, view)
     })
