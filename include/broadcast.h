@@ -209,6 +209,11 @@
 #define BC_OP_DIV 3
 
 /**
+ * Most threads an operation uses, the calling one included.
+ */
+#define BC_MAX_THREADS 64
+
+/**
  * Success.
  */
 #define BC_OK 0
@@ -912,14 +917,22 @@ bool bc_get_legacy_fallback(void);
  * `UserWarning: <message>`. Warnings never change the status of the call that emits them, and are
  * emitted only by calls that succeed.
  *
+ * When this returns, no thread is running the previous handler and none will call it again, so
+ * the previous `user_data` may be freed: deliveries that began before the swap are waited for.
+ * A handler must therefore not wait for a thread that is inside this function. Called from
+ * inside a warning handler it would wait for itself: it then fails and changes nothing.
+ *
  * # Returns
- * `BC_OK`.
+ * `BC_OK`; `BC_ERR_INVALID_ARG` when called from inside a warning handler.
  */
 int32_t bc_set_warning_handler(bc_warning_fn handler, void *user_data);
 
 /**
- * Sets how many threads large operations use; 0 means all available cores (the default).
- * Results are identical for every thread count.
+ * Sets how many threads large operations use; 0 means all available cores (the default), at
+ * most `BC_MAX_THREADS` of them. A larger count is lowered to `BC_MAX_THREADS` (which
+ * `bc_get_num_threads` then reports). The library starts its worker threads (the count less
+ * one) on the first operation that needs them; they live until the process ends. Results are
+ * identical for every thread count.
  *
  * # Returns
  * `BC_OK`.
@@ -927,7 +940,7 @@ int32_t bc_set_warning_handler(bc_warning_fn handler, void *user_data);
 int32_t bc_set_num_threads(size_t threads);
 
 /**
- * The number of threads large operations use (never 0).
+ * The number of threads large operations use (between 1 and `BC_MAX_THREADS`).
  */
 size_t bc_get_num_threads(void);
 

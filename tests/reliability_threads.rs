@@ -560,3 +560,173 @@ fn exiting_threads_hand_their_cached_slots_back() {
     let grown = broadcast::ffi::handle::registry_chunks() - chunks;
     assert!(grown <= 1, "the registry grew by {grown} chunks");
 }
+
+/// What one installed warning handler was given as `user_data`.
+struct HandlerData {
+    /// Set once `bc_set_warning_handler` has returned from replacing this handler: from then on
+    /// the caller may free this data, so no call may see it.
+    retired: std::sync::atomic::AtomicBool,
+    calls: AtomicUsize,
+}
+
+static LATE_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "C" fn counting_handler(user_data: *mut c_void, _message: *const std::ffi::c_char) {
+    // SAFETY: the test passes a HandlerData that outlives every handler call.
+    let data = unsafe { &*(user_data as *const HandlerData) };
+    if data.retired.load(Ordering::SeqCst) {
+        LATE_CALLS.fetch_add(1, Ordering::SeqCst);
+    }
+    // Stay a little, so that swaps often happen while a handler runs.
+    for _ in 0..200 {
+        std::hint::spin_loop();
+    }
+    if data.retired.load(Ordering::SeqCst) {
+        LATE_CALLS.fetch_add(1, Ordering::SeqCst);
+    }
+    data.calls.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Issue 10, item 6: when `bc_set_warning_handler` returns, no thread is in the old handler and
+/// none will enter it, so the old `user_data` may be freed. Two threads emit warnings without
+/// pause while this thread swaps handlers 2,000 times and retires each old one as the setter
+/// returns; no call may see a retired one. (Before the contract, 147-814 calls per 2,000 swaps
+/// did.)
+#[test]
+fn a_replaced_warning_handler_is_never_called_again() {
+    let _g = serial();
+    LATE_CALLS.store(0, Ordering::SeqCst);
+    let datas: Vec<HandlerData> = (0..2000)
+        .map(|_| HandlerData {
+            retired: false.into(),
+            calls: AtomicUsize::new(0),
+        })
+        .collect();
+    ok(bc_set_broadcast_warning(true), "warning on");
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let emitters: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                // Different shapes, broadcastable, same number of elements: each call warns.
+                let a = full(BC_DTYPE_FLOAT32, &[1, 3], 1.0);
+                let b = full(BC_DTYPE_FLOAT32, &[3, 1], 2.0);
+                let mut n = 0usize;
+                while !stop.load(Ordering::SeqCst) {
+                    bc_tensor_free(add(a, b));
+                    n += 1;
+                }
+                bc_tensor_free(a);
+                bc_tensor_free(b);
+                n
+            })
+        })
+        .collect();
+    let mut previous: Option<&HandlerData> = None;
+    for data in &datas {
+        let st = bc_set_warning_handler(
+            Some(counting_handler),
+            data as *const HandlerData as *mut c_void,
+        );
+        ok(st, "bc_set_warning_handler");
+        if let Some(p) = previous {
+            p.retired.store(true, Ordering::SeqCst);
+        }
+        previous = Some(data);
+        // Let the emitters use this handler before the next swap.
+        while data.calls.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+    }
+    ok(
+        bc_set_warning_handler(None, ptr::null_mut()),
+        "default handler",
+    );
+    previous.unwrap().retired.store(true, Ordering::SeqCst);
+    stop.store(true, Ordering::SeqCst);
+    let emitted: usize = emitters.into_iter().map(|t| t.join().unwrap()).sum();
+    ok(bc_set_broadcast_warning(false), "warning off");
+    let handled: usize = datas.iter().map(|d| d.calls.load(Ordering::SeqCst)).sum();
+    assert!(
+        handled >= datas.len(),
+        "{handled} calls for {emitted} warnings"
+    );
+    assert_eq!(
+        LATE_CALLS.load(Ordering::SeqCst),
+        0,
+        "calls saw a handler after it was replaced"
+    );
+}
+
+static SETTER_STATUS: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+unsafe extern "C" fn handler_that_swaps(_: *mut c_void, _: *const std::ffi::c_char) {
+    // It would wait for this very call to return: refused, not a deadlock.
+    let st = bc_set_warning_handler(None, ptr::null_mut());
+    SETTER_STATUS.store(st, Ordering::SeqCst);
+}
+
+/// Issue 10, item 6: the setter called from inside a handler fails (and changes nothing)
+/// instead of waiting for itself.
+#[test]
+fn setting_the_warning_handler_from_inside_one_is_refused() {
+    let _g = serial();
+    ok(bc_set_broadcast_warning(true), "warning on");
+    ok(
+        bc_set_warning_handler(Some(handler_that_swaps), ptr::null_mut()),
+        "install",
+    );
+    let a = full(BC_DTYPE_FLOAT32, &[1, 3], 1.0);
+    let b = full(BC_DTYPE_FLOAT32, &[3, 1], 2.0);
+    for _ in 0..2 {
+        SETTER_STATUS.store(-1, Ordering::SeqCst);
+        bc_tensor_free(add(a, b));
+        assert_eq!(SETTER_STATUS.load(Ordering::SeqCst), BC_ERR_INVALID_ARG);
+        assert!(
+            last_message().contains("from inside a warning handler"),
+            "{}",
+            last_message()
+        );
+    }
+    ok(
+        bc_set_warning_handler(None, ptr::null_mut()),
+        "default handler",
+    );
+    ok(bc_set_broadcast_warning(false), "warning off");
+    bc_tensor_free(a);
+    bc_tensor_free(b);
+}
+
+/// Issue 10, item 6: `bc_set_num_threads(SIZE_MAX)` is capped at `BC_MAX_THREADS`, and however
+/// many threads are asked for, the pool never has more than `BC_MAX_THREADS - 1` workers.
+#[test]
+fn the_thread_count_is_capped() {
+    let _g = serial();
+    ok(bc_set_num_threads(usize::MAX), "set threads");
+    assert_eq!(bc_get_num_threads(), BC_MAX_THREADS);
+    ok(bc_set_num_threads(BC_MAX_THREADS + 1), "set threads");
+    assert_eq!(bc_get_num_threads(), BC_MAX_THREADS);
+    ok(bc_set_parallel_threshold(1), "threshold");
+    let a = full(BC_DTYPE_FLOAT32, &[1 << 16], 1.0);
+    for _ in 0..3 {
+        bc_tensor_free(add(a, a));
+    }
+    bc_tensor_free(a);
+    ok(bc_set_num_threads(0), "restore threads");
+    ok(bc_set_parallel_threshold(0), "restore threshold");
+    let workers = std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task (Linux)")
+        .filter(|e| {
+            let comm = e.as_ref().unwrap().path().join("comm");
+            std::fs::read_to_string(comm).is_ok_and(|n| n.starts_with("bc-worker"))
+        })
+        .count();
+    assert!(
+        workers >= 1,
+        "no worker ran: the test did not exercise the pool"
+    );
+    assert!(
+        workers < BC_MAX_THREADS,
+        "{workers} workers for at most {BC_MAX_THREADS} threads"
+    );
+}

@@ -18,6 +18,10 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+/// Most threads an operation runs on (the calling one included). More never pays for memory-bound
+/// work, and each one is a persistent worker: the count a caller asks for is lowered to this.
+pub const MAX_THREADS: usize = 64;
+
 /// 0 means "all available cores".
 static NUM_THREADS: AtomicUsize = AtomicUsize::new(0);
 /// The machine's core count, read once (0 until then): asking the OS costs microseconds.
@@ -33,11 +37,12 @@ static THRESHOLD: AtomicUsize = AtomicUsize::new(DEFAULT_THRESHOLD);
 pub const DEFAULT_STREAM_BYTES: usize = 2 << 20;
 static STREAM_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT_STREAM_BYTES);
 
+/// Sets the thread count (0: every available core); above [`MAX_THREADS`] it is lowered to that.
 pub fn set_num_threads(n: usize) {
-    NUM_THREADS.store(n, Ordering::Relaxed);
+    NUM_THREADS.store(n.min(MAX_THREADS), Ordering::Relaxed);
 }
 
-/// The thread count in force (never 0).
+/// The thread count in force (never 0, never above [`MAX_THREADS`]).
 pub fn num_threads() -> usize {
     match NUM_THREADS.load(Ordering::Relaxed) {
         0 => available(),
@@ -48,12 +53,34 @@ pub fn num_threads() -> usize {
 fn available() -> usize {
     match AVAILABLE.load(Ordering::Relaxed) {
         0 => {
-            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let n = cpu_count().clamp(1, MAX_THREADS);
             AVAILABLE.store(n, Ordering::Relaxed);
             n
         }
         n => n,
     }
+}
+
+/// The CPUs this process may run on, asked without allocating (std's `available_parallelism`
+/// reads cgroup files into heap buffers, which would abort on the first large operation under
+/// memory exhaustion). Like OpenMP runtimes, this counts the affinity mask and does not scale
+/// down for a cgroup CPU quota.
+#[cfg(target_os = "linux")]
+fn cpu_count() -> usize {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity writes at most its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            return libc::CPU_COUNT(&set).max(1) as usize;
+        }
+        // More CPUs than a cpu_set_t holds (1024): count the online ones.
+        libc::sysconf(libc::_SC_NPROCESSORS_ONLN).max(1) as usize
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn cpu_count() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 pub fn set_threshold(elements: usize) {
@@ -514,15 +541,66 @@ mod pool {
         let _guard = POOL.spawn.lock().unwrap_or_else(|e| e.into_inner());
         while POOL.started.load(Ordering::Acquire) < n {
             let id = POOL.started.load(Ordering::Relaxed);
-            let spawned = std::thread::Builder::new()
-                .name(format!("bc-worker-{}", id + 1))
-                .spawn(worker);
-            if spawned.is_err() {
+            if !spawn_worker(id + 1) {
                 break;
             }
             POOL.started.fetch_add(1, Ordering::Release);
         }
         POOL.started.load(Ordering::Acquire) > 0
+    }
+
+    /// Stack of a worker: kernels and walkers use a few KiB.
+    const WORKER_STACK: usize = 2 << 20;
+
+    /// Starts worker number `id` as a POSIX thread directly: `std::thread` allocates its
+    /// bookkeeping (and the name) with allocations that abort when refused, while
+    /// `pthread_create` reports a refusal, and the first large operation under memory
+    /// exhaustion then runs on the calling thread alone.
+    #[cfg(unix)]
+    fn spawn_worker(id: usize) -> bool {
+        extern "C" fn start(id: *mut libc::c_void) -> *mut libc::c_void {
+            name_this_thread(id as usize);
+            worker();
+            std::ptr::null_mut()
+        }
+        // SAFETY: attr is initialised before use and destroyed after; the thread runs `start`,
+        // which takes no pointer (the id travels as an integer) and never returns.
+        unsafe {
+            let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+            if libc::pthread_attr_init(&mut attr) != 0 {
+                return false;
+            }
+            libc::pthread_attr_setstacksize(&mut attr, WORKER_STACK);
+            libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
+            let mut thread: libc::pthread_t = std::mem::zeroed();
+            let rc = libc::pthread_create(&mut thread, &attr, start, id as *mut libc::c_void);
+            libc::pthread_attr_destroy(&mut attr);
+            rc == 0
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn spawn_worker(id: usize) -> bool {
+        std::thread::Builder::new()
+            .name(format!("bc-worker-{id}"))
+            .stack_size(WORKER_STACK)
+            .spawn(worker)
+            .is_ok()
+    }
+
+    /// `bc-worker-<id>`, as debuggers and `top -H` show threads (Linux; from a stack buffer).
+    #[cfg(unix)]
+    fn name_this_thread(id: usize) {
+        #[cfg(target_os = "linux")]
+        {
+            let mut name = [0u8; 16]; // the kernel's limit, NUL included
+            let mut w = &mut name[..15];
+            let _ = std::io::Write::write_fmt(&mut w, format_args!("bc-worker-{id}"));
+            // SAFETY: a NUL-terminated name of at most 15 bytes, for the calling thread.
+            unsafe { libc::pthread_setname_np(libc::pthread_self(), name.as_ptr().cast()) };
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = id;
     }
 
     fn worker() {

@@ -3,9 +3,10 @@
 use super::boundary::{call, call_or};
 use super::status::FfiError;
 use crate::engine::{parallel, Options, Warning};
-use std::ffi::{c_char, c_void, CString};
+use std::cell::Cell;
+use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// Receives each warning: `message` is NUL-terminated and valid only during the call (copy it to
 /// keep it); it carries no "UserWarning: " prefix. Called on the thread of the operation that
@@ -16,11 +17,39 @@ pub type bc_warning_fn =
 static BROADCAST_WARNING: AtomicBool = AtomicBool::new(false);
 static LEGACY_FALLBACK: AtomicBool = AtomicBool::new(false);
 
+#[derive(Clone, Copy)]
 struct Handler {
     func: unsafe extern "C" fn(*mut c_void, *const c_char),
     user_data: usize,
 }
-static HANDLER: Mutex<Option<Handler>> = Mutex::new(None);
+
+/// The installed handler, and how many deliveries are running, counted by the parity of the
+/// epoch (the number of swaps so far) they started in.
+struct Handlers {
+    handler: Option<Handler>,
+    epoch: usize,
+    running: [usize; 2],
+}
+static HANDLERS: Mutex<Handlers> = Mutex::new(Handlers {
+    handler: None,
+    epoch: 0,
+    running: [0; 2],
+});
+/// Signalled when the deliveries of an epoch have all returned.
+static DELIVERED: Condvar = Condvar::new();
+/// One swap at a time: while a setter waits for the deliveries of the epoch it closed, the new
+/// epoch's deliveries count on the other parity, so it never waits for them.
+static SWAPPING: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    /// Whether this thread is inside a warning handler (a setter there would wait for itself).
+    static IN_HANDLER: Cell<bool> = const { Cell::new(false) };
+}
+
+fn handlers() -> MutexGuard<'static, Handlers> {
+    // The counts stay consistent between statements: a poisoned lock is still usable.
+    HANDLERS.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 pub(crate) fn options() -> Options {
     Options {
@@ -29,19 +58,40 @@ pub(crate) fn options() -> Options {
     }
 }
 
-/// Delivers warnings to the installed handler, or to standard error.
+/// Delivers warnings to the installed handler, or to standard error. Each delivery is counted
+/// while it runs, so that `bc_set_warning_handler` can wait for the ones using the handler it
+/// replaces.
 pub(crate) fn emit(warnings: &[Warning]) {
     for w in warnings {
-        let handler = HANDLER
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .map(|h| (h.func, h.user_data));
+        let (handler, parity) = {
+            let mut h = handlers();
+            let parity = h.epoch % 2;
+            h.running[parity] += 1;
+            (h.handler, parity)
+        };
+        /// Ends the count of one delivery, however it ends.
+        struct Running(usize);
+        impl Drop for Running {
+            fn drop(&mut self) {
+                let mut h = handlers();
+                h.running[self.0] -= 1;
+                if h.running[self.0] == 0 {
+                    DELIVERED.notify_all();
+                }
+            }
+        }
+        let _running = Running(parity);
         match handler {
-            Some((func, user_data)) => {
-                let text = CString::new(w.message()).expect("warning texts hold no NUL");
+            Some(Handler { func, user_data }) => {
+                // NUL-terminated on the stack: delivering allocates nothing.
+                let mut text = [0u8; 512];
+                let msg = w.message().as_bytes();
+                let n = msg.len().min(text.len() - 1);
+                text[..n].copy_from_slice(&msg[..n]);
+                let was = IN_HANDLER.replace(true);
                 // SAFETY: the caller installed this function for exactly this call shape.
-                unsafe { func(user_data as *mut c_void, text.as_ptr()) };
+                unsafe { func(user_data as *mut c_void, text.as_ptr().cast()) };
+                IN_HANDLER.set(was);
             }
             None => eprintln!("UserWarning: {}", w.message()),
         }
@@ -90,22 +140,45 @@ pub extern "C" fn bc_get_legacy_fallback() -> bool {
 /// `UserWarning: <message>`. Warnings never change the status of the call that emits them, and are
 /// emitted only by calls that succeed.
 ///
+/// When this returns, no thread is running the previous handler and none will call it again, so
+/// the previous `user_data` may be freed: deliveries that began before the swap are waited for.
+/// A handler must therefore not wait for a thread that is inside this function. Called from
+/// inside a warning handler it would wait for itself: it then fails and changes nothing.
+///
 /// # Returns
-/// `BC_OK`.
+/// `BC_OK`; `BC_ERR_INVALID_ARG` when called from inside a warning handler.
 #[no_mangle]
 pub extern "C" fn bc_set_warning_handler(handler: bc_warning_fn, user_data: *mut c_void) -> i32 {
     call(|| {
-        let mut slot = HANDLER.lock().unwrap_or_else(|e| e.into_inner());
-        *slot = handler.map(|func| Handler {
+        if IN_HANDLER.get() {
+            return Err(FfiError::invalid(
+                "bc_set_warning_handler was called from inside a warning handler, where it would wait for that handler to return",
+            ));
+        }
+        let _one_swap = SWAPPING.lock().unwrap_or_else(|e| e.into_inner());
+        let mut h = handlers();
+        h.handler = handler.map(|func| Handler {
             func,
             user_data: user_data as usize,
         });
-        Ok::<(), FfiError>(())
+        let closed = h.epoch % 2;
+        h.epoch = h.epoch.wrapping_add(1);
+        while h.running[closed] > 0 {
+            h = DELIVERED.wait(h).unwrap_or_else(|e| e.into_inner());
+        }
+        Ok(())
     })
 }
 
-/// Sets how many threads large operations use; 0 means all available cores (the default).
-/// Results are identical for every thread count.
+/// Most threads an operation uses, the calling one included.
+pub const BC_MAX_THREADS: usize = 64;
+const _: () = assert!(BC_MAX_THREADS == parallel::MAX_THREADS);
+
+/// Sets how many threads large operations use; 0 means all available cores (the default), at
+/// most `BC_MAX_THREADS` of them. A larger count is lowered to `BC_MAX_THREADS` (which
+/// `bc_get_num_threads` then reports). The library starts its worker threads (the count less
+/// one) on the first operation that needs them; they live until the process ends. Results are
+/// identical for every thread count.
 ///
 /// # Returns
 /// `BC_OK`.
@@ -115,7 +188,7 @@ pub extern "C" fn bc_set_num_threads(threads: usize) -> i32 {
     super::status::BC_OK
 }
 
-/// The number of threads large operations use (never 0).
+/// The number of threads large operations use (between 1 and `BC_MAX_THREADS`).
 #[no_mangle]
 pub extern "C" fn bc_get_num_threads() -> usize {
     call_or(1, parallel::num_threads)
