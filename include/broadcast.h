@@ -964,6 +964,7 @@ const char *bc_version(void);
  *
  * `*out_ndim` receives the result's number of dimensions (`max(a_ndim, b_ndim)`), also when
  * `out_cap` is too small, so a caller can size the buffer. `out` may be NULL when `out_cap` is 0.
+ * On any other failure nothing is written.
  *
  * # Returns
  * `BC_OK`; `BC_ERR_SHAPE` when the shapes do not broadcast (message: `The size of tensor a (A)
@@ -983,7 +984,8 @@ int32_t bc_shape_broadcast(const int64_t *a,
 
 /**
  * Broadcasts `n` shapes at once (PyTorch's `broadcast_shapes`). `shapes[i]` has `ndims[i]` sizes
- * (it may be NULL when `ndims[i]` is 0). `*out_ndim` receives the result's number of dimensions.
+ * (it may be NULL when `ndims[i]` is 0). `*out_ndim` receives the result's number of dimensions
+ * (also when `out_cap` is too small; on any other failure nothing is written).
  *
  * # Returns
  * `BC_OK`; `BC_ERR_SHAPE` (message: `Attempting to broadcast a dimension of length L at -K!

@@ -331,3 +331,112 @@ fn overflowing_sizes_are_overflow_errors() {
     assert_eq!(storage[0], 1.0);
     assert_library_works();
 }
+
+/// Issue 10, item 1, the report's reproducers: memory filled with `bc_tensor_empty` until
+/// `BC_ERR_ALLOC` (then with ever smaller tensors, down to one element, so the heap is
+/// exhausted), in a child process with a limited address space. Each call the report saw abort
+/// must now succeed or return `BC_ERR_ALLOC`; afterwards everything is freed and the library
+/// works. (`tests/fault_injection.rs` fails every allocation of every export one at a time.)
+#[test]
+fn exhausting_memory_the_reported_calls_return_statuses() {
+    const NAME: &str = "exhausting_memory_the_reported_calls_return_statuses";
+    if !is_child(NAME) {
+        let out = run_in_child(NAME, Some(CHILD_AS_LIMIT));
+        let line = out.lines().find(|l| l.contains("reported calls"));
+        println!("{}", line.unwrap_or("the child printed no summary"));
+        return;
+    }
+    let n = 1i64 << 20;
+    let base = full(BC_DTYPE_FLOAT32, &[n], 1.0);
+    let view = |shape: &[i64], strides: &[i64], offset: i64| {
+        let mut v = ptr::null_mut();
+        // SAFETY: valid pointers.
+        let st = unsafe {
+            bc_tensor_as_strided(
+                base,
+                shape.as_ptr(),
+                strides.as_ptr(),
+                shape.len(),
+                offset,
+                &mut v,
+            )
+        };
+        assert_eq!(st, BC_OK, "{}", last_message());
+        v
+    };
+    let even = view(&[n / 2], &[2], 0);
+    let odd = view(&[n / 2], &[2], 1);
+    let target = view(&[n / 2 - 1, 2], &[2, 3], 0);
+    let src = full(BC_DTYPE_FLOAT32, &[n / 2 - 1, 2], 2.0);
+    let small = f64_tensor(&[3], &[1.0, 2.0, 3.0]);
+    let other = f64_tensor(&[2], &[1.0, 2.0]);
+
+    // Fill memory: tensors of 256 MiB, then ever smaller, down to one element. (The test's own
+    // lists have their room reserved first: growing them then would abort the test.)
+    let mut held = Vec::with_capacity(1 << 20);
+    let mut made = Vec::with_capacity(1024);
+    let mut elems = 32i64 << 20;
+    while elems >= 1 {
+        loop {
+            let mut t = ptr::null_mut();
+            // SAFETY: valid pointers.
+            let st = unsafe { bc_tensor_empty(BC_DTYPE_FLOAT64, [elems].as_ptr(), 1, &mut t) };
+            if st != BC_OK {
+                assert_eq!(st, BC_ERR_ALLOC);
+                break;
+            }
+            held.push(t);
+            assert!(held.len() < held.capacity());
+        }
+        elems /= 2;
+    }
+    let ok_or_alloc = |what: &str, st: i32| {
+        assert!(st == BC_OK || st == BC_ERR_ALLOC, "{what}: status {st}");
+        (st == BC_ERR_ALLOC) as usize
+    };
+    let mut refused = 0;
+    refused += ok_or_alloc("add_inplace(even, odd)", bc_add_inplace(even, odd));
+    refused += ok_or_alloc(
+        "add_out into as_strided [2^19-1, 2]",
+        bc_add_out(src, src, target),
+    );
+    for _ in 0..1024 {
+        // New handles (views allocate nothing else) until a registry chunk is needed.
+        let mut v = ptr::null_mut();
+        // SAFETY: valid pointers.
+        let st = unsafe { bc_tensor_expand(small, [2i64, 3].as_ptr(), 2, &mut v) };
+        if st == BC_OK {
+            made.push(v);
+        } else {
+            refused += ok_or_alloc("a new handle", st);
+            break;
+        }
+    }
+    let mut out = ptr::null_mut();
+    // SAFETY (each call): valid pointers.
+    unsafe {
+        refused += ok_or_alloc("3-element add", bc_add(small, small, &mut out));
+        bc_tensor_free(out);
+        refused += ok_or_alloc("clone", bc_tensor_clone(small, &mut out));
+        bc_tensor_free(out);
+        let st = bc_add(small, other, &mut out);
+        assert!(
+            st == BC_ERR_SHAPE || st == BC_ERR_ALLOC,
+            "failing add: {st}"
+        );
+        assert_eq!(bc_last_error_status(), st);
+        let st = bc_tensor_to_dtype(small, 99, &mut out);
+        assert!(
+            st == BC_ERR_INVALID_ARG || st == BC_ERR_ALLOC,
+            "bad dtype: {st}"
+        );
+    }
+    for t in held.into_iter().chain(made) {
+        bc_tensor_free(t);
+    }
+    for t in [base, even, odd, target, src, small, other] {
+        bc_tensor_free(t);
+    }
+    assert_library_works();
+    println!("{refused} of the reported calls got BC_ERR_ALLOC (the others had memory enough)");
+}
