@@ -725,6 +725,38 @@ unsafe fn cast_typed<S: Elem, D: Elem>(ptrs: [*mut u8; 2], strides: [isize; 2], 
     }
 }
 
+/// `out[i] = a[i] op s` computed in float32 and rounded once to `dtype`, for `n` elements;
+/// strides in bytes. For float16 and bfloat16 with a float32 scalar (see `ops`), where it is
+/// exactly PyTorch's loop: widen, operate in float32, round.
+///
+/// # Safety
+/// `out` valid for `n` writes and `a` for `n` reads of `dtype` at their strides; they are the
+/// same memory with the same stride, or do not overlap.
+pub unsafe fn f32_scalar_run(
+    op: BinaryOp,
+    dtype: DType,
+    s: f32,
+    ptrs: [*mut u8; 2],
+    strides: [isize; 2],
+    n: usize,
+) {
+    with_elem!(dtype, T => {
+        for i in 0..n as isize {
+            // SAFETY: from this function's contract.
+            unsafe {
+                let x = (ptrs[1].offset(i * strides[1]) as *const T).read().to_f64() as f32;
+                let r = match op {
+                    BinaryOp::Add => x + s,
+                    BinaryOp::Sub => x - s,
+                    BinaryOp::Mul => x * s,
+                    BinaryOp::Div => x / s,
+                };
+                (ptrs[0].offset(i * strides[0]) as *mut T).write(T::from_f64(r as f64));
+            }
+        }
+    })
+}
+
 /// Fills `n` elements at `out` (stride in bytes) with `value` converted to `dtype`.
 ///
 /// # Safety

@@ -237,6 +237,9 @@ fn compute(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
     if a.dtype() == dtype && b.dtype() == dtype {
         return compute_same_type(op, out, a, b);
     }
+    if let Some(s) = scalar_read_in_f32(op, dtype, a, b) {
+        return compute_with_f32_scalar(op, out, a, s);
+    }
     let convert = |t: &Tensor| -> Result<Option<Tensor>> {
         Ok(if t.dtype() == dtype {
             None
@@ -246,6 +249,53 @@ fn compute(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
     };
     let (ca, cb) = (convert(a)?, convert(b)?);
     compute_same_type(op, out, ca.as_ref().unwrap_or(a), cb.as_ref().unwrap_or(b))
+}
+
+/// PyTorch's CPU kernels for `mul` and `div` in float16 and bfloat16 take a second operand of
+/// one element (a 0-d tensor, or any shape of one element) of another type as a float32 read
+/// straight from its own type, not first rounded to the computation type as every other operand
+/// is, and round once at the end: `float16([5.]) * float64(1/3)` is 1.6669921875, not
+/// 1.666015625. Not for `add` and `sub`, nor for a one-element first operand, nor for a second
+/// operand expanded to more elements (PyTorch 2.15; `tests/data/pytorch/reduced_scalar.jsonl`).
+/// Returns that float32 when the rule applies.
+fn scalar_read_in_f32(op: BinaryOp, dtype: DType, a: &Tensor, b: &Tensor) -> Option<f32> {
+    let applies = matches!(op, BinaryOp::Mul | BinaryOp::Div)
+        && matches!(dtype, DType::F16 | DType::BF16)
+        && a.dtype() == dtype
+        && b.dtype() != dtype
+        && b.numel() == 1;
+    if !applies {
+        return None;
+    }
+    let mut s = 0f32;
+    // SAFETY: `b`'s one element is readable; `s` is one writable float32.
+    unsafe {
+        kernels::cast_run(
+            b.dtype(),
+            DType::F32,
+            [(&mut s as *mut f32).cast(), b.data_ptr()],
+            [0, 0],
+            1,
+        )
+    };
+    Some(s)
+}
+
+/// `out = a op s` where `out` and `a` have the computation type (float16 or bfloat16) and `s` is
+/// the float32 of [`scalar_read_in_f32`].
+fn compute_with_f32_scalar(op: BinaryOp, out: &Tensor, a: &Tensor, s: f32) -> Result<()> {
+    let dtype = out.dtype();
+    let sa = broadcast_strides(a.shape(), a.strides(), out.shape())?;
+    let plan = Plan::new(out.shape(), [out.strides(), &sa])?;
+    // SAFETY: the plan covers out's view and `a` broadcast to it, both within their storages;
+    // out aliases `a` only exactly (checked by check_writable).
+    parallel::run(
+        &plan,
+        [out.data_ptr(), a.data_ptr()],
+        [dtype.size(); 2],
+        |ptrs, strides, n| unsafe { kernels::f32_scalar_run(op, dtype, s, ptrs, strides, n) },
+    );
+    Ok(())
 }
 
 /// [`compute`] once every operand has the computation type.
