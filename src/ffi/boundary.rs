@@ -66,17 +66,19 @@ impl std::fmt::Write for LastError {
     }
 }
 
-const NO_INFO: bc_error_info = bc_error_info {
+/// The record before any failure: all zeros, so the thread-local needs no initial image (each
+/// new thread gets it zero-filled rather than copied).
+const EMPTY_INFO: bc_error_info = bc_error_info {
     status: BC_OK,
     kind: 0,
-    dim: -1,
-    size_a: -1,
-    size_b: -1,
-    arg: -1,
-    dtype_a: -1,
-    dtype_b: -1,
-    ndim_a: -1,
-    ndim_b: -1,
+    dim: 0,
+    size_a: 0,
+    size_b: 0,
+    arg: 0,
+    dtype_a: 0,
+    dtype_b: 0,
+    ndim_a: 0,
+    ndim_b: 0,
 };
 
 thread_local! {
@@ -85,7 +87,7 @@ thread_local! {
     pub(crate) static LAST_ERROR: RefCell<LastError> = const {
         RefCell::new(LastError {
             status: BC_OK,
-            info: NO_INFO,
+            info: EMPTY_INFO,
             shapes: [[0; BC_MAX_NDIM]; 2],
             len: 0,
             text: [0; MESSAGE_CAP],
