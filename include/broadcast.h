@@ -695,7 +695,8 @@ const char *bc_status_str(int32_t status);
 /**
  * Copies the message of the last failed call on this thread into `buf`, NUL-terminated and
  * truncated to `len - 1` bytes when longer. The message stays until the next failure on the same
- * thread (a successful call does not clear it); it is `""` before any failure.
+ * thread (a successful call does not clear it); it is `""` before any failure. Messages are
+ * kept up to 4096 bytes (the library's longest, two 64-dimension shapes, is under 3 KiB).
  *
  * Go callers: cgo may move a goroutine between OS threads between two calls, so read the
  * message in the same cgo call as the failing function (a C helper in the preamble).
@@ -1144,7 +1145,8 @@ size_t bc_tensor_live_count(void);
  * A deep copy of `t` in new row-major storage.
  *
  * # Returns
- * `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+ * `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_OVERFLOW` (the copy's byte count
+ * does not fit, as for a huge expanded view); `BC_ERR_ALLOC`.
  *
  * # Safety
  * `out` must be valid for one write.
@@ -1154,14 +1156,23 @@ int32_t bc_tensor_clone(const struct bc_tensor *t, struct bc_tensor **out);
 /**
  * A row-major copy of `t` (always a copy, in new storage, even when `t` is contiguous).
  *
+ * # Returns
+ * `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
+ *
  * # Safety
  * `out` must be valid for one write.
  */
 int32_t bc_tensor_contiguous(const struct bc_tensor *t, struct bc_tensor **out);
 
 /**
- * A row-major copy of `t` converted to `dtype` with C-style casts (floating to integer
- * truncates; to bool is `!= 0`; to float16/bfloat16 rounds to nearest even).
+ * A row-major copy of `t` converted to `dtype` with C-style casts, as PyTorch converts:
+ * floating to integer truncates; to bool is `!= 0`; to float16/bfloat16 rounds to nearest even
+ * from float32, so float64 and int64 values are first rounded to float32 (two roundings, as in
+ * PyTorch, whose 16-bit types are built from a float).
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_INVALID_ARG` (unknown dtype);
+ * `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
  *
  * # Safety
  * `out` must be valid for one write.
@@ -1234,7 +1245,9 @@ int32_t bc_tensor_strides(const struct bc_tensor *t, int64_t *buf, size_t cap);
  * `numel * itemsize`; NULL allowed when that is 0).
  *
  * # Returns
- * `BC_OK`; `BC_ERR_BUFFER_TOO_SMALL` (nothing written); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`.
+ * `BC_OK`; `BC_ERR_BUFFER_TOO_SMALL` (nothing written); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`;
+ * `BC_ERR_OVERFLOW` (the byte count does not fit); `BC_ERR_ALLOC` (more than 5 dimensions, and no
+ * memory for their plan).
  *
  * # Safety
  * `buf` must be valid for `nbytes` writes and must not overlap `t`'s elements.
@@ -1259,7 +1272,8 @@ const char *bc_dtype_name(int32_t dtype);
  * # Returns
  * `BC_OK`; `BC_ERR_SHAPE` (message e.g. `The expanded size of the tensor (5) must match the
  * existing size (3) at non-singleton dimension 1.  Target sizes: [2, 5].  Tensor sizes: [3]`);
- * `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_INVALID_ARG`; `BC_ERR_OVERFLOW`.
+ * `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_INVALID_ARG`; `BC_ERR_OVERFLOW`;
+ * `BC_ERR_ALLOC`.
  *
  * # Safety
  * `sizes` valid for `ndim` reads; `out` for one write.
@@ -1282,6 +1296,9 @@ int32_t bc_tensor_broadcast_to(const struct bc_tensor *t,
 
 /**
  * `t` expanded to the shape of `other` (a view).
+ *
+ * # Returns
+ * As `bc_tensor_expand`.
  *
  * # Safety
  * `out` must be valid for one write.
@@ -1310,6 +1327,10 @@ int32_t bc_tensor_broadcast_tensors(const struct bc_tensor *const *ins,
  * A view with the dimensions of `t` reordered: dimension `i` of the result is dimension
  * `dims[i]` of `t` (negative entries count from the end). `ndim` must equal `t`'s.
  *
+ * # Returns
+ * `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_INVALID_ARG` (`ndim` is not
+ * `t`'s, a dimension out of range or repeated); `BC_ERR_ALLOC`.
+ *
  * # Safety
  * `dims` valid for `ndim` reads; `out` for one write.
  */
@@ -1320,6 +1341,10 @@ int32_t bc_tensor_permute(const struct bc_tensor *t,
 
 /**
  * A view with dimensions `dim0` and `dim1` swapped (negative counts from the end).
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_INVALID_ARG` (a dimension out
+ * of range); `BC_ERR_ALLOC`.
  *
  * # Safety
  * `out` must be valid for one write.
@@ -1332,6 +1357,11 @@ int32_t bc_tensor_transpose(const struct bc_tensor *t,
 /**
  * A view of `t[..., start:stop:step, ...]` along `dim`, with Python's rules: negative `start` and
  * `stop` count from the end, both are clamped to the dimension; `step` must be at least 1.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_INVALID_ARG` (`dim` out of
+ * range, `step` below 1); `BC_ERR_OVERFLOW` (the view's offset or stride does not fit);
+ * `BC_ERR_ALLOC`.
  *
  * # Safety
  * `out` must be valid for one write.
@@ -1346,6 +1376,11 @@ int32_t bc_tensor_slice(const struct bc_tensor *t,
 /**
  * Any view over `t`'s storage: `shape`, `strides` (elements, not negative) and an absolute
  * `offset` (elements from the start of the storage). Every element must lie inside the storage.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_INVALID_ARG` (an element outside
+ * the storage, a negative stride or offset, too many dimensions); `BC_ERR_OVERFLOW`;
+ * `BC_ERR_ALLOC`.
  *
  * # Safety
  * `shape` and `strides` valid for `ndim` reads; `out` for one write.

@@ -14,7 +14,8 @@ pub extern "C" fn bc_status_str(status: i32) -> *const c_char {
 
 /// Copies the message of the last failed call on this thread into `buf`, NUL-terminated and
 /// truncated to `len - 1` bytes when longer. The message stays until the next failure on the same
-/// thread (a successful call does not clear it); it is `""` before any failure.
+/// thread (a successful call does not clear it); it is `""` before any failure. Messages are
+/// kept up to 4096 bytes (the library's longest, two 64-dimension shapes, is under 3 KiB).
 ///
 /// Go callers: cgo may move a goroutine between OS threads between two calls, so read the
 /// message in the same cgo call as the failing function (a C helper in the preamble).
@@ -175,6 +176,7 @@ pub(crate) fn describe(
                 super::status::BC_ERR_INVALID_HANDLE => BC_ERROR_KIND_INVALID_HANDLE,
                 // The handle limit: no byte count (`size_a` stays -1).
                 super::status::BC_ERR_ALLOC => BC_ERROR_KIND_ALLOC,
+                super::status::BC_ERR_INVALID_ARG => BC_ERROR_KIND_INVALID_ARGUMENT,
                 _ => BC_ERROR_KIND_INTERNAL,
             }
         }

@@ -151,7 +151,7 @@ pub extern "C" fn bc_get_legacy_fallback() -> bool {
 pub extern "C" fn bc_set_warning_handler(handler: bc_warning_fn, user_data: *mut c_void) -> i32 {
     call(|| {
         if IN_HANDLER.get() {
-            return Err(FfiError::invalid(
+            return Err(FfiError::Refused(
                 "bc_set_warning_handler was called from inside a warning handler, where it would wait for that handler to return",
             ));
         }

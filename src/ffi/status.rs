@@ -39,6 +39,8 @@ pub(crate) enum FfiError {
     InvalidHandle(&'static str),
     /// Every handle the registry can hold is live (`BC_ERR_ALLOC`: a resource is exhausted).
     HandleLimit,
+    /// An invalid argument with a fixed text (`BC_ERR_INVALID_ARG`; nothing to allocate).
+    Refused(&'static str),
 }
 
 impl From<Error> for FfiError {
@@ -58,6 +60,7 @@ impl FfiError {
             FfiError::NullArg(_) => BC_ERR_NULL_ARG,
             FfiError::InvalidHandle(_) => BC_ERR_INVALID_HANDLE,
             FfiError::HandleLimit => BC_ERR_ALLOC,
+            FfiError::Refused(_) => BC_ERR_INVALID_ARG,
             FfiError::Engine(e) => match e.kind() {
                 ErrorKind::Shape => BC_ERR_SHAPE,
                 ErrorKind::Dtype => BC_ERR_DTYPE,
@@ -94,6 +97,7 @@ impl std::fmt::Display for FfiError {
                 "too many live tensor handles: all {} are in use; free some before making more",
                 super::handle::MAX_HANDLES
             ),
+            FfiError::Refused(text) => f.write_str(text),
             FfiError::Engine(e) => write!(f, "{e}"),
         }
     }

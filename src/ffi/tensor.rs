@@ -304,7 +304,8 @@ unsafe fn derive(
 /// A deep copy of `t` in new row-major storage.
 ///
 /// # Returns
-/// `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+/// `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_OVERFLOW` (the copy's byte count
+/// does not fit, as for a huge expanded view); `BC_ERR_ALLOC`.
 ///
 /// # Safety
 /// `out` must be valid for one write.
@@ -315,6 +316,9 @@ pub unsafe extern "C" fn bc_tensor_clone(t: *const bc_tensor, out: *mut *mut bc_
 }
 
 /// A row-major copy of `t` (always a copy, in new storage, even when `t` is contiguous).
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
 ///
 /// # Safety
 /// `out` must be valid for one write.
@@ -327,8 +331,14 @@ pub unsafe extern "C" fn bc_tensor_contiguous(
     unsafe { derive(t, out, |t| Ok(t.to_contiguous(t.dtype())?)) }
 }
 
-/// A row-major copy of `t` converted to `dtype` with C-style casts (floating to integer
-/// truncates; to bool is `!= 0`; to float16/bfloat16 rounds to nearest even).
+/// A row-major copy of `t` converted to `dtype` with C-style casts, as PyTorch converts:
+/// floating to integer truncates; to bool is `!= 0`; to float16/bfloat16 rounds to nearest even
+/// from float32, so float64 and int64 values are first rounded to float32 (two roundings, as in
+/// PyTorch, whose 16-bit types are built from a float).
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_INVALID_ARG` (unknown dtype);
+/// `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
 ///
 /// # Safety
 /// `out` must be valid for one write.
@@ -442,7 +452,9 @@ pub unsafe extern "C" fn bc_tensor_strides(t: *const bc_tensor, buf: *mut i64, c
 /// `numel * itemsize`; NULL allowed when that is 0).
 ///
 /// # Returns
-/// `BC_OK`; `BC_ERR_BUFFER_TOO_SMALL` (nothing written); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`.
+/// `BC_OK`; `BC_ERR_BUFFER_TOO_SMALL` (nothing written); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`;
+/// `BC_ERR_OVERFLOW` (the byte count does not fit); `BC_ERR_ALLOC` (more than 5 dimensions, and no
+/// memory for their plan).
 ///
 /// # Safety
 /// `buf` must be valid for `nbytes` writes and must not overlap `t`'s elements.
@@ -501,7 +513,8 @@ pub extern "C" fn bc_dtype_name(dtype: i32) -> *const c_char {
 /// # Returns
 /// `BC_OK`; `BC_ERR_SHAPE` (message e.g. `The expanded size of the tensor (5) must match the
 /// existing size (3) at non-singleton dimension 1.  Target sizes: [2, 5].  Tensor sizes: [3]`);
-/// `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_INVALID_ARG`; `BC_ERR_OVERFLOW`.
+/// `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_INVALID_ARG`; `BC_ERR_OVERFLOW`;
+/// `BC_ERR_ALLOC`.
 ///
 /// # Safety
 /// `sizes` valid for `ndim` reads; `out` for one write.
@@ -532,6 +545,9 @@ pub unsafe extern "C" fn bc_tensor_broadcast_to(
 }
 
 /// `t` expanded to the shape of `other` (a view).
+///
+/// # Returns
+/// As `bc_tensor_expand`.
 ///
 /// # Safety
 /// `out` must be valid for one write.
@@ -613,6 +629,10 @@ pub unsafe extern "C" fn bc_tensor_broadcast_tensors(
 /// A view with the dimensions of `t` reordered: dimension `i` of the result is dimension
 /// `dims[i]` of `t` (negative entries count from the end). `ndim` must equal `t`'s.
 ///
+/// # Returns
+/// `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_INVALID_ARG` (`ndim` is not
+/// `t`'s, a dimension out of range or repeated); `BC_ERR_ALLOC`.
+///
 /// # Safety
 /// `dims` valid for `ndim` reads; `out` for one write.
 #[no_mangle]
@@ -634,6 +654,10 @@ pub unsafe extern "C" fn bc_tensor_permute(
 
 /// A view with dimensions `dim0` and `dim1` swapped (negative counts from the end).
 ///
+/// # Returns
+/// `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_INVALID_ARG` (a dimension out
+/// of range); `BC_ERR_ALLOC`.
+///
 /// # Safety
 /// `out` must be valid for one write.
 #[no_mangle]
@@ -649,6 +673,11 @@ pub unsafe extern "C" fn bc_tensor_transpose(
 
 /// A view of `t[..., start:stop:step, ...]` along `dim`, with Python's rules: negative `start` and
 /// `stop` count from the end, both are clamped to the dimension; `step` must be at least 1.
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_INVALID_ARG` (`dim` out of
+/// range, `step` below 1); `BC_ERR_OVERFLOW` (the view's offset or stride does not fit);
+/// `BC_ERR_ALLOC`.
 ///
 /// # Safety
 /// `out` must be valid for one write.
@@ -667,6 +696,11 @@ pub unsafe extern "C" fn bc_tensor_slice(
 
 /// Any view over `t`'s storage: `shape`, `strides` (elements, not negative) and an absolute
 /// `offset` (elements from the start of the storage). Every element must lie inside the storage.
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_INVALID_ARG` (an element outside
+/// the storage, a negative stride or offset, too many dimensions); `BC_ERR_OVERFLOW`;
+/// `BC_ERR_ALLOC`.
 ///
 /// # Safety
 /// `shape` and `strides` valid for `ndim` reads; `out` for one write.
