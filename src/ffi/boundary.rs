@@ -95,6 +95,10 @@ thread_local! {
     };
 }
 
+// Without a destructor, a thread-local is never torn down: using it in a thread-exit destructor
+// is as safe as anywhere (the reason every thread-local of the library is plain data).
+const _: () = assert!(!std::mem::needs_drop::<RefCell<LastError>>());
+
 /// Runs `f` on this thread's record. The record is always there (see [`LAST_ERROR`]);
 /// `fallback` only answers a re-entrant use, which the library never makes.
 pub(crate) fn with_last_error<R>(fallback: R, f: impl FnOnce(&mut LastError) -> R) -> R {

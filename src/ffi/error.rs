@@ -166,6 +166,7 @@ pub(crate) fn describe(
         ndim_a: -1,
         ndim_b: -1,
     };
+    // A shape of sizes, as the arms below give them (read as int64 when copied out).
     let to_i64 = Shape::Sizes;
     let (mut a, mut b) = (None, None);
     match error {

@@ -280,6 +280,8 @@ enum CacheState {
 }
 
 const LOCAL_FREE_MAX: u32 = 64;
+// Plain data: the thread-local has no destructor, so it is usable while the thread exits.
+const _: () = assert!(!std::mem::needs_drop::<LocalFree>());
 
 thread_local! {
     static LOCAL_FREE: Cell<LocalFree> = const {
