@@ -514,7 +514,10 @@ pub(crate) fn with<const K: usize, R>(
         if h.is_null() {
             // An earlier argument that is not live is the first error.
             for &(earlier, earlier_name) in &handles[..i] {
-                get(earlier, earlier_name)?;
+                // (Not NULL: the first NULL is this one.)
+                if !is_live(earlier) {
+                    return Err(FfiError::InvalidHandle(earlier_name));
+                }
             }
             return Err(FfiError::NullArg(name));
         }
