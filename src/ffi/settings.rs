@@ -81,19 +81,36 @@ pub(crate) fn emit(warnings: &[Warning]) {
             }
         }
         let _running = Running(parity);
+        // The text on the stack, NUL-terminated for a handler, as one line for standard error:
+        // delivering allocates nothing.
+        const PREFIX: &[u8] = b"UserWarning: ";
+        let mut line = [0u8; 512];
+        let msg = w.message().as_bytes();
+        let n = msg.len().min(line.len() - PREFIX.len() - 1);
+        line[..PREFIX.len()].copy_from_slice(PREFIX);
+        line[PREFIX.len()..][..n].copy_from_slice(&msg[..n]);
         match handler {
             Some(Handler { func, user_data }) => {
-                // NUL-terminated on the stack: delivering allocates nothing.
-                let mut text = [0u8; 512];
-                let msg = w.message().as_bytes();
-                let n = msg.len().min(text.len() - 1);
-                text[..n].copy_from_slice(&msg[..n]);
                 let was = IN_HANDLER.replace(true);
-                // SAFETY: the caller installed this function for exactly this call shape.
-                unsafe { func(user_data as *mut c_void, text.as_ptr().cast()) };
+                // SAFETY: the caller installed this function for exactly this call shape; the
+                // text is NUL-terminated (the buffer is zeroed past it).
+                unsafe {
+                    func(
+                        user_data as *mut c_void,
+                        line[PREFIX.len()..].as_ptr().cast(),
+                    )
+                };
                 IN_HANDLER.set(was);
             }
-            None => eprintln!("UserWarning: {}", w.message()),
+            None => {
+                line[PREFIX.len() + n] = b'\n';
+                // One write of the whole line, straight to the stream (a failure to print a
+                // warning is not the call's failure).
+                let _ = std::io::Write::write_all(
+                    &mut std::io::stderr().lock(),
+                    &line[..PREFIX.len() + n + 1],
+                );
+            }
         }
     }
 }
