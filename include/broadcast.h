@@ -963,9 +963,9 @@ const char *bc_version(void);
 /**
  * Broadcasts shapes `a` and `b` (spec sections 1-2) into `out`.
  *
- * `*out_ndim` receives the result's number of dimensions (`max(a_ndim, b_ndim)`), also when
- * `out_cap` is too small, so a caller can size the buffer. `out` may be NULL when `out_cap` is 0.
- * On any other failure nothing is written.
+ * `*out_ndim` receives the result's number of dimensions (`max(a_ndim, b_ndim)`) as soon as both
+ * shapes are read, whatever happens next (also when `out_cap` is too small, so a caller can size
+ * the buffer, and when the shapes do not broadcast). `out` may be NULL when `out_cap` is 0.
  *
  * # Returns
  * `BC_OK`; `BC_ERR_SHAPE` when the shapes do not broadcast (message: `The size of tensor a (A)
@@ -986,7 +986,7 @@ int32_t bc_shape_broadcast(const int64_t *a,
 /**
  * Broadcasts `n` shapes at once (PyTorch's `broadcast_shapes`). `shapes[i]` has `ndims[i]` sizes
  * (it may be NULL when `ndims[i]` is 0). `*out_ndim` receives the result's number of dimensions
- * (also when `out_cap` is too small; on any other failure nothing is written).
+ * (the largest `ndims[i]`) as soon as every shape is read, whatever happens next.
  *
  * # Returns
  * `BC_OK`; `BC_ERR_SHAPE` (message: `Attempting to broadcast a dimension of length L at -K!

@@ -266,6 +266,14 @@ impl Ctx {
         self.mem.last_mut().unwrap().as_mut_ptr()
     }
 
+    /// The `*out_ndim` of `bc_shape_broadcast*`, already holding `ndim`: those functions write
+    /// it as soon as the shapes are read, whatever happens next (their documented contract), so
+    /// a failure later leaves it as the caller will find it anyway.
+    fn ndim_out(&mut self, ndim: usize) -> *mut u8 {
+        self.mem.push(ndim.to_ne_bytes().to_vec());
+        self.mem.last_mut().unwrap().as_mut_ptr()
+    }
+
     fn out(&mut self, i: usize) -> *mut *mut bc_tensor {
         &mut self.outs[i]
     }
@@ -413,7 +421,7 @@ fn scenarios() -> Vec<Scenario> {
         }),
         // ---- shapes
         sc("bc_shape_broadcast", "two 7-d shapes", BC_OK, |c| {
-            let (out, nd) = (c.mem(8 * 8), c.mem(8));
+            let (out, nd) = (c.mem(8 * 8), c.ndim_out(7));
             call!(|_c| bc_shape_broadcast(A7.as_ptr(), 7, B7.as_ptr(), 7, out.cast(), 8, nd.cast()))
         }),
         sc(
@@ -421,7 +429,7 @@ fn scenarios() -> Vec<Scenario> {
             "not broadcastable (the error holds both shapes)",
             BC_ERR_SHAPE,
             |c| {
-                let (out, nd) = (c.mem(8 * 8), c.mem(8));
+                let (out, nd) = (c.mem(8 * 8), c.ndim_out(7));
                 call!(|_c| bc_shape_broadcast(
                     [2i64, 3].as_ptr(),
                     2,
@@ -434,7 +442,7 @@ fn scenarios() -> Vec<Scenario> {
             },
         ),
         sc("bc_shape_broadcast_n", "three 7-d shapes", BC_OK, |c| {
-            let (out, nd) = (c.mem(8 * 8), c.mem(8));
+            let (out, nd) = (c.mem(8 * 8), c.ndim_out(7));
             call!(|_c| {
                 let shapes = [A7.as_ptr(), B7.as_ptr(), C7.as_ptr()];
                 bc_shape_broadcast_n(
@@ -452,7 +460,7 @@ fn scenarios() -> Vec<Scenario> {
             "a negative size (a formatted message)",
             BC_ERR_INVALID_ARG,
             |c| {
-                let (out, nd) = (c.mem(8 * 8), c.mem(8));
+                let (out, nd) = (c.mem(8 * 8), c.ndim_out(7));
                 call!(|_c| {
                     let bad = [1i64, -12];
                     let shapes = [A7.as_ptr(), bad.as_ptr()];
@@ -472,7 +480,7 @@ fn scenarios() -> Vec<Scenario> {
             "not broadcastable",
             BC_ERR_SHAPE,
             |c| {
-                let (out, nd) = (c.mem(8 * 8), c.mem(8));
+                let (out, nd) = (c.mem(8 * 8), c.ndim_out(7));
                 call!(|_c| {
                     let shapes = [C7.as_ptr(), [5i64].as_ptr()];
                     bc_shape_broadcast_n(

@@ -8,9 +8,9 @@ use crate::engine::ErrorKind;
 
 /// Broadcasts shapes `a` and `b` (spec sections 1-2) into `out`.
 ///
-/// `*out_ndim` receives the result's number of dimensions (`max(a_ndim, b_ndim)`), also when
-/// `out_cap` is too small, so a caller can size the buffer. `out` may be NULL when `out_cap` is 0.
-/// On any other failure nothing is written.
+/// `*out_ndim` receives the result's number of dimensions (`max(a_ndim, b_ndim)`) as soon as both
+/// shapes are read, whatever happens next (also when `out_cap` is too small, so a caller can size
+/// the buffer, and when the shapes do not broadcast). `out` may be NULL when `out_cap` is 0.
 ///
 /// # Returns
 /// `BC_OK`; `BC_ERR_SHAPE` when the shapes do not broadcast (message: `The size of tensor a (A)
@@ -35,15 +35,15 @@ pub unsafe extern "C" fn bc_shape_broadcast(
         }
         // SAFETY (this block): the caller's contract on each array.
         let (a, b) = unsafe { (dims_in(a, a_ndim, "a")?, dims_in(b, b_ndim, "b")?) };
+        unsafe { write_out(out_ndim, a.len().max(b.len()), "out_ndim")? };
         let shape = broadcast_shapes(&a, &b)?;
-        unsafe { write_out(out_ndim, shape.len(), "out_ndim")? };
         unsafe { dims_out(&shape, out, out_cap, "out") }
     })
 }
 
 /// Broadcasts `n` shapes at once (PyTorch's `broadcast_shapes`). `shapes[i]` has `ndims[i]` sizes
 /// (it may be NULL when `ndims[i]` is 0). `*out_ndim` receives the result's number of dimensions
-/// (also when `out_cap` is too small; on any other failure nothing is written).
+/// (the largest `ndims[i]`) as soon as every shape is read, whatever happens next.
 ///
 /// # Returns
 /// `BC_OK`; `BC_ERR_SHAPE` (message: `Attempting to broadcast a dimension of length L at -K!
@@ -73,9 +73,10 @@ pub unsafe extern "C" fn bc_shape_broadcast_n(
         for (i, (&p, &len)) in ptrs.iter().zip(lens).enumerate() {
             all.push(unsafe { dims_in_at(p, len, "shapes", Some(i))? });
         }
+        let ndim = all.iter().map(|s| s.len()).max().unwrap_or(0);
+        unsafe { write_out(out_ndim, ndim, "out_ndim")? };
         let views: Vec<&[usize]> = try_collect(all.iter().map(|s| &s[..]))?;
         let shape = broadcast_shapes_n(&views)?;
-        unsafe { write_out(out_ndim, shape.len(), "out_ndim")? };
         unsafe { dims_out(&shape, out, out_cap, "out") }
     })
 }
