@@ -3,7 +3,8 @@
 CC ?= cc
 RELEASE := target/release
 
-.PHONY: demo test test-python check bench bench-smoke header-drift data-check go-test go-bench julia-proxy-test julia-test
+.PHONY: demo test test-python check bench bench-smoke header-drift data-check go-test go-bench \
+	julia-proxy-test julia-test self-contained
 
 # Build the library and run the C tour of the documented examples.
 demo:
@@ -25,8 +26,8 @@ test-python:
 	cargo build
 	BC_LIB=$${CARGO_TARGET_DIR:-target}/debug/libbroadcast.so $(PYTHON) -m unittest discover -s tests/python -v
 
-# Formatting, lints, and the generated header matching the code.
-check: header-drift
+# Formatting, lints, the generated header matching the code, and no reference outside the repo.
+check: header-drift self-contained
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 
@@ -65,3 +66,8 @@ julia-test:
 	cargo build --release
 	@command -v julia >/dev/null || { echo "julia-test: julia is not on the PATH: the Julia tests cannot run"; exit 2; }
 	LIBBROADCAST_PATH=$(CURDIR)/target/release/libbroadcast.so julia --threads=4 --project=bindings/julia bindings/julia/test/runtests.jl
+
+# The repository stands alone: nothing it ships, documents or tests points at a folder beside it.
+self-contained:
+	@if grep -rn "shared/" README.md docs/ include/ examples/ src/ c_tests/ tests/ fuzz/ scripts/ bindings/; then \
+		echo "the lines above refer to a folder outside the repository"; exit 1; fi

@@ -14,7 +14,8 @@
  *  - freed and foreign handles (BC_ERR_INVALID_HANDLE), a panic inside the library (BC_ERR_INTERNAL,
  *    the library stays usable), and the last error being per thread.
  *
- * The contract is notes/API_CONTRACT.md; texts come from shared/spec/BROADCASTING.md.
+ * The contract is README.md ("API conventions") and the header's comments; the texts come from
+ * docs/semantics.md.
  */
 #define _POSIX_C_SOURCE 200809L /* pthreads, for the per-thread last-error test */
 #include "check.h"

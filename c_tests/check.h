@@ -375,7 +375,7 @@ static inline void fill_arange(float *buf, size_t n, float start, float step) {
 }
 
 /* ------------------------------------------------------------------------------------------------
- * The exact texts of the spec (shared/spec/BROADCASTING.md, sections 3, 5, 6 and 8)
+ * The exact texts of docs/semantics.md (sections 3, 5, 6 and 8)
  * --------------------------------------------------------------------------------------------- */
 
 #define SPEC_WARN_BROADCAST                                                                        \

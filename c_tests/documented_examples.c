@@ -1,5 +1,5 @@
 /*
- * documented_examples.c: the 12 documented examples of shared/spec/BROADCASTING.md, section 3,
+ * documented_examples.c: the 12 documented examples of docs/semantics.md, section 3,
  * one named test per row, reproduced through the C API.
  *
  * Each test checks result shapes, element values, status codes, the exact message texts (through

@@ -4,7 +4,7 @@
  * legacy switches in place.
  *
  * Expected values are worked out by hand here, and the result types follow
- * shared/oracle/promotion.jsonl (PyTorch 2.x result_type).
+ * tests/data/pytorch/promotion.jsonl (PyTorch 2.x result_type).
  */
 #include "check.h"
 
@@ -638,8 +638,9 @@ static void test_slice_with_huge_step(void) {
     bc_tensor_free(t);
 }
 
-/* Warnings are emitted only by calls that succeed (spec section 5; header on bc_set_warning_handler):
- * a call that the switches would warn about, but that then fails for another reason, is silent. */
+/* Warnings are emitted only by calls that succeed (docs/semantics.md, section 5; header on
+ * bc_set_warning_handler): a call that the switches would warn about, but that then fails for
+ * another reason, is silent. */
 static void test_warnings_only_on_success(void) {
     check_warnings w;
     capture_warnings(&w);

@@ -1,7 +1,7 @@
 /*
  * tour.c: the documented broadcasting examples, one by one, through libbroadcast's C API.
  *
- * It follows the table of shared/spec/BROADCASTING.md (section 3), which follows PyTorch's
+ * It follows the table of docs/semantics.md (section 3), which follows PyTorch's
  * "Broadcasting semantics" note: for each example it prints the operation and what the library
  * answers: the result shape and values, or the error message, and any warning.
  *
@@ -160,7 +160,7 @@ int main(void) {
     bc_set_warning_handler(on_warning, &warnings);
 
     printf("libbroadcast %s: the documented broadcasting examples\n", bc_version());
-    printf("(shared/spec/BROADCASTING.md, section 3; PyTorch's \"Broadcasting semantics\")\n\n");
+    printf("(docs/semantics.md, section 3; PyTorch's \"Broadcasting semantics\")\n\n");
 
     /* 1-4: shapes */
     const int64_t s573[] = {5, 7, 3};

@@ -11,7 +11,7 @@
 //! read as 0 and the program ends when the input does.
 //!
 //! The model is deliberately naive (element-by-element, every address enumerated): it states the
-//! contract of `shared/spec/BROADCASTING.md` and the header, not the engine's algorithms.
+//! contract of `docs/semantics.md` and the header, not the engine's algorithms.
 #![allow(clippy::too_many_arguments, clippy::type_complexity)]
 #![allow(dead_code)]
 
@@ -687,7 +687,7 @@ fn checked_numel(shape: &[usize]) -> Result<usize, i32> {
         .ok_or(BC_ERR_OVERFLOW)
 }
 
-/// Broadcast two shapes (spec sections 1-2).
+/// Broadcast two shapes (docs/semantics.md, sections 1-2).
 fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
@@ -1135,7 +1135,7 @@ impl Runner<'_> {
         indices(&t.shape).iter().map(|i| self.read(t, i)).collect()
     }
 
-    // ---- overlap (spec section 8) ---------------------------------------------------------
+    // ---- overlap (docs/semantics.md, section 8) ----------------------------------------------
 
     fn element_spans(&self, t: &TM) -> Vec<(Space, i128, i128)> {
         let n = itemsize(t.dtype) as i128;
@@ -1149,8 +1149,9 @@ impl Runner<'_> {
     }
 
     fn internal_overlap(&self, t: &TM) -> bool {
-        // No elements, so no two share a location (spec section 8; PyTorch agrees: an empty
-        // tensor is contiguous, which settles `has_internal_overlap` before strides are looked at).
+        // No elements, so no two share a location (docs/semantics.md, section 8; PyTorch agrees: an
+        // empty tensor is contiguous, which settles `has_internal_overlap` before strides are
+        // looked at).
         if t.numel() == 0 {
             return false;
         }
@@ -2227,7 +2228,7 @@ impl Runner<'_> {
         Ok(Ok(()))
     }
 
-    /// The spec's operation, on the model: checks in the library's order, then the values.
+    /// The contract's operation, on the model: checks in the library's order, then the values.
     /// `dest`: None for out of place; Some((t, is_inplace)).
     fn model_binary(
         &self,

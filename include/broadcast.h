@@ -758,9 +758,10 @@ int32_t bc_debug_panic(void);
 /**
  * `*out = a op b` in a new tensor of the broadcast shape and PyTorch's result type.
  *
- * Shapes broadcast (spec sections 1-2); the result type follows PyTorch 2.x's `result_type`
- * (0-d operands only raise the category; integer division gives float32). Under the switches of
- * `bc_set_broadcast_warning` / `bc_set_legacy_fallback`, warnings go to the warning handler.
+ * Shapes broadcast (docs/semantics.md, sections 1-2); the result type follows PyTorch 2.x's
+ * `result_type` (0-d operands only raise the category; integer division gives float32; section
+ * 6). Under the switches of `bc_set_broadcast_warning` / `bc_set_legacy_fallback` (section 5),
+ * warnings go to the warning handler.
  * On success the caller owns `*out`; on failure `*out` is NULL.
  *
  * # Returns
@@ -777,10 +778,11 @@ int32_t bc_binary(int32_t op,
                   struct bc_tensor **out);
 
 /**
- * `target op= other` (PyTorch's `self op= other`), written into `target`'s elements. Allowed exactly when `other` broadcasts to
- * `target`'s shape (spec section 4) and the result type can be cast to `target`'s type. `target` may
- * not have elements sharing memory (e.g. an expanded view), nor partly overlap `other`; exactly
- * the same view (`x += x`) is fine. When the call fails, `target` is unchanged.
+ * `target op= other` (PyTorch's `self op= other`), written into `target`'s elements. Allowed
+ * exactly when `other` broadcasts to `target`'s shape (docs/semantics.md, section 4) and the
+ * result type can be cast to `target`'s type (section 6). `target` may not have elements sharing
+ * memory (e.g. an expanded view), nor partly overlap `other` (section 8); exactly the same view
+ * (`x += x`) is fine. When the call fails, `target` is unchanged.
  *
  * # Returns
  * `BC_OK`; `BC_ERR_SHAPE` (`The expanded size of the tensor (T) must match the existing size (S)
@@ -791,13 +793,11 @@ int32_t bc_binary(int32_t op,
  *
  * Must not run while another thread reads or writes `target`'s elements.
  */
-int32_t bc_binary_inplace(int32_t op,
-                          struct bc_tensor *target,
-                          const struct bc_tensor *other);
+int32_t bc_binary_inplace(int32_t op, struct bc_tensor *target, const struct bc_tensor *other);
 
 /**
  * `a op b` written into the caller's `out`, which must have exactly the broadcast shape and a
- * type the result type can be cast to. `out` may not have elements sharing memory, nor partly
+ * type the result type can be cast to (docs/semantics.md, sections 4 and 6). `out` may not have elements sharing memory, nor partly
  * overlap `a` or `b` (being exactly the same view as one of them is fine). When the call fails,
  * `out` is unchanged.
  *
@@ -882,7 +882,7 @@ int32_t bc_div_inplace(struct bc_tensor *target, const struct bc_tensor *other);
 int32_t bc_div_out(const struct bc_tensor *a, const struct bc_tensor *b, struct bc_tensor *out);
 
 /**
- * Turns the broadcast warning on or off (spec section 5; PyTorch's
+ * Turns the broadcast warning on or off (docs/semantics.md, section 5; PyTorch's
  * `torch.utils.backcompat.broadcast_warning.enabled`). When on, an operation whose operands have
  * different shapes, are broadcastable and have the same number of elements warns. Off by default.
  *
@@ -897,10 +897,10 @@ int32_t bc_set_broadcast_warning(bool enabled);
 bool bc_get_broadcast_warning(void);
 
 /**
- * Turns the legacy 1-D pointwise fallback on or off (spec section 5). When on, operands that are
- * not broadcastable but have the same number of elements are computed element by element in
- * row-major order, the result takes the first operand's shape, and a warning is emitted. Off by
- * default (such operands are a `BC_ERR_SHAPE` error).
+ * Turns the legacy 1-D pointwise fallback on or off (docs/semantics.md, section 5). When on,
+ * operands that are not broadcastable but have the same number of elements are computed element
+ * by element in row-major order, the result takes the first operand's shape, and a warning is
+ * emitted. Off by default (such operands are a `BC_ERR_SHAPE` error).
  *
  * # Returns
  * `BC_OK`.
@@ -961,7 +961,7 @@ int32_t bc_set_parallel_threshold(size_t elements);
 const char *bc_version(void);
 
 /**
- * Broadcasts shapes `a` and `b` (spec sections 1-2) into `out`.
+ * Broadcasts shapes `a` and `b` (docs/semantics.md, sections 1-2) into `out`.
  *
  * `*out_ndim` receives the result's number of dimensions (`max(a_ndim, b_ndim)`) as soon as both
  * shapes are read, whatever happens next (also when `out_cap` is too small, so a caller can size

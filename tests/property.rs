@@ -6,7 +6,7 @@
 //! 3000); one case alone: `BC_PROPTEST_CASE=k`. Failures print the seed, the case number and the
 //! whole case.
 //!
-//! Semantics of the reference (spec sections 1-8):
+//! Semantics of the reference (docs/semantics.md, sections 1-8):
 //! * result shape: NumPy broadcasting; in place: `other` must broadcast to `self`'s shape.
 //! * result dtype: PyTorch `result_type` (a 0-d operand only raises the category
 //!   bool < integer < floating); true division of integers/bools gives float32.
@@ -18,7 +18,7 @@
 //!   overlap, or sharing some (not all) memory locations with an input, is refused. Full aliasing
 //!   (`x += x`, out= being exactly an input's view) is allowed. A refused call changes nothing.
 //! * float64 -> float16/bfloat16 and int -> float16/bfloat16 casts go through float32 (as
-//!   `c10::Half(float)` does). Where the spec leaves open whether a narrowed operand is rounded
+//!   `c10::Half(float)` does). Where the contract leaves open whether a narrowed operand is rounded
 //!   before or after it is read (a 0-d float64 beside a float16 tensor), the generator only uses
 //!   values that the narrower type holds exactly.
 //!
@@ -380,7 +380,7 @@ fn ref_broadcast(a: &[i64], b: &[i64]) -> Result<Vec<i64>, String> {
     Ok(out)
 }
 
-/// In-place shape rule of spec section 4.
+/// In-place shape rule of docs/semantics.md, section 4.
 fn ref_inplace_shape(s: &[i64], o: &[i64]) -> Result<(), String> {
     if o.len() <= s.len() {
         let lead = s.len() - o.len();

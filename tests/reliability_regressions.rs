@@ -18,8 +18,9 @@
 //! * a binary operation whose result is empty still converted its inputs at their full size
 //!   (`BC_ERR_ALLOC`/`BC_ERR_OVERFLOW` for a broadcast input, or gigabytes of needless work).
 //! * an empty written-to tensor with a stride-0 dimension (an expanded `[0, 2]` view) was refused
-//!   as internally overlapping, although it has no elements to share a location (spec section 8;
-//!   PyTorch counts an empty tensor as contiguous). It is now checked like any other target.
+//!   as internally overlapping, although it has no elements to share a location
+//!   (docs/semantics.md, section 8; PyTorch counts an empty tensor as contiguous). It is now
+//!   checked like any other target.
 //! * a 0-d tensor refused `transpose(0, -1)` with a contradictory message ("expected to be in
 //!   range of [-1, 0], but got 0"); PyTorch takes dims 0 and -1 for a 0-d tensor and returns it
 //!   unchanged. `slice` on a 0-d tensor now gives PyTorch's own refusal.

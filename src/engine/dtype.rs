@@ -1,4 +1,4 @@
-//! Element types and PyTorch 2.x type promotion (spec section 6).
+//! Element types and PyTorch 2.x type promotion (docs/semantics.md, section 6).
 
 /// The ten element types. The discriminants are the stable codes of the C API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -1,5 +1,5 @@
 //! The engine's one error type. Each variant carries the data a caller may want to act on
-//! (shapes, dimension, sizes); `Display` gives the exact texts of the spec and of PyTorch.
+//! (shapes, dimension, sizes); `Display` gives the exact texts of docs/semantics.md and PyTorch.
 use super::dtype::DType;
 use super::shape::{fmt_list, fmt_tuple};
 
@@ -46,7 +46,7 @@ pub enum Error {
         shape: Vec<usize>,
         expected: Vec<usize>,
     },
-    /// In place: `other` does not expand to `self`'s shape (spec section 4).
+    /// In place: `other` does not expand to `self`'s shape (docs/semantics.md, section 4).
     #[error("The expanded size of the tensor ({self_size}) must match the existing size ({other_size}) at non-singleton dimension {dim}.")]
     InplaceMismatch {
         self_shape: Vec<usize>,

@@ -11,7 +11,7 @@ use super::shape::{broadcast_shapes, broadcast_shapes_n, check_inplace, Dims};
 use super::tensor::{copy_into, Init, Tensor};
 use smallvec::{smallvec, SmallVec};
 
-/// The backwards-compatibility switches of spec section 5.
+/// The backwards-compatibility switches of docs/semantics.md, section 5.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Options {
     pub broadcast_warning: bool,
@@ -21,7 +21,7 @@ pub struct Options {
 /// The warnings of one call (at most one; inline, so collecting them never allocates).
 pub type Warnings = SmallVec<[Warning; 2]>;
 
-/// A warning that a successful call emits (spec section 5).
+/// A warning that a successful call emits (docs/semantics.md, section 5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Warning {
     /// Different shapes, broadcastable, same number of elements.
@@ -323,8 +323,8 @@ fn compute_same_type(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) -> Resu
     Ok(())
 }
 
-/// Spec section 8: a written-to tensor may not overlap itself, nor partly overlap an input; and
-/// memory shared read-only is never written.
+/// A written-to tensor may not overlap itself, nor partly overlap an input (docs/semantics.md,
+/// section 8); and memory shared read-only is never written.
 fn check_writable(dest: &Tensor, inputs: &[&Tensor]) -> Result<()> {
     if dest.is_read_only() {
         return Err(Error::ReadOnly);

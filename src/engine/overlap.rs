@@ -1,6 +1,7 @@
-//! Memory-overlap tests for written-to tensors (spec section 8), on addresses, so two tensors that
-//! wrap the same caller memory separately are caught too. Cheap sufficient tests come first; an
-//! exact test by enumeration settles the rest up to a size, beyond which overlap is assumed.
+//! Memory-overlap tests for written-to tensors (docs/semantics.md, section 8), on addresses, so
+//! two tensors that wrap the same caller memory separately are caught too. Cheap sufficient tests
+//! come first; an exact test by enumeration settles the rest up to a size, beyond which overlap is
+//! assumed.
 //!
 //! The lists these tests build (addresses, spans) are allocated fallibly: a refusal is
 //! `Error::Alloc`, never an abort.

@@ -91,8 +91,8 @@ pub fn contiguous_strides(shape: &[usize]) -> Result<Strides> {
     Ok(strides)
 }
 
-/// Broadcast two shapes (spec sections 1-2). Walks from the right; a 1 gives way to the other
-/// size, including 0; the error names the first mismatch from the right.
+/// Broadcast two shapes (docs/semantics.md, sections 1-2). Walks from the right; a 1 gives way to
+/// the other size, including 0; the error names the first mismatch from the right.
 pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Dims> {
     let ndim = a.len().max(b.len());
     let mut out: Dims = try_small_elem(0, ndim)?;
@@ -153,7 +153,7 @@ pub fn broadcast_shapes_n(shapes: &[&[usize]]) -> Result<Dims> {
     Ok(common)
 }
 
-/// The in-place rule (spec section 4): `other` must expand to `self`'s shape.
+/// The in-place rule (docs/semantics.md, section 4): `other` must expand to `self`'s shape.
 pub fn check_inplace(self_shape: &[usize], other: &[usize]) -> Result<()> {
     if other.len() > self_shape.len() {
         let broadcast = broadcast_shapes(self_shape, other)?;

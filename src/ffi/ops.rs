@@ -21,9 +21,10 @@ fn op_in(code: i32) -> Result<BinaryOp, FfiError> {
 
 /// `*out = a op b` in a new tensor of the broadcast shape and PyTorch's result type.
 ///
-/// Shapes broadcast (spec sections 1-2); the result type follows PyTorch 2.x's `result_type`
-/// (0-d operands only raise the category; integer division gives float32). Under the switches of
-/// `bc_set_broadcast_warning` / `bc_set_legacy_fallback`, warnings go to the warning handler.
+/// Shapes broadcast (docs/semantics.md, sections 1-2); the result type follows PyTorch 2.x's
+/// `result_type` (0-d operands only raise the category; integer division gives float32; section
+/// 6). Under the switches of `bc_set_broadcast_warning` / `bc_set_legacy_fallback` (section 5),
+/// warnings go to the warning handler.
 /// On success the caller owns `*out`; on failure `*out` is NULL.
 ///
 /// # Returns
@@ -54,10 +55,11 @@ pub unsafe extern "C" fn bc_binary(
     })
 }
 
-/// `target op= other` (PyTorch's `self op= other`), written into `target`'s elements. Allowed exactly when `other` broadcasts to
-/// `target`'s shape (spec section 4) and the result type can be cast to `target`'s type. `target` may
-/// not have elements sharing memory (e.g. an expanded view), nor partly overlap `other`; exactly
-/// the same view (`x += x`) is fine. When the call fails, `target` is unchanged.
+/// `target op= other` (PyTorch's `self op= other`), written into `target`'s elements. Allowed
+/// exactly when `other` broadcasts to `target`'s shape (docs/semantics.md, section 4) and the
+/// result type can be cast to `target`'s type (section 6). `target` may not have elements sharing
+/// memory (e.g. an expanded view), nor partly overlap `other` (section 8); exactly the same view
+/// (`x += x`) is fine. When the call fails, `target` is unchanged.
 ///
 /// # Returns
 /// `BC_OK`; `BC_ERR_SHAPE` (`The expanded size of the tensor (T) must match the existing size (S)
@@ -87,7 +89,7 @@ pub extern "C" fn bc_binary_inplace(
 }
 
 /// `a op b` written into the caller's `out`, which must have exactly the broadcast shape and a
-/// type the result type can be cast to. `out` may not have elements sharing memory, nor partly
+/// type the result type can be cast to (docs/semantics.md, sections 4 and 6). `out` may not have elements sharing memory, nor partly
 /// overlap `a` or `b` (being exactly the same view as one of them is fine). When the call fails,
 /// `out` is unchanged.
 ///

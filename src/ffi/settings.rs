@@ -115,7 +115,7 @@ pub(crate) fn emit(warnings: &[Warning]) {
     }
 }
 
-/// Turns the broadcast warning on or off (spec section 5; PyTorch's
+/// Turns the broadcast warning on or off (docs/semantics.md, section 5; PyTorch's
 /// `torch.utils.backcompat.broadcast_warning.enabled`). When on, an operation whose operands have
 /// different shapes, are broadcastable and have the same number of elements warns. Off by default.
 ///
@@ -133,10 +133,10 @@ pub extern "C" fn bc_get_broadcast_warning() -> bool {
     BROADCAST_WARNING.load(Ordering::Relaxed)
 }
 
-/// Turns the legacy 1-D pointwise fallback on or off (spec section 5). When on, operands that are
-/// not broadcastable but have the same number of elements are computed element by element in
-/// row-major order, the result takes the first operand's shape, and a warning is emitted. Off by
-/// default (such operands are a `BC_ERR_SHAPE` error).
+/// Turns the legacy 1-D pointwise fallback on or off (docs/semantics.md, section 5). When on,
+/// operands that are not broadcastable but have the same number of elements are computed element
+/// by element in row-major order, the result takes the first operand's shape, and a warning is
+/// emitted. Off by default (such operands are a `BC_ERR_SHAPE` error).
 ///
 /// # Returns
 /// `BC_OK`.

@@ -6,7 +6,7 @@ use crate::engine::alloc::{try_collect, try_vec};
 use crate::engine::shape::{broadcast_shapes, broadcast_shapes_n, Dims};
 use crate::engine::ErrorKind;
 
-/// Broadcasts shapes `a` and `b` (spec sections 1-2) into `out`.
+/// Broadcasts shapes `a` and `b` (docs/semantics.md, sections 1-2) into `out`.
 ///
 /// `*out_ndim` receives the result's number of dimensions (`max(a_ndim, b_ndim)`) as soon as both
 /// shapes are read, whatever happens next (also when `out_cap` is too small, so a caller can size
