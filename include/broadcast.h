@@ -22,9 +22,9 @@
 #include <stdbool.h>
 
 #define BC_VERSION_MAJOR 0
-#define BC_VERSION_MINOR 1
+#define BC_VERSION_MINOR 2
 #define BC_VERSION_PATCH 0
-#define BC_VERSION_STRING "0.1.0"
+#define BC_VERSION_STRING "0.2.0"
 /* DLPack: the DLPack 1.0 types under their standard names, unless an official dlpack.h (1.0 or
  * later) was included before this header; one included after it adds nothing. */
 #if defined(DLPACK_DLPACK_H_)
