@@ -1,7 +1,8 @@
 //! Regenerates `include/broadcast.h` from `src/ffi` with cbindgen on every build, so the committed
 //! header always matches the code; CI fails when a build leaves `include/` changed (header drift).
+//! Also gives the shared library its versioned name (soname on ELF systems, install name on macOS).
 use std::env;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn main() {
     let crate_dir =
@@ -24,6 +25,7 @@ fn main() {
         "\n#define BC_VERSION_MAJOR {major}\n#define BC_VERSION_MINOR {minor}\n#define BC_VERSION_PATCH {patch}\n#define BC_VERSION_STRING \"{version}\"\n{}",
         config.after_includes.as_deref().unwrap_or("")
     ));
+    set_library_name(major);
     let out = crate_dir.join("include").join("broadcast.h");
     let bindings = cbindgen::Builder::new()
         // Only the FFI layer is the C API: parse it alone, not the engine.
@@ -38,3 +40,53 @@ fn main() {
         std::fs::write(&out, &text).expect("cannot write include/broadcast.h");
     }
 }
+
+/// The name the shared library records for itself, which programs linked against it look for at
+/// run time: `libbroadcast.so.MAJOR` (`libbroadcast.MAJOR.dylib` on macOS), so that a program
+/// built against one 0.x release loads any later 0.x (they only add to the ABI; CHANGELOG.md).
+/// Windows DLLs have no such name.
+fn set_library_name(major: &str) {
+    let os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    let (flag, name, file) = match os.as_str() {
+        "linux" | "android" | "freebsd" | "netbsd" | "openbsd" | "dragonfly" => (
+            "-soname,",
+            format!("libbroadcast.so.{major}"),
+            "libbroadcast.so",
+        ),
+        "macos" | "ios" => (
+            "-install_name,@rpath/",
+            format!("libbroadcast.{major}.dylib"),
+            "libbroadcast.dylib",
+        ),
+        _ => return,
+    };
+    println!("cargo:rustc-cdylib-link-arg=-Wl,{flag}{name}");
+    link_in_build_dirs(&name, file);
+}
+
+/// A program linked against `target/<profile>/libbroadcast.so` asks for the versioned name at run
+/// time, so that name must exist beside the library in the build directories too (an install
+/// makes its own links): `target/<profile>/libbroadcast.so.0 -> libbroadcast.so`, and the same in
+/// `deps/`, where `cargo test` leaves the library. Best effort: a layout that is not cargo's usual
+/// `<profile>/build/<package>/out` is left alone.
+#[cfg(unix)]
+fn link_in_build_dirs(name: &str, file: &str) {
+    let Some(out_dir) = env::var_os("OUT_DIR").map(PathBuf::from) else {
+        return;
+    };
+    let Some(profile) = out_dir.ancestors().nth(3) else {
+        return;
+    };
+    if out_dir.ancestors().nth(2).and_then(Path::file_name) != Some("build".as_ref()) {
+        return;
+    }
+    for dir in [profile.to_path_buf(), profile.join("deps")] {
+        let link = dir.join(name);
+        if dir.is_dir() && std::fs::symlink_metadata(&link).is_err() {
+            let _ = std::os::unix::fs::symlink(file, &link);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn link_in_build_dirs(_name: &str, _file: &str) {}

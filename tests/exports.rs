@@ -84,3 +84,36 @@ fn header_version_macros_match_cargo() {
     let v = unsafe { std::ffi::CStr::from_ptr(broadcast::ffi::bc_version()) };
     assert_eq!(v.to_str().unwrap(), version);
 }
+
+/// The shared library names itself `libbroadcast.so.MAJOR` (its soname, which programs linked
+/// against it ask for at run time), and build.rs puts that name beside it in the build directory
+/// so that programs linked against the build tree run too.
+#[test]
+fn shared_library_soname_carries_the_major_version() {
+    let so = shared_library();
+    let out = Command::new("objdump")
+        .arg("-p")
+        .arg(&so)
+        .output()
+        .expect("objdump (binutils) must be installed");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let soname = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("SONAME"))
+        .map(str::trim);
+    let expected = format!("libbroadcast.so.{}", env!("CARGO_PKG_VERSION_MAJOR"));
+    assert_eq!(
+        soname,
+        Some(expected.as_str()),
+        "objdump -p {}",
+        so.display()
+    );
+    let link = so.with_file_name(&expected);
+    assert_eq!(
+        std::fs::canonicalize(&link).ok(),
+        std::fs::canonicalize(&so).ok(),
+        "{} should lead to {}",
+        link.display(),
+        so.display()
+    );
+}
