@@ -131,9 +131,9 @@ fn lookup(c: &mut Criterion) {
                 // SAFETY: live handle / live Box.
                 unsafe {
                     if use_registry {
-                        bc_tensor_ndim(other as *const bc_tensor, &mut n);
+                        black_box(bc_tensor_ndim(other as *const bc_tensor, &mut n));
                     } else {
-                        boxed_ndim(other_boxed as *const Tensor, &mut n);
+                        black_box(boxed_ndim(other_boxed as *const Tensor, &mut n));
                     }
                 }
             }

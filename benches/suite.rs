@@ -129,7 +129,7 @@ fn suite(cr: &mut Criterion) {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(2);
-    bc_set_num_threads(threads);
+    assert_eq!(bc_set_num_threads(threads), BC_OK);
     for c in &CASES {
         let (a, b, out, _base) = inputs(c);
         let mut g = cr.benchmark_group(c.name);

@@ -1258,9 +1258,9 @@ static void *warning_thread_body(void *arg) {
     bc_last_error_message(r->message, sizeof r->message);
     const int64_t a[] = {4, 1}, b[] = {4};
     bc_tensor *ta = NULL, *tb = NULL, *o = NULL;
-    bc_tensor_ones(BC_DTYPE_FLOAT32, a, 2, &ta);
-    bc_tensor_ones(BC_DTYPE_FLOAT32, b, 1, &tb);
-    r->status = bc_add(ta, tb, &o);
+    r->status = bc_tensor_ones(BC_DTYPE_FLOAT32, a, 2, &ta);
+    if (r->status == BC_OK) r->status = bc_tensor_ones(BC_DTYPE_FLOAT32, b, 1, &tb);
+    if (r->status == BC_OK) r->status = bc_add(ta, tb, &o);
     bc_tensor_free(o);
     bc_tensor_free(ta);
     bc_tensor_free(tb);

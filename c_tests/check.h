@@ -429,9 +429,11 @@ static inline void capture_warnings(check_warnings *w) {
 
 /* Put the process-wide settings back to their defaults. */
 static inline void check_restore_settings(void) {
-    (void)bc_set_broadcast_warning(false);
-    (void)bc_set_legacy_fallback(false);
-    (void)bc_set_warning_handler(NULL, NULL);
+    int32_t s = bc_set_broadcast_warning(false) | bc_set_legacy_fallback(false) |
+                bc_set_warning_handler(NULL, NULL);
+    if (s != BC_OK) {
+        check_fail_header(__FILE__, __LINE__, "the default settings are restored");
+    }
     bc_last_error_clear();
 }
 

@@ -75,6 +75,16 @@ static void on_warning(void *user_data, const char *message) {
     printf("    warning: %s\n", message);
 }
 
+/* A call the tour needs to succeed: a failure is printed and counted as a surprise. */
+static bool succeeded(int32_t status, const char *call) {
+    if (status != BC_OK) {
+        surprises++;
+        printf("    !!! %s failed:\n", call);
+        print_error(status);
+    }
+    return status == BC_OK;
+}
+
 static void expect(bool ok, const char *what) {
     if (!ok) {
         surprises++;
@@ -117,7 +127,7 @@ static void shapes_example(int number, const int64_t *a, size_t an, const int64_
     print_dims(b, bn);
     printf("\n");
     bool yes = false;
-    bc_shape_is_broadcastable(a, an, b, bn, &yes);
+    succeeded(bc_shape_is_broadcastable(a, an, b, bn, &yes), "bc_shape_is_broadcastable");
     printf("    broadcastable: %s (%s)\n", yes ? "yes" : "no", note);
     expect(yes == documented, "broadcastable?");
     int64_t out[16];
@@ -140,8 +150,8 @@ static void shapes_example(int number, const int64_t *a, size_t an, const int64_
 /* out-of-place a + b on tensors of ones; prints and returns the result (caller frees) or NULL. */
 static bc_tensor *add_ones(const int64_t *a, size_t an, const int64_t *b, size_t bn) {
     bc_tensor *ta = NULL, *tb = NULL, *r = NULL;
-    bc_tensor_ones(BC_DTYPE_FLOAT32, a, an, &ta);
-    bc_tensor_ones(BC_DTYPE_FLOAT32, b, bn, &tb);
+    succeeded(bc_tensor_ones(BC_DTYPE_FLOAT32, a, an, &ta), "bc_tensor_ones");
+    succeeded(bc_tensor_ones(BC_DTYPE_FLOAT32, b, bn, &tb), "bc_tensor_ones");
     int32_t st = bc_add(ta, tb, &r);
     if (st == BC_OK) {
         printf("    result shape ");
@@ -157,7 +167,7 @@ static bc_tensor *add_ones(const int64_t *a, size_t an, const int64_t *b, size_t
 
 int main(void) {
     int warnings = 0;
-    bc_set_warning_handler(on_warning, &warnings);
+    succeeded(bc_set_warning_handler(on_warning, &warnings), "bc_set_warning_handler");
 
     printf("libbroadcast %s: the documented broadcasting examples\n", bc_version());
     printf("(docs/semantics.md, section 3; PyTorch's \"Broadcasting semantics\")\n\n");
@@ -200,8 +210,8 @@ int main(void) {
     /* 8 */
     printf(" 8. in place: x = ones(5,3,4,1); x += ones(3,1,1)\n");
     bc_tensor *x = NULL, *y = NULL;
-    bc_tensor_ones(BC_DTYPE_FLOAT32, s5341, 4, &x);
-    bc_tensor_ones(BC_DTYPE_FLOAT32, s311, 3, &y);
+    succeeded(bc_tensor_ones(BC_DTYPE_FLOAT32, s5341, 4, &x), "bc_tensor_ones");
+    succeeded(bc_tensor_ones(BC_DTYPE_FLOAT32, s311, 3, &y), "bc_tensor_ones");
     int32_t st = bc_add_inplace(x, y);
     if (st == BC_OK) {
         printf("    allowed; x keeps shape ");
@@ -219,8 +229,8 @@ int main(void) {
     printf(" 9. in place: x = ones(1,3,1); x += ones(3,1,7)\n");
     const int64_t s131[] = {1, 3, 1};
     x = y = NULL;
-    bc_tensor_ones(BC_DTYPE_FLOAT32, s131, 3, &x);
-    bc_tensor_ones(BC_DTYPE_FLOAT32, s317, 3, &y);
+    succeeded(bc_tensor_ones(BC_DTYPE_FLOAT32, s131, 3, &x), "bc_tensor_ones");
+    succeeded(bc_tensor_ones(BC_DTYPE_FLOAT32, s317, 3, &y), "bc_tensor_ones");
     st = bc_add_inplace(x, y);
     if (st == BC_OK) printf("    allowed?!\n");
     else print_error(st);
@@ -240,8 +250,8 @@ int main(void) {
     const int64_t s41[] = {4, 1}, s4[] = {4}, s44[] = {4, 4};
     const float randn[4] = {0.4967f, -0.1383f, 0.6477f, 1.5230f}; /* one draw of randn(4) */
     bc_tensor *ones41 = NULL, *rn = NULL;
-    bc_tensor_ones(BC_DTYPE_FLOAT32, s41, 2, &ones41);
-    bc_tensor_from_data(BC_DTYPE_FLOAT32, s4, 1, randn, sizeof randn, &rn);
+    succeeded(bc_tensor_ones(BC_DTYPE_FLOAT32, s41, 2, &ones41), "bc_tensor_ones");
+    succeeded(bc_tensor_from_data(BC_DTYPE_FLOAT32, s4, 1, randn, sizeof randn, &rn), "bc_tensor_from_data");
     printf("    randn(4) = ");
     print_values(rn, "");
     r = NULL;
@@ -261,13 +271,13 @@ int main(void) {
 
     /* 11 */
     printf("11. with the broadcast warning on: ones(4,1) + ones(4)\n");
-    bc_set_broadcast_warning(true);
+    succeeded(bc_set_broadcast_warning(true), "bc_set_broadcast_warning");
     warnings = 0;
     r = add_ones(s41, 2, s4, 1);
     if (r) printf("    every element %s 2\n", all_equal(r, 2.0f) ? "is" : "is NOT");
     expect(r && shape_is(r, s44, 2) && all_equal(r, 2.0f), "(4,4) of 2s");
     expect(warnings == 1, "exactly one warning");
-    bc_set_broadcast_warning(false);
+    succeeded(bc_set_broadcast_warning(false), "bc_set_broadcast_warning");
     bc_tensor_free(r);
     bc_tensor_free(ones41);
     printf("\n");
@@ -278,7 +288,7 @@ int main(void) {
     r = add_ones(s4, 1, s22, 2);
     bc_tensor_free(r);
     printf("    (fallback on:)\n");
-    bc_set_legacy_fallback(true);
+    succeeded(bc_set_legacy_fallback(true), "bc_set_legacy_fallback");
     warnings = 0;
     r = add_ones(s4, 1, s22, 2);
     if (r) {
@@ -287,11 +297,11 @@ int main(void) {
     }
     expect(r && shape_is(r, s4, 1) && all_equal(r, 2.0f), "(4,) of 2s");
     expect(warnings == 1, "exactly one warning");
-    bc_set_legacy_fallback(false);
+    succeeded(bc_set_legacy_fallback(false), "bc_set_legacy_fallback");
     bc_tensor_free(r);
     printf("\n");
 
-    bc_set_warning_handler(NULL, NULL);
+    succeeded(bc_set_warning_handler(NULL, NULL), "bc_set_warning_handler");
     if (surprises == 0) printf("All 12 examples behaved as documented.\n");
     else printf("%d check(s) did not behave as documented.\n", surprises);
     return surprises == 0 ? 0 : 1;

@@ -780,11 +780,14 @@ struct Runner<'a> {
 pub fn run(data: &[u8], cfg: Config) -> Result<Stats, String> {
     let _g = exclusive();
     // A clean process-wide state for every program.
-    bc_set_legacy_fallback(false);
-    bc_set_broadcast_warning(false);
-    bc_set_parallel_threshold(0);
-    bc_set_num_threads(0);
-    bc_set_warning_handler(Some(on_warning), ptr::null_mut());
+    assert_eq!(bc_set_legacy_fallback(false), BC_OK);
+    assert_eq!(bc_set_broadcast_warning(false), BC_OK);
+    assert_eq!(bc_set_parallel_threshold(0), BC_OK);
+    assert_eq!(bc_set_num_threads(0), BC_OK);
+    assert_eq!(
+        bc_set_warning_handler(Some(on_warning), ptr::null_mut()),
+        BC_OK
+    );
     for r in RELEASES.iter() {
         r.store(0, Ordering::SeqCst);
     }
@@ -834,11 +837,11 @@ pub fn run(data: &[u8], cfg: Config) -> Result<Stats, String> {
             bc_tensor_free(h as *mut bc_tensor);
         }
     }
-    bc_set_legacy_fallback(false);
-    bc_set_broadcast_warning(false);
-    bc_set_parallel_threshold(0);
-    bc_set_num_threads(0);
-    bc_set_warning_handler(None, ptr::null_mut());
+    assert_eq!(bc_set_legacy_fallback(false), BC_OK);
+    assert_eq!(bc_set_broadcast_warning(false), BC_OK);
+    assert_eq!(bc_set_parallel_threshold(0), BC_OK);
+    assert_eq!(bc_set_num_threads(0), BC_OK);
+    assert_eq!(bc_set_warning_handler(None, ptr::null_mut()), BC_OK);
     match result {
         Ok(()) => Ok(r.stats),
         Err(e) => Err(format!(
@@ -2756,22 +2759,22 @@ impl Runner<'_> {
         match which {
             0 => {
                 self.legacy = v & 1 == 1;
-                bc_set_legacy_fallback(self.legacy);
+                assert_eq!(bc_set_legacy_fallback(self.legacy), BC_OK);
                 self.note(format!("legacy_fallback({})", self.legacy));
             }
             1 => {
                 self.warn = v & 1 == 1;
-                bc_set_broadcast_warning(self.warn);
+                assert_eq!(bc_set_broadcast_warning(self.warn), BC_OK);
                 self.note(format!("broadcast_warning({})", self.warn));
             }
             2 => {
                 let th = [0usize, 1, 2, 7][v as usize % 4];
-                bc_set_parallel_threshold(th);
+                assert_eq!(bc_set_parallel_threshold(th), BC_OK);
                 self.note(format!("parallel_threshold({th})"));
             }
             _ => {
                 let n = [0usize, 1, 2, 3][v as usize % 4];
-                bc_set_num_threads(n);
+                assert_eq!(bc_set_num_threads(n), BC_OK);
                 self.note(format!("num_threads({n})"));
             }
         }

@@ -44,6 +44,24 @@
 #define DLPACK_DLL
 #endif
 
+/*
+ * BC_MUST_USE marks every function that returns a status: the compiler warns when a call's
+ * result is ignored. [[nodiscard]] in C++17 and C23 (a (void) cast silences it); GCC and Clang's
+ * warn_unused_result otherwise (which GCC does not let a (void) cast silence). Define BC_MUST_USE
+ * before including this header to replace it (empty, to turn the warnings off).
+ */
+#ifndef BC_MUST_USE
+#  if (defined(__cplusplus) && __cplusplus >= 201703L) || (defined(_MSVC_LANG) && _MSVC_LANG >= 201703L)
+#    define BC_MUST_USE [[nodiscard]]
+#  elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 202311L
+#    define BC_MUST_USE [[nodiscard]]
+#  elif defined(__GNUC__) || defined(__clang__)
+#    define BC_MUST_USE __attribute__((warn_unused_result))
+#  else
+#    define BC_MUST_USE
+#  endif
+#endif
+
 
 #if !defined(BC_DLPACK_EXTERNAL)
 /**
@@ -580,7 +598,11 @@ extern "C" {
  * # Safety
  * `data` must be valid for one write; `nbytes` and `writable` NULL or valid for one write.
  */
-int32_t bc_tensor_data(const struct bc_tensor *t, void **data, size_t *nbytes, bool *writable);
+BC_MUST_USE
+int32_t bc_tensor_data(const struct bc_tensor *t,
+                       void **data,
+                       size_t *nbytes,
+                       bool *writable);
 
 /**
  * Writes `t` as text, exactly as PyTorch's `str(tensor)` with its default print options: for
@@ -603,7 +625,11 @@ int32_t bc_tensor_data(const struct bc_tensor *t, void **data, size_t *nbytes, b
  * # Safety
  * `buf` must be valid for `len` writes (NULL allowed when `len` is 0); `length` for one write.
  */
-int32_t bc_tensor_format(const struct bc_tensor *t, char *buf, size_t len, size_t *length);
+BC_MUST_USE
+int32_t bc_tensor_format(const struct bc_tensor *t,
+                         char *buf,
+                         size_t len,
+                         size_t *length);
 
 /**
  * Shares `t` through DLPack 1.x, without copying: `*out` describes `t`'s memory (data = the
@@ -623,6 +649,7 @@ int32_t bc_tensor_format(const struct bc_tensor *t, char *buf, size_t len, size_
  * # Safety
  * `out` must be valid for one write.
  */
+BC_MUST_USE
 int32_t bc_tensor_to_dlpack_versioned(const struct bc_tensor *t,
                                       struct DLManagedTensorVersioned **out);
 
@@ -642,7 +669,7 @@ int32_t bc_tensor_to_dlpack_versioned(const struct bc_tensor *t,
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_tensor_to_dlpack(const struct bc_tensor *t, struct DLManagedTensor **out);
+BC_MUST_USE int32_t bc_tensor_to_dlpack(const struct bc_tensor *t, struct DLManagedTensor **out);
 
 /**
  * A tensor over the memory a DLPack 1.x producer shares (NumPy's `__dlpack__(max_version=(1,
@@ -668,7 +695,9 @@ int32_t bc_tensor_to_dlpack(const struct bc_tensor *t, struct DLManagedTensor **
  * `m`, when not NULL, must point to a valid struct as DLPack defines it, whose memory stays
  * valid until its deleter runs; `out` must be valid for one write.
  */
-int32_t bc_tensor_from_dlpack_versioned(struct DLManagedTensorVersioned *m, struct bc_tensor **out);
+BC_MUST_USE
+int32_t bc_tensor_from_dlpack_versioned(struct DLManagedTensorVersioned *m,
+                                        struct bc_tensor **out);
 
 /**
  * A tensor over the memory a producer shares through the older, unversioned DLPack struct
@@ -684,7 +713,7 @@ int32_t bc_tensor_from_dlpack_versioned(struct DLManagedTensorVersioned *m, stru
  * # Safety
  * As `bc_tensor_from_dlpack_versioned`.
  */
-int32_t bc_tensor_from_dlpack(struct DLManagedTensor *m, struct bc_tensor **out);
+BC_MUST_USE int32_t bc_tensor_from_dlpack(struct DLManagedTensor *m, struct bc_tensor **out);
 
 /**
  * A static, NUL-terminated description of `status` ("unknown status" for a code that is not one
@@ -714,7 +743,7 @@ size_t bc_last_error_message(char *buf, size_t len);
  * The status of the last failed call on this thread, or `BC_OK` when there was none (or it was
  * cleared).
  */
-int32_t bc_last_error_status(void);
+BC_MUST_USE int32_t bc_last_error_status(void);
 
 /**
  * Forgets the last failure on this thread: the message becomes `""`, the status `BC_OK`.
@@ -731,7 +760,7 @@ void bc_last_error_clear(void);
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_last_error_info(struct bc_error_info *out);
+BC_MUST_USE int32_t bc_last_error_info(struct bc_error_info *out);
 
 /**
  * Copies shape `which` (0: shape a, 1: shape b, see `BC_ERROR_KIND_*`) of the last failure on
@@ -746,14 +775,14 @@ int32_t bc_last_error_info(struct bc_error_info *out);
  * # Safety
  * `buf` must be valid for `cap` writes, `ndim` for one write.
  */
-int32_t bc_last_error_shape(int32_t which, int64_t *buf, size_t cap, int64_t *ndim);
+BC_MUST_USE int32_t bc_last_error_shape(int32_t which, int64_t *buf, size_t cap, int64_t *ndim);
 
 /**
  * A diagnostic entry point that panics inside the library on purpose, to show that no panic
  * crosses the boundary: it returns `BC_ERR_INTERNAL` with the message
  * `internal error: bc_debug_panic: deliberate panic`, and the library stays usable.
  */
-int32_t bc_debug_panic(void);
+BC_MUST_USE int32_t bc_debug_panic(void);
 
 /**
  * `*out = a op b` in a new tensor of the broadcast shape and PyTorch's result type.
@@ -772,6 +801,7 @@ int32_t bc_debug_panic(void);
  * # Safety
  * `out` must be valid for one write.
  */
+BC_MUST_USE
 int32_t bc_binary(int32_t op,
                   const struct bc_tensor *a,
                   const struct bc_tensor *b,
@@ -793,7 +823,10 @@ int32_t bc_binary(int32_t op,
  *
  * Must not run while another thread reads or writes `target`'s elements.
  */
-int32_t bc_binary_inplace(int32_t op, struct bc_tensor *target, const struct bc_tensor *other);
+BC_MUST_USE
+int32_t bc_binary_inplace(int32_t op,
+                          struct bc_tensor *target,
+                          const struct bc_tensor *other);
 
 /**
  * `a op b` written into the caller's `out`, which must have exactly the broadcast shape and a
@@ -804,6 +837,7 @@ int32_t bc_binary_inplace(int32_t op, struct bc_tensor *target, const struct bc_
  * # Returns
  * As `bc_binary` and `bc_binary_inplace`.
  */
+BC_MUST_USE
 int32_t bc_binary_out(int32_t op,
                       const struct bc_tensor *a,
                       const struct bc_tensor *b,
@@ -815,17 +849,23 @@ int32_t bc_binary_out(int32_t op,
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_add(const struct bc_tensor *a, const struct bc_tensor *b, struct bc_tensor **out);
+BC_MUST_USE
+int32_t bc_add(const struct bc_tensor *a,
+               const struct bc_tensor *b,
+               struct bc_tensor **out);
 
 /**
  * `target += other`: `bc_binary_inplace` with `BC_OP_ADD`.
  */
-int32_t bc_add_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+BC_MUST_USE int32_t bc_add_inplace(struct bc_tensor *target, const struct bc_tensor *other);
 
 /**
  * `out = a + b` into the caller's `out`: `bc_binary_out` with `BC_OP_ADD`.
  */
-int32_t bc_add_out(const struct bc_tensor *a, const struct bc_tensor *b, struct bc_tensor *out);
+BC_MUST_USE
+int32_t bc_add_out(const struct bc_tensor *a,
+                   const struct bc_tensor *b,
+                   struct bc_tensor *out);
 
 /**
  * `*out = a - b` in a new tensor: `bc_binary` with `BC_OP_SUB`.
@@ -833,17 +873,23 @@ int32_t bc_add_out(const struct bc_tensor *a, const struct bc_tensor *b, struct 
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_sub(const struct bc_tensor *a, const struct bc_tensor *b, struct bc_tensor **out);
+BC_MUST_USE
+int32_t bc_sub(const struct bc_tensor *a,
+               const struct bc_tensor *b,
+               struct bc_tensor **out);
 
 /**
  * `target -= other`: `bc_binary_inplace` with `BC_OP_SUB`.
  */
-int32_t bc_sub_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+BC_MUST_USE int32_t bc_sub_inplace(struct bc_tensor *target, const struct bc_tensor *other);
 
 /**
  * `out = a - b` into the caller's `out`: `bc_binary_out` with `BC_OP_SUB`.
  */
-int32_t bc_sub_out(const struct bc_tensor *a, const struct bc_tensor *b, struct bc_tensor *out);
+BC_MUST_USE
+int32_t bc_sub_out(const struct bc_tensor *a,
+                   const struct bc_tensor *b,
+                   struct bc_tensor *out);
 
 /**
  * `*out = a * b` in a new tensor: `bc_binary` with `BC_OP_MUL`.
@@ -851,17 +897,23 @@ int32_t bc_sub_out(const struct bc_tensor *a, const struct bc_tensor *b, struct 
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_mul(const struct bc_tensor *a, const struct bc_tensor *b, struct bc_tensor **out);
+BC_MUST_USE
+int32_t bc_mul(const struct bc_tensor *a,
+               const struct bc_tensor *b,
+               struct bc_tensor **out);
 
 /**
  * `target *= other`: `bc_binary_inplace` with `BC_OP_MUL`.
  */
-int32_t bc_mul_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+BC_MUST_USE int32_t bc_mul_inplace(struct bc_tensor *target, const struct bc_tensor *other);
 
 /**
  * `out = a * b` into the caller's `out`: `bc_binary_out` with `BC_OP_MUL`.
  */
-int32_t bc_mul_out(const struct bc_tensor *a, const struct bc_tensor *b, struct bc_tensor *out);
+BC_MUST_USE
+int32_t bc_mul_out(const struct bc_tensor *a,
+                   const struct bc_tensor *b,
+                   struct bc_tensor *out);
 
 /**
  * `*out = a / b` in a new tensor: `bc_binary` with `BC_OP_DIV`.
@@ -869,17 +921,23 @@ int32_t bc_mul_out(const struct bc_tensor *a, const struct bc_tensor *b, struct 
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_div(const struct bc_tensor *a, const struct bc_tensor *b, struct bc_tensor **out);
+BC_MUST_USE
+int32_t bc_div(const struct bc_tensor *a,
+               const struct bc_tensor *b,
+               struct bc_tensor **out);
 
 /**
  * `target /= other`: `bc_binary_inplace` with `BC_OP_DIV`.
  */
-int32_t bc_div_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+BC_MUST_USE int32_t bc_div_inplace(struct bc_tensor *target, const struct bc_tensor *other);
 
 /**
  * `out = a / b` into the caller's `out`: `bc_binary_out` with `BC_OP_DIV`.
  */
-int32_t bc_div_out(const struct bc_tensor *a, const struct bc_tensor *b, struct bc_tensor *out);
+BC_MUST_USE
+int32_t bc_div_out(const struct bc_tensor *a,
+                   const struct bc_tensor *b,
+                   struct bc_tensor *out);
 
 /**
  * Turns the broadcast warning on or off (docs/semantics.md, section 5; PyTorch's
@@ -889,7 +947,7 @@ int32_t bc_div_out(const struct bc_tensor *a, const struct bc_tensor *b, struct 
  * # Returns
  * `BC_OK`.
  */
-int32_t bc_set_broadcast_warning(bool enabled);
+BC_MUST_USE int32_t bc_set_broadcast_warning(bool enabled);
 
 /**
  * Whether the broadcast warning is on.
@@ -905,7 +963,7 @@ bool bc_get_broadcast_warning(void);
  * # Returns
  * `BC_OK`.
  */
-int32_t bc_set_legacy_fallback(bool enabled);
+BC_MUST_USE int32_t bc_set_legacy_fallback(bool enabled);
 
 /**
  * Whether the legacy 1-D fallback is on.
@@ -926,7 +984,7 @@ bool bc_get_legacy_fallback(void);
  * # Returns
  * `BC_OK`; `BC_ERR_INVALID_ARG` when called from inside a warning handler.
  */
-int32_t bc_set_warning_handler(bc_warning_fn handler, void *user_data);
+BC_MUST_USE int32_t bc_set_warning_handler(bc_warning_fn handler, void *user_data);
 
 /**
  * Sets how many threads large operations use; 0 means all available cores (the default), at
@@ -938,7 +996,7 @@ int32_t bc_set_warning_handler(bc_warning_fn handler, void *user_data);
  * # Returns
  * `BC_OK`.
  */
-int32_t bc_set_num_threads(size_t threads);
+BC_MUST_USE int32_t bc_set_num_threads(size_t threads);
 
 /**
  * The number of threads large operations use (between 1 and `BC_MAX_THREADS`).
@@ -952,7 +1010,7 @@ size_t bc_get_num_threads(void);
  * # Returns
  * `BC_OK`.
  */
-int32_t bc_set_parallel_threshold(size_t elements);
+BC_MUST_USE int32_t bc_set_parallel_threshold(size_t elements);
 
 /**
  * The library's version, `"MAJOR.MINOR.PATCH"`: a static string, equal to `BC_VERSION_STRING`
@@ -975,6 +1033,7 @@ const char *bc_version(void);
  * # Safety
  * Each array must be valid for its length; `out_ndim` for one write.
  */
+BC_MUST_USE
 int32_t bc_shape_broadcast(const int64_t *a,
                            size_t a_ndim,
                            const int64_t *b,
@@ -997,6 +1056,7 @@ int32_t bc_shape_broadcast(const int64_t *a,
  * # Safety
  * `shapes` and `ndims` must be valid for `n` reads, and each shape for its length.
  */
+BC_MUST_USE
 int32_t bc_shape_broadcast_n(const int64_t *const *shapes,
                              const size_t *ndims,
                              size_t n,
@@ -1014,6 +1074,7 @@ int32_t bc_shape_broadcast_n(const int64_t *const *shapes,
  * # Safety
  * Each array must be valid for its length; `out` for one write.
  */
+BC_MUST_USE
 int32_t bc_shape_is_broadcastable(const int64_t *a,
                                   size_t a_ndim,
                                   const int64_t *b,
@@ -1034,7 +1095,11 @@ int32_t bc_shape_is_broadcastable(const int64_t *a,
  * # Safety
  * `shape` must be valid for `ndim` reads (NULL allowed when `ndim` is 0); `out` for one write.
  */
-int32_t bc_tensor_empty(int32_t dtype, const int64_t *shape, size_t ndim, struct bc_tensor **out);
+BC_MUST_USE
+int32_t bc_tensor_empty(int32_t dtype,
+                        const int64_t *shape,
+                        size_t ndim,
+                        struct bc_tensor **out);
 
 /**
  * Like `bc_tensor_empty`, with every element 0 (false for bool).
@@ -1042,7 +1107,11 @@ int32_t bc_tensor_empty(int32_t dtype, const int64_t *shape, size_t ndim, struct
  * # Safety
  * As `bc_tensor_empty`.
  */
-int32_t bc_tensor_zeros(int32_t dtype, const int64_t *shape, size_t ndim, struct bc_tensor **out);
+BC_MUST_USE
+int32_t bc_tensor_zeros(int32_t dtype,
+                        const int64_t *shape,
+                        size_t ndim,
+                        struct bc_tensor **out);
 
 /**
  * Like `bc_tensor_empty`, with every element 1 (true for bool).
@@ -1050,7 +1119,11 @@ int32_t bc_tensor_zeros(int32_t dtype, const int64_t *shape, size_t ndim, struct
  * # Safety
  * As `bc_tensor_empty`.
  */
-int32_t bc_tensor_ones(int32_t dtype, const int64_t *shape, size_t ndim, struct bc_tensor **out);
+BC_MUST_USE
+int32_t bc_tensor_ones(int32_t dtype,
+                       const int64_t *shape,
+                       size_t ndim,
+                       struct bc_tensor **out);
 
 /**
  * Like `bc_tensor_empty`, with every element `value` converted to `dtype` as a C cast would
@@ -1059,6 +1132,7 @@ int32_t bc_tensor_ones(int32_t dtype, const int64_t *shape, size_t ndim, struct 
  * # Safety
  * As `bc_tensor_empty`.
  */
+BC_MUST_USE
 int32_t bc_tensor_full(int32_t dtype,
                        const int64_t *shape,
                        size_t ndim,
@@ -1077,6 +1151,7 @@ int32_t bc_tensor_full(int32_t dtype,
  * # Safety
  * `data` must be valid for `nbytes` reads; `shape` for `ndim` reads; `out` for one write.
  */
+BC_MUST_USE
 int32_t bc_tensor_from_data(int32_t dtype,
                             const int64_t *shape,
                             size_t ndim,
@@ -1111,6 +1186,7 @@ int32_t bc_tensor_from_data(int32_t dtype,
  * `data` must be valid for reads and writes of `nbytes` bytes until `release` runs; `shape` and
  * `strides` (when not NULL) for `ndim` reads; `out` for one write.
  */
+BC_MUST_USE
 int32_t bc_tensor_wrap(int32_t dtype,
                        void *data,
                        size_t nbytes,
@@ -1151,7 +1227,7 @@ size_t bc_tensor_live_count(void);
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_tensor_clone(const struct bc_tensor *t, struct bc_tensor **out);
+BC_MUST_USE int32_t bc_tensor_clone(const struct bc_tensor *t, struct bc_tensor **out);
 
 /**
  * A row-major copy of `t` (always a copy, in new storage, even when `t` is contiguous).
@@ -1162,7 +1238,7 @@ int32_t bc_tensor_clone(const struct bc_tensor *t, struct bc_tensor **out);
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_tensor_contiguous(const struct bc_tensor *t, struct bc_tensor **out);
+BC_MUST_USE int32_t bc_tensor_contiguous(const struct bc_tensor *t, struct bc_tensor **out);
 
 /**
  * A row-major copy of `t` converted to `dtype` with C-style casts, as PyTorch converts:
@@ -1177,7 +1253,10 @@ int32_t bc_tensor_contiguous(const struct bc_tensor *t, struct bc_tensor **out);
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_tensor_to_dtype(const struct bc_tensor *t, int32_t dtype, struct bc_tensor **out);
+BC_MUST_USE
+int32_t bc_tensor_to_dtype(const struct bc_tensor *t,
+                           int32_t dtype,
+                           struct bc_tensor **out);
 
 /**
  * `*out` = the element type code of `t` (`BC_DTYPE_*`).
@@ -1185,7 +1264,7 @@ int32_t bc_tensor_to_dtype(const struct bc_tensor *t, int32_t dtype, struct bc_t
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_tensor_dtype(const struct bc_tensor *t, int32_t *out);
+BC_MUST_USE int32_t bc_tensor_dtype(const struct bc_tensor *t, int32_t *out);
 
 /**
  * `*out` = the number of dimensions of `t` (0 for a 0-d tensor).
@@ -1193,7 +1272,7 @@ int32_t bc_tensor_dtype(const struct bc_tensor *t, int32_t *out);
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_tensor_ndim(const struct bc_tensor *t, size_t *out);
+BC_MUST_USE int32_t bc_tensor_ndim(const struct bc_tensor *t, size_t *out);
 
 /**
  * `*out` = the number of elements of `t` (1 for a 0-d tensor).
@@ -1201,7 +1280,7 @@ int32_t bc_tensor_ndim(const struct bc_tensor *t, size_t *out);
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_tensor_numel(const struct bc_tensor *t, int64_t *out);
+BC_MUST_USE int32_t bc_tensor_numel(const struct bc_tensor *t, int64_t *out);
 
 /**
  * `*out` = the offset of `t`'s first element in its storage, in elements.
@@ -1209,7 +1288,7 @@ int32_t bc_tensor_numel(const struct bc_tensor *t, int64_t *out);
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_tensor_offset(const struct bc_tensor *t, int64_t *out);
+BC_MUST_USE int32_t bc_tensor_offset(const struct bc_tensor *t, int64_t *out);
 
 /**
  * `*out` = whether `t` is row-major without gaps (size-1 dimensions may have any stride).
@@ -1217,7 +1296,7 @@ int32_t bc_tensor_offset(const struct bc_tensor *t, int64_t *out);
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_tensor_is_contiguous(const struct bc_tensor *t, bool *out);
+BC_MUST_USE int32_t bc_tensor_is_contiguous(const struct bc_tensor *t, bool *out);
 
 /**
  * Copies `t`'s sizes into `buf` (`cap` entries; at least `ndim` needed; NULL allowed when
@@ -1229,7 +1308,7 @@ int32_t bc_tensor_is_contiguous(const struct bc_tensor *t, bool *out);
  * # Safety
  * `buf` must be valid for `cap` writes.
  */
-int32_t bc_tensor_shape(const struct bc_tensor *t, int64_t *buf, size_t cap);
+BC_MUST_USE int32_t bc_tensor_shape(const struct bc_tensor *t, int64_t *buf, size_t cap);
 
 /**
  * Copies `t`'s strides, in elements, into `buf` (as `bc_tensor_shape`). Broadcast dimensions
@@ -1238,7 +1317,7 @@ int32_t bc_tensor_shape(const struct bc_tensor *t, int64_t *buf, size_t cap);
  * # Safety
  * `buf` must be valid for `cap` writes.
  */
-int32_t bc_tensor_strides(const struct bc_tensor *t, int64_t *buf, size_t cap);
+BC_MUST_USE int32_t bc_tensor_strides(const struct bc_tensor *t, int64_t *buf, size_t cap);
 
 /**
  * Copies `t`'s elements in row-major order into `buf`, which holds `nbytes` bytes (at least
@@ -1252,7 +1331,7 @@ int32_t bc_tensor_strides(const struct bc_tensor *t, int64_t *buf, size_t cap);
  * # Safety
  * `buf` must be valid for `nbytes` writes and must not overlap `t`'s elements.
  */
-int32_t bc_tensor_copy_to(const struct bc_tensor *t, void *buf, size_t nbytes);
+BC_MUST_USE int32_t bc_tensor_copy_to(const struct bc_tensor *t, void *buf, size_t nbytes);
 
 /**
  * The size in bytes of one element of `dtype`, or 0 for an unknown code.
@@ -1278,6 +1357,7 @@ const char *bc_dtype_name(int32_t dtype);
  * # Safety
  * `sizes` valid for `ndim` reads; `out` for one write.
  */
+BC_MUST_USE
 int32_t bc_tensor_expand(const struct bc_tensor *t,
                          const int64_t *sizes,
                          size_t ndim,
@@ -1289,6 +1369,7 @@ int32_t bc_tensor_expand(const struct bc_tensor *t,
  * # Safety
  * As `bc_tensor_expand`.
  */
+BC_MUST_USE
 int32_t bc_tensor_broadcast_to(const struct bc_tensor *t,
                                const int64_t *shape,
                                size_t ndim,
@@ -1303,6 +1384,7 @@ int32_t bc_tensor_broadcast_to(const struct bc_tensor *t,
  * # Safety
  * `out` must be valid for one write.
  */
+BC_MUST_USE
 int32_t bc_tensor_expand_as(const struct bc_tensor *t,
                             const struct bc_tensor *other,
                             struct bc_tensor **out);
@@ -1319,6 +1401,7 @@ int32_t bc_tensor_expand_as(const struct bc_tensor *t,
  * # Safety
  * `ins` valid for `n` reads and `outs` for `n` writes.
  */
+BC_MUST_USE
 int32_t bc_tensor_broadcast_tensors(const struct bc_tensor *const *ins,
                                     size_t n,
                                     struct bc_tensor **outs);
@@ -1334,6 +1417,7 @@ int32_t bc_tensor_broadcast_tensors(const struct bc_tensor *const *ins,
  * # Safety
  * `dims` valid for `ndim` reads; `out` for one write.
  */
+BC_MUST_USE
 int32_t bc_tensor_permute(const struct bc_tensor *t,
                           const int64_t *dims,
                           size_t ndim,
@@ -1349,6 +1433,7 @@ int32_t bc_tensor_permute(const struct bc_tensor *t,
  * # Safety
  * `out` must be valid for one write.
  */
+BC_MUST_USE
 int32_t bc_tensor_transpose(const struct bc_tensor *t,
                             int64_t dim0,
                             int64_t dim1,
@@ -1366,6 +1451,7 @@ int32_t bc_tensor_transpose(const struct bc_tensor *t,
  * # Safety
  * `out` must be valid for one write.
  */
+BC_MUST_USE
 int32_t bc_tensor_slice(const struct bc_tensor *t,
                         int64_t dim,
                         int64_t start,
@@ -1385,6 +1471,7 @@ int32_t bc_tensor_slice(const struct bc_tensor *t,
  * # Safety
  * `shape` and `strides` valid for `ndim` reads; `out` for one write.
  */
+BC_MUST_USE
 int32_t bc_tensor_as_strided(const struct bc_tensor *t,
                              const int64_t *shape,
                              const int64_t *strides,
@@ -1412,6 +1499,7 @@ int32_t bc_tensor_as_strided(const struct bc_tensor *t,
  * `sizes` must be valid for `ndim` reads (NULL allowed when `ndim` is 0: the 0-d shape); `out`
  * for one write.
  */
+BC_MUST_USE
 int32_t bc_tensor_view(const struct bc_tensor *t,
                        const int64_t *sizes,
                        size_t ndim,
@@ -1431,6 +1519,7 @@ int32_t bc_tensor_view(const struct bc_tensor *t,
  * `sizes` must be valid for `ndim` reads (NULL allowed when `ndim` is 0); `copied` NULL or valid
  * for one write; `out` for one write.
  */
+BC_MUST_USE
 int32_t bc_tensor_reshape(const struct bc_tensor *t,
                           const int64_t *sizes,
                           size_t ndim,
@@ -1451,7 +1540,10 @@ int32_t bc_tensor_reshape(const struct bc_tensor *t,
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_tensor_unsqueeze(const struct bc_tensor *t, int64_t dim, struct bc_tensor **out);
+BC_MUST_USE
+int32_t bc_tensor_unsqueeze(const struct bc_tensor *t,
+                            int64_t dim,
+                            struct bc_tensor **out);
 
 /**
  * A view of `t` without dimension `dim` when its size is 1, else a view of `t` as it is
@@ -1466,7 +1558,10 @@ int32_t bc_tensor_unsqueeze(const struct bc_tensor *t, int64_t dim, struct bc_te
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_tensor_squeeze(const struct bc_tensor *t, int64_t dim, struct bc_tensor **out);
+BC_MUST_USE
+int32_t bc_tensor_squeeze(const struct bc_tensor *t,
+                          int64_t dim,
+                          struct bc_tensor **out);
 
 /**
  * A view of `t` without any of its size-1 dimensions (PyTorch's `squeeze()`).
@@ -1479,7 +1574,7 @@ int32_t bc_tensor_squeeze(const struct bc_tensor *t, int64_t dim, struct bc_tens
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_tensor_squeeze_all(const struct bc_tensor *t, struct bc_tensor **out);
+BC_MUST_USE int32_t bc_tensor_squeeze_all(const struct bc_tensor *t, struct bc_tensor **out);
 
 /**
  * `t` with dimensions `start` to `end` (both included, negative counting from the end) merged
@@ -1497,6 +1592,7 @@ int32_t bc_tensor_squeeze_all(const struct bc_tensor *t, struct bc_tensor **out)
  * # Safety
  * `copied` NULL or valid for one write; `out` for one write.
  */
+BC_MUST_USE
 int32_t bc_tensor_flatten(const struct bc_tensor *t,
                           int64_t start,
                           int64_t end,

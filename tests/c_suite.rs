@@ -1,8 +1,8 @@
 //! The C test suite: compiles each C program in `c_tests/` against `include/broadcast.h` and the
 //! library cargo has just built (in this test binary's own target directory), runs it, and fails
 //! with its output when it exits non-zero. One `#[test]` per C program, plus header hygiene
-//! (C++17, two C translation units), `examples/tour.c`, and a check that no file in `c_tests/` is
-//! left out.
+//! (C++17, two C translation units, an ignored status warns), `examples/tour.c`, and a check that
+//! no file in `c_tests/` is left out.
 //!
 //! The compiler is found with the `cc` crate (so `CC`/`CXX` are honoured). The library is taken
 //! from `target/<profile>/deps`, where `cargo test` itself builds the cdylib and staticlib (only
@@ -411,6 +411,49 @@ fn quickstart_example() {
         readme.contains(expected),
         "README does not show what the quick start prints"
     );
+}
+
+/// Compiles `source` (no linking) as C11 or C++17 with warnings as errors; returns whether it
+/// compiled and what the compiler said.
+fn compile_only(p: &Paths, name: &str, source: &str, cpp: bool, extra: &[&str]) -> (bool, String) {
+    let src = p.out_dir.join(if cpp {
+        format!("{name}.cpp")
+    } else {
+        format!("{name}.c")
+    });
+    std::fs::write(&src, source).expect("write the test source");
+    let out = Command::new(compiler(cpp))
+        .args(if cpp { CXX_FLAGS } else { C_FLAGS })
+        .args(extra)
+        .arg(format!("-I{}", p.root.join("include").display()))
+        .arg("-c")
+        .arg(&src)
+        .arg("-o")
+        .arg(src.with_extension("o"))
+        .output()
+        .expect("run the compiler");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Ignoring a status is a warning (an error under -Werror) in C and in C++, through the header's
+/// BC_MUST_USE; defining BC_MUST_USE empty before the include turns it off.
+#[test]
+fn ignored_status_warns() {
+    let p = paths();
+    let source =
+        "#include \"broadcast.h\"\nvoid f(void);\nvoid f(void) { bc_set_num_threads(1); }\n";
+    for cpp in [false, true] {
+        let (ok, said) = compile_only(&p, "ignored_status", source, cpp, &[]);
+        assert!(
+            !ok && said.contains("unused"),
+            "ignoring a status compiled without a warning (C++: {cpp}):\n{said}"
+        );
+        let (ok, said) = compile_only(&p, "ignored_status", source, cpp, &["-DBC_MUST_USE="]);
+        assert!(ok, "with BC_MUST_USE defined empty (C++: {cpp}):\n{said}");
+    }
 }
 
 /// A new C program dropped into c_tests/ must get a test here, not be silently skipped.

@@ -230,7 +230,7 @@ impl Ctx {
     fn reversed(&mut self, t: *mut bc_tensor) -> *mut bc_tensor {
         let mut nd = 0usize;
         // SAFETY: valid pointers.
-        unsafe { bc_tensor_ndim(t, &mut nd) };
+        let _ = unsafe { bc_tensor_ndim(t, &mut nd) };
         let dims: Vec<i64> = (0..nd as i64).rev().collect();
         let mut v = ptr::null_mut();
         // SAFETY: valid pointers.
@@ -378,7 +378,7 @@ fn scenarios() -> Vec<Scenario> {
         // ---- settings
         sc("bc_set_broadcast_warning", "", BC_OK, |c| {
             c.restore.push(|| {
-                bc_set_broadcast_warning(false);
+                let _ = bc_set_broadcast_warning(false);
             });
             call!(|_c| bc_set_broadcast_warning(true))
         }),
@@ -391,7 +391,7 @@ fn scenarios() -> Vec<Scenario> {
         }),
         sc("bc_set_legacy_fallback", "", BC_OK, |c| {
             c.restore.push(|| {
-                bc_set_legacy_fallback(false);
+                let _ = bc_set_legacy_fallback(false);
             });
             call!(|_c| bc_set_legacy_fallback(true))
         }),
@@ -400,13 +400,13 @@ fn scenarios() -> Vec<Scenario> {
         }),
         sc("bc_set_warning_handler", "", BC_OK, |c| {
             c.restore.push(|| {
-                bc_set_warning_handler(None, ptr::null_mut());
+                let _ = bc_set_warning_handler(None, ptr::null_mut());
             });
             call!(|_c| bc_set_warning_handler(Some(on_warning), ptr::null_mut()))
         }),
         sc("bc_set_num_threads", "", BC_OK, |c| {
             c.restore.push(|| {
-                bc_set_num_threads(0);
+                let _ = bc_set_num_threads(0);
             });
             call!(|_c| bc_set_num_threads(usize::MAX))
         }),
@@ -415,7 +415,7 @@ fn scenarios() -> Vec<Scenario> {
         }),
         sc("bc_set_parallel_threshold", "", BC_OK, |c| {
             c.restore.push(|| {
-                bc_set_parallel_threshold(0);
+                let _ = bc_set_parallel_threshold(0);
             });
             call!(|_c| bc_set_parallel_threshold(7))
         }),
@@ -883,11 +883,11 @@ fn arithmetic() -> Vec<Scenario> {
             "legacy fallback, a reversed operand, a warning to a handler",
             BC_OK,
             |c| {
-                bc_set_legacy_fallback(true);
-                bc_set_warning_handler(Some(on_warning), ptr::null_mut());
+                let _ = bc_set_legacy_fallback(true);
+                let _ = bc_set_warning_handler(Some(on_warning), ptr::null_mut());
                 c.restore.push(|| {
-                    bc_set_legacy_fallback(false);
-                    bc_set_warning_handler(None, ptr::null_mut());
+                    let _ = bc_set_legacy_fallback(false);
+                    let _ = bc_set_warning_handler(None, ptr::null_mut());
                 });
                 let a = c.t(F32, &[2, 3, 2, 1, 2, 1, 3]);
                 let b = c.t(F32, &[3, 1, 2, 2, 3, 1, 2]);
@@ -900,9 +900,9 @@ fn arithmetic() -> Vec<Scenario> {
             "the broadcast warning, to standard error",
             BC_OK,
             |c| {
-                bc_set_broadcast_warning(true);
+                let _ = bc_set_broadcast_warning(true);
                 c.restore.push(|| {
-                    bc_set_broadcast_warning(false);
+                    let _ = bc_set_broadcast_warning(false);
                 });
                 let (a, b) = (c.t(F32, &[1, 3]), c.t(F32, &[3, 1]));
                 call!(|c| bc_binary(BC_OP_SUB, a, b, c.out(0)))
@@ -913,11 +913,11 @@ fn arithmetic() -> Vec<Scenario> {
             "on the thread pool (threshold 1, 4 threads)",
             BC_OK,
             |c| {
-                bc_set_parallel_threshold(1);
-                bc_set_num_threads(4);
+                let _ = bc_set_parallel_threshold(1);
+                let _ = bc_set_num_threads(4);
                 c.restore.push(|| {
-                    bc_set_parallel_threshold(0);
-                    bc_set_num_threads(0);
+                    let _ = bc_set_parallel_threshold(0);
+                    let _ = bc_set_num_threads(0);
                 });
                 let (a, b) = (
                     c.t(F32, &[2, 3, 4, 5, 6, 7, 8]),
@@ -1221,10 +1221,10 @@ fn state(c: &Ctx) -> Vec<Vec<u8>> {
         let mut nd = 0usize;
         // SAFETY: valid pointers; the buffer holds the tensor's bytes.
         unsafe {
-            bc_tensor_numel(t, &mut n);
-            bc_tensor_dtype(t, &mut dt);
-            bc_tensor_ndim(t, &mut nd);
-            bc_tensor_shape(t, shape.as_mut_ptr(), BC_MAX_NDIM);
+            let _ = bc_tensor_numel(t, &mut n);
+            let _ = bc_tensor_dtype(t, &mut dt);
+            let _ = bc_tensor_ndim(t, &mut nd);
+            let _ = bc_tensor_shape(t, shape.as_mut_ptr(), BC_MAX_NDIM);
             let mut b = vec![0u8; n as usize * bc_dtype_size(dt)];
             assert_eq!(bc_tensor_copy_to(t, b.as_mut_ptr().cast(), b.len()), BC_OK);
             b.extend(shape[..nd].iter().flat_map(|d| d.to_le_bytes()));
@@ -1409,7 +1409,7 @@ fn check_outcome(
         let mut info = std::mem::MaybeUninit::<bc_error_info>::uninit();
         // SAFETY: valid for one write.
         let kind = unsafe {
-            bc_last_error_info(info.as_mut_ptr());
+            let _ = bc_last_error_info(info.as_mut_ptr());
             info.assume_init().kind
         };
         let m = message();

@@ -776,8 +776,8 @@ struct ThreadingGuard;
 
 impl Drop for ThreadingGuard {
     fn drop(&mut self) {
-        bc_set_num_threads(0);
-        bc_set_parallel_threshold(0);
+        assert_eq!(bc_set_num_threads(0), BC_OK);
+        assert_eq!(bc_set_parallel_threshold(0), BC_OK);
     }
 }
 

@@ -39,8 +39,8 @@ fn slice_with_a_huge_step_keeps_one_element() {
     let t = f64_tensor(&[4], &[1.0, 2.0, 3.0, 4.0]);
     let one = f64_tensor(&[], &[1.0]);
     for threads in [1usize, 3] {
-        bc_set_num_threads(threads);
-        bc_set_parallel_threshold(1);
+        assert_eq!(bc_set_num_threads(threads), BC_OK);
+        assert_eq!(bc_set_parallel_threshold(1), BC_OK);
         for step in [i64::MAX, i64::MAX - 1, 1 << 62, 5] {
             let mut v = ptr::null_mut();
             // SAFETY: valid out-pointer.
@@ -52,8 +52,8 @@ fn slice_with_a_huge_step_keeps_one_element() {
             bc_tensor_free(v);
         }
     }
-    bc_set_num_threads(0);
-    bc_set_parallel_threshold(0);
+    assert_eq!(bc_set_num_threads(0), BC_OK);
+    assert_eq!(bc_set_parallel_threshold(0), BC_OK);
     // Only element 0 was touched, 8 times.
     assert_eq!(values_f64(t), vec![9.0, 2.0, 3.0, 4.0]);
     bc_tensor_free(t);

@@ -130,7 +130,7 @@ fn concurrent_results_equal_single_thread_results() {
     let _g = serial();
     let inputs = Arc::new(make_inputs());
     for threshold in [0usize, 64] {
-        bc_set_parallel_threshold(threshold); // 0: the default (no inner threads at these sizes)
+        assert_eq!(bc_set_parallel_threshold(threshold), BC_OK); // 0: the default (no inner threads at these sizes)
         let expected = Arc::new(work(&inputs));
         let barrier = Arc::new(Barrier::new(THREADS));
         let joins: Vec<_> = (0..THREADS)
@@ -153,7 +153,7 @@ fn concurrent_results_equal_single_thread_results() {
             j.join().expect("worker thread failed");
         }
     }
-    bc_set_parallel_threshold(0);
+    assert_eq!(bc_set_parallel_threshold(0), BC_OK);
     for h in [inputs.a, inputs.b, inputs.c, inputs.d, inputs.s] {
         bc_tensor_free(h.get());
     }

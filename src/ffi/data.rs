@@ -35,6 +35,7 @@ use std::fmt;
 ///
 /// # Safety
 /// `data` must be valid for one write; `nbytes` and `writable` NULL or valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_data(
     t: *const bc_tensor,
@@ -103,6 +104,7 @@ impl fmt::Write for Truncating<'_> {
 ///
 /// # Safety
 /// `buf` must be valid for `len` writes (NULL allowed when `len` is 0); `length` for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_format(
     t: *const bc_tensor,

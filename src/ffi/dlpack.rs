@@ -291,6 +291,7 @@ unsafe extern "C" fn delete_legacy(managed: *mut DLManagedTensor) {
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_to_dlpack_versioned(
     t: *const bc_tensor,
@@ -333,6 +334,7 @@ pub unsafe extern "C" fn bc_tensor_to_dlpack_versioned(
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_to_dlpack(
     t: *const bc_tensor,
@@ -523,6 +525,7 @@ fn hand_out_import(
 /// # Safety
 /// `m`, when not NULL, must point to a valid struct as DLPack defines it, whose memory stays
 /// valid until its deleter runs; `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_from_dlpack_versioned(
     m: *mut DLManagedTensorVersioned,
@@ -559,6 +562,7 @@ pub unsafe extern "C" fn bc_tensor_from_dlpack_versioned(
 ///
 /// # Safety
 /// As `bc_tensor_from_dlpack_versioned`.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_from_dlpack(
     m: *mut DLManagedTensor,

@@ -46,6 +46,7 @@ pub unsafe extern "C" fn bc_last_error_message(buf: *mut c_char, len: usize) -> 
 
 /// The status of the last failed call on this thread, or `BC_OK` when there was none (or it was
 /// cleared).
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_last_error_status() -> i32 {
     call_or(super::status::BC_ERR_INTERNAL, || {
@@ -323,6 +324,7 @@ fn recorded_info(last: &super::boundary::LastError) -> bc_error_info {
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_last_error_info(out: *mut bc_error_info) -> i32 {
     call_or(super::status::BC_ERR_INTERNAL, || {
@@ -350,6 +352,7 @@ pub unsafe extern "C" fn bc_last_error_info(out: *mut bc_error_info) -> i32 {
 ///
 /// # Safety
 /// `buf` must be valid for `cap` writes, `ndim` for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_last_error_shape(
     which: i32,
@@ -397,6 +400,7 @@ pub unsafe extern "C" fn bc_last_error_shape(
 /// A diagnostic entry point that panics inside the library on purpose, to show that no panic
 /// crosses the boundary: it returns `BC_ERR_INTERNAL` with the message
 /// `internal error: bc_debug_panic: deliberate panic`, and the library stays usable.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_debug_panic() -> i32 {
     super::boundary::call(|| -> Result<(), super::status::FfiError> {

@@ -34,6 +34,7 @@ fn op_in(code: i32) -> Result<BinaryOp, FfiError> {
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_binary(
     op: i32,
@@ -69,6 +70,7 @@ pub unsafe extern "C" fn bc_binary(
 /// `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
 ///
 /// Must not run while another thread reads or writes `target`'s elements.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_binary_inplace(
     op: i32,
@@ -95,6 +97,7 @@ pub extern "C" fn bc_binary_inplace(
 ///
 /// # Returns
 /// As `bc_binary` and `bc_binary_inplace`.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_binary_out(
     op: i32,
@@ -119,6 +122,7 @@ pub extern "C" fn bc_binary_out(
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_add(
     a: *const bc_tensor,
@@ -130,12 +134,14 @@ pub unsafe extern "C" fn bc_add(
 }
 
 /// `target += other`: `bc_binary_inplace` with `BC_OP_ADD`.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_add_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
     bc_binary_inplace(BC_OP_ADD, target, other)
 }
 
 /// `out = a + b` into the caller's `out`: `bc_binary_out` with `BC_OP_ADD`.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_add_out(a: *const bc_tensor, b: *const bc_tensor, out: *mut bc_tensor) -> i32 {
     bc_binary_out(BC_OP_ADD, a, b, out)
@@ -145,6 +151,7 @@ pub extern "C" fn bc_add_out(a: *const bc_tensor, b: *const bc_tensor, out: *mut
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_sub(
     a: *const bc_tensor,
@@ -156,12 +163,14 @@ pub unsafe extern "C" fn bc_sub(
 }
 
 /// `target -= other`: `bc_binary_inplace` with `BC_OP_SUB`.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_sub_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
     bc_binary_inplace(BC_OP_SUB, target, other)
 }
 
 /// `out = a - b` into the caller's `out`: `bc_binary_out` with `BC_OP_SUB`.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_sub_out(a: *const bc_tensor, b: *const bc_tensor, out: *mut bc_tensor) -> i32 {
     bc_binary_out(BC_OP_SUB, a, b, out)
@@ -171,6 +180,7 @@ pub extern "C" fn bc_sub_out(a: *const bc_tensor, b: *const bc_tensor, out: *mut
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_mul(
     a: *const bc_tensor,
@@ -182,12 +192,14 @@ pub unsafe extern "C" fn bc_mul(
 }
 
 /// `target *= other`: `bc_binary_inplace` with `BC_OP_MUL`.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_mul_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
     bc_binary_inplace(BC_OP_MUL, target, other)
 }
 
 /// `out = a * b` into the caller's `out`: `bc_binary_out` with `BC_OP_MUL`.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_mul_out(a: *const bc_tensor, b: *const bc_tensor, out: *mut bc_tensor) -> i32 {
     bc_binary_out(BC_OP_MUL, a, b, out)
@@ -197,6 +209,7 @@ pub extern "C" fn bc_mul_out(a: *const bc_tensor, b: *const bc_tensor, out: *mut
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_div(
     a: *const bc_tensor,
@@ -208,12 +221,14 @@ pub unsafe extern "C" fn bc_div(
 }
 
 /// `target /= other`: `bc_binary_inplace` with `BC_OP_DIV`.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_div_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
     bc_binary_inplace(BC_OP_DIV, target, other)
 }
 
 /// `out = a / b` into the caller's `out`: `bc_binary_out` with `BC_OP_DIV`.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_div_out(a: *const bc_tensor, b: *const bc_tensor, out: *mut bc_tensor) -> i32 {
     bc_binary_out(BC_OP_DIV, a, b, out)

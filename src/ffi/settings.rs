@@ -121,6 +121,7 @@ pub(crate) fn emit(warnings: &[Warning]) {
 ///
 /// # Returns
 /// `BC_OK`.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_set_broadcast_warning(enabled: bool) -> i32 {
     BROADCAST_WARNING.store(enabled, Ordering::Relaxed);
@@ -140,6 +141,7 @@ pub extern "C" fn bc_get_broadcast_warning() -> bool {
 ///
 /// # Returns
 /// `BC_OK`.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_set_legacy_fallback(enabled: bool) -> i32 {
     LEGACY_FALLBACK.store(enabled, Ordering::Relaxed);
@@ -164,6 +166,7 @@ pub extern "C" fn bc_get_legacy_fallback() -> bool {
 ///
 /// # Returns
 /// `BC_OK`; `BC_ERR_INVALID_ARG` when called from inside a warning handler.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_set_warning_handler(handler: bc_warning_fn, user_data: *mut c_void) -> i32 {
     call(|| {
@@ -199,6 +202,7 @@ const _: () = assert!(BC_MAX_THREADS == parallel::MAX_THREADS);
 ///
 /// # Returns
 /// `BC_OK`.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_set_num_threads(threads: usize) -> i32 {
     parallel::set_num_threads(threads);
@@ -216,6 +220,7 @@ pub extern "C" fn bc_get_num_threads() -> usize {
 ///
 /// # Returns
 /// `BC_OK`.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_set_parallel_threshold(elements: usize) -> i32 {
     parallel::set_threshold(if elements == 0 {

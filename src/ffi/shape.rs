@@ -19,6 +19,7 @@ use crate::engine::ErrorKind;
 ///
 /// # Safety
 /// Each array must be valid for its length; `out_ndim` for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_shape_broadcast(
     a: *const i64,
@@ -53,6 +54,7 @@ pub unsafe extern "C" fn bc_shape_broadcast(
 ///
 /// # Safety
 /// `shapes` and `ndims` must be valid for `n` reads, and each shape for its length.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_shape_broadcast_n(
     shapes: *const *const i64,
@@ -89,6 +91,7 @@ pub unsafe extern "C" fn bc_shape_broadcast_n(
 ///
 /// # Safety
 /// Each array must be valid for its length; `out` for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_shape_is_broadcastable(
     a: *const i64,

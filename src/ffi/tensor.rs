@@ -62,6 +62,7 @@ unsafe fn create(
 ///
 /// # Safety
 /// `shape` must be valid for `ndim` reads (NULL allowed when `ndim` is 0); `out` for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_empty(
     dtype: i32,
@@ -77,6 +78,7 @@ pub unsafe extern "C" fn bc_tensor_empty(
 ///
 /// # Safety
 /// As `bc_tensor_empty`.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_zeros(
     dtype: i32,
@@ -92,6 +94,7 @@ pub unsafe extern "C" fn bc_tensor_zeros(
 ///
 /// # Safety
 /// As `bc_tensor_empty`.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_ones(
     dtype: i32,
@@ -108,6 +111,7 @@ pub unsafe extern "C" fn bc_tensor_ones(
 ///
 /// # Safety
 /// As `bc_tensor_empty`.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_full(
     dtype: i32,
@@ -130,6 +134,7 @@ pub unsafe extern "C" fn bc_tensor_full(
 ///
 /// # Safety
 /// `data` must be valid for `nbytes` reads; `shape` for `ndim` reads; `out` for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_from_data(
     dtype: i32,
@@ -174,6 +179,7 @@ pub unsafe extern "C" fn bc_tensor_from_data(
 /// # Safety
 /// `data` must be valid for reads and writes of `nbytes` bytes until `release` runs; `shape` and
 /// `strides` (when not NULL) for `ndim` reads; `out` for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_wrap(
     dtype: i32,
@@ -309,6 +315,7 @@ unsafe fn derive(
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_clone(t: *const bc_tensor, out: *mut *mut bc_tensor) -> i32 {
     // SAFETY: forwarded.
@@ -322,6 +329,7 @@ pub unsafe extern "C" fn bc_tensor_clone(t: *const bc_tensor, out: *mut *mut bc_
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_contiguous(
     t: *const bc_tensor,
@@ -342,6 +350,7 @@ pub unsafe extern "C" fn bc_tensor_contiguous(
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_to_dtype(
     t: *const bc_tensor,
@@ -371,6 +380,7 @@ unsafe fn query<T>(t: *const bc_tensor, out: *mut T, f: impl FnOnce(&Tensor) -> 
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_dtype(t: *const bc_tensor, out: *mut i32) -> i32 {
     // SAFETY: forwarded.
@@ -381,6 +391,7 @@ pub unsafe extern "C" fn bc_tensor_dtype(t: *const bc_tensor, out: *mut i32) -> 
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_ndim(t: *const bc_tensor, out: *mut usize) -> i32 {
     // SAFETY: forwarded.
@@ -391,6 +402,7 @@ pub unsafe extern "C" fn bc_tensor_ndim(t: *const bc_tensor, out: *mut usize) ->
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_numel(t: *const bc_tensor, out: *mut i64) -> i32 {
     // SAFETY: forwarded.
@@ -401,6 +413,7 @@ pub unsafe extern "C" fn bc_tensor_numel(t: *const bc_tensor, out: *mut i64) -> 
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_offset(t: *const bc_tensor, out: *mut i64) -> i32 {
     // SAFETY: forwarded.
@@ -411,6 +424,7 @@ pub unsafe extern "C" fn bc_tensor_offset(t: *const bc_tensor, out: *mut i64) ->
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_is_contiguous(t: *const bc_tensor, out: *mut bool) -> i32 {
     // SAFETY: forwarded.
@@ -425,6 +439,7 @@ pub unsafe extern "C" fn bc_tensor_is_contiguous(t: *const bc_tensor, out: *mut 
 ///
 /// # Safety
 /// `buf` must be valid for `cap` writes.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_shape(t: *const bc_tensor, buf: *mut i64, cap: usize) -> i32 {
     call(|| {
@@ -438,6 +453,7 @@ pub unsafe extern "C" fn bc_tensor_shape(t: *const bc_tensor, buf: *mut i64, cap
 ///
 /// # Safety
 /// `buf` must be valid for `cap` writes.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_strides(t: *const bc_tensor, buf: *mut i64, cap: usize) -> i32 {
     call(|| {
@@ -458,6 +474,7 @@ pub unsafe extern "C" fn bc_tensor_strides(t: *const bc_tensor, buf: *mut i64, c
 ///
 /// # Safety
 /// `buf` must be valid for `nbytes` writes and must not overlap `t`'s elements.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_copy_to(
     t: *const bc_tensor,
@@ -518,6 +535,7 @@ pub extern "C" fn bc_dtype_name(dtype: i32) -> *const c_char {
 ///
 /// # Safety
 /// `sizes` valid for `ndim` reads; `out` for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_expand(
     t: *const bc_tensor,
@@ -533,6 +551,7 @@ pub unsafe extern "C" fn bc_tensor_expand(
 ///
 /// # Safety
 /// As `bc_tensor_expand`.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_broadcast_to(
     t: *const bc_tensor,
@@ -551,6 +570,7 @@ pub unsafe extern "C" fn bc_tensor_broadcast_to(
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_expand_as(
     t: *const bc_tensor,
@@ -579,6 +599,7 @@ pub unsafe extern "C" fn bc_tensor_expand_as(
 ///
 /// # Safety
 /// `ins` valid for `n` reads and `outs` for `n` writes.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_broadcast_tensors(
     ins: *const *const bc_tensor,
@@ -635,6 +656,7 @@ pub unsafe extern "C" fn bc_tensor_broadcast_tensors(
 ///
 /// # Safety
 /// `dims` valid for `ndim` reads; `out` for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_permute(
     t: *const bc_tensor,
@@ -660,6 +682,7 @@ pub unsafe extern "C" fn bc_tensor_permute(
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_transpose(
     t: *const bc_tensor,
@@ -681,6 +704,7 @@ pub unsafe extern "C" fn bc_tensor_transpose(
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_slice(
     t: *const bc_tensor,
@@ -704,6 +728,7 @@ pub unsafe extern "C" fn bc_tensor_slice(
 ///
 /// # Safety
 /// `shape` and `strides` valid for `ndim` reads; `out` for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_as_strided(
     t: *const bc_tensor,
@@ -776,6 +801,7 @@ unsafe fn report_copied(status: i32, copied: *mut bool, was_copied: bool) -> i32
 /// # Safety
 /// `sizes` must be valid for `ndim` reads (NULL allowed when `ndim` is 0: the 0-d shape); `out`
 /// for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_view(
     t: *const bc_tensor,
@@ -799,6 +825,7 @@ pub unsafe extern "C" fn bc_tensor_view(
 /// # Safety
 /// `sizes` must be valid for `ndim` reads (NULL allowed when `ndim` is 0); `copied` NULL or valid
 /// for one write; `out` for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_reshape(
     t: *const bc_tensor,
@@ -831,6 +858,7 @@ pub unsafe extern "C" fn bc_tensor_reshape(
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_unsqueeze(
     t: *const bc_tensor,
@@ -858,6 +886,7 @@ pub unsafe extern "C" fn bc_tensor_unsqueeze(
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_squeeze(
     t: *const bc_tensor,
@@ -877,6 +906,7 @@ pub unsafe extern "C" fn bc_tensor_squeeze(
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_squeeze_all(
     t: *const bc_tensor,
@@ -900,6 +930,7 @@ pub unsafe extern "C" fn bc_tensor_squeeze_all(
 ///
 /// # Safety
 /// `copied` NULL or valid for one write; `out` for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_tensor_flatten(
     t: *const bc_tensor,

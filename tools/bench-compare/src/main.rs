@@ -262,7 +262,10 @@ fn main() {
     let o = parse_args();
     let started = std::time::Instant::now();
     let load_start = loadavg();
-    broadcast::ffi::bc_set_num_threads(o.threads);
+    assert_eq!(
+        broadcast::ffi::bc_set_num_threads(o.threads),
+        broadcast::ffi::BC_OK
+    );
 
     let mut limit = if o.limit {
         match peers::start_limit(o.threads) {
