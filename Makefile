@@ -1,10 +1,10 @@
-# The two commands of the README, plus the checks CI runs. Everything goes through cargo; the
-# C demo is compiled against the header and the shared library cargo just built.
+# The two commands of the README, plus the checks CI runs and the install. Everything goes through
+# cargo; the C demo is compiled against the header and the shared library cargo just built.
 CC ?= cc
 RELEASE := target/release
 
 .PHONY: demo test test-python check bench bench-smoke header-drift data-check go-test go-bench \
-	julia-proxy-test julia-test self-contained
+	julia-proxy-test julia-test self-contained release-lib install uninstall install-check
 
 # Build the library and run the C tour of the documented examples.
 demo:
@@ -71,3 +71,85 @@ julia-test:
 self-contained:
 	@if grep -rn "shared/" README.md docs/ include/ examples/ src/ c_tests/ tests/ fuzz/ scripts/ bindings/; then \
 		echo "the lines above refer to a folder outside the repository"; exit 1; fi
+
+# ---------------------------------------------------------------------------------------------
+# Install: `make install PREFIX=/usr/local` (DESTDIR stages it elsewhere, as packagers do), and
+# `make uninstall` with the same variables removes exactly the files it put there.
+PREFIX ?= /usr/local
+DESTDIR ?=
+STRIP ?= strip
+LIBDIR = $(PREFIX)/lib
+INCLUDEDIR = $(PREFIX)/include
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+MAJOR := $(firstword $(subst ., ,$(VERSION)))
+
+ifeq ($(shell uname -s),Darwin)
+SHARED_BUILT := libbroadcast.dylib
+SHARED_REAL := libbroadcast.$(VERSION).dylib
+SHARED_SONAME := libbroadcast.$(MAJOR).dylib
+SHARED_SONAME_RECORDED := @rpath/$(SHARED_SONAME)
+SHARED_DEV := libbroadcast.dylib
+# ld64 has no -Bstatic/-Bdynamic.
+LIBS_PRIVATE_PREFIX :=
+else
+SHARED_BUILT := libbroadcast.so
+SHARED_REAL := libbroadcast.so.$(VERSION)
+SHARED_SONAME := libbroadcast.so.$(MAJOR)
+SHARED_SONAME_RECORDED := $(SHARED_SONAME)
+SHARED_DEV := libbroadcast.so
+# A static link selects the archive with -Wl,-Bstatic in front of the pkg-config flags; the
+# system libraries after it are linked as usual again.
+LIBS_PRIVATE_PREFIX := -Wl,-Bdynamic
+endif
+
+INSTALLED := $(LIBDIR)/$(SHARED_REAL) $(LIBDIR)/$(SHARED_SONAME) $(LIBDIR)/$(SHARED_DEV) \
+	$(LIBDIR)/libbroadcast.a $(INCLUDEDIR)/broadcast.h $(LIBDIR)/pkgconfig/broadcast.pc \
+	$(LIBDIR)/cmake/broadcast/broadcastConfig.cmake \
+	$(LIBDIR)/cmake/broadcast/broadcastConfigVersion.cmake
+
+# The release libraries, and the system libraries a static link needs: rustc prints those
+# (native-static-libs) when it builds a static library and asked to. That second build, of the
+# static library alone, is a separate unit for cargo (the first stays valid), and cargo replays
+# rustc's note when nothing changed, so the list always comes from the library being installed.
+release-lib:
+	cargo build --release --lib
+	cargo rustc --release --lib --crate-type staticlib -- --print native-static-libs \
+		2> $(RELEASE)/staticlib.log; st=$$?; cat $(RELEASE)/staticlib.log; exit $$st
+	sed -n 's/^note: native-static-libs: //p' $(RELEASE)/staticlib.log | tail -n 1 \
+		> $(RELEASE)/native-static-libs
+	@test -s $(RELEASE)/native-static-libs || { echo "rustc printed no native-static-libs"; exit 1; }
+
+# The release profile keeps debug info (for profiling); the installed libraries carry none.
+install: release-lib
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(LIBDIR)/cmake/broadcast \
+		$(DESTDIR)$(INCLUDEDIR)
+	install -m 755 $(RELEASE)/$(SHARED_BUILT) $(DESTDIR)$(LIBDIR)/$(SHARED_REAL)
+	install -m 644 $(RELEASE)/libbroadcast.a $(DESTDIR)$(LIBDIR)/libbroadcast.a
+	$(STRIP) -S $(DESTDIR)$(LIBDIR)/$(SHARED_REAL) $(DESTDIR)$(LIBDIR)/libbroadcast.a
+	ln -sf $(SHARED_REAL) $(DESTDIR)$(LIBDIR)/$(SHARED_SONAME)
+	ln -sf $(SHARED_REAL) $(DESTDIR)$(LIBDIR)/$(SHARED_DEV)
+	install -m 644 include/broadcast.h $(DESTDIR)$(INCLUDEDIR)/
+	libs="$$(cat $(RELEASE)/native-static-libs)"; \
+	cmake_libs="$$(echo $$libs | sed 's/ -framework /;-framework;/g; s/ /;/g; s/;-framework;/;-framework /g')"; \
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+		-e "s|@LIBS_PRIVATE@|$(LIBS_PRIVATE_PREFIX) $$libs|" \
+		packaging/broadcast.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/broadcast.pc && \
+	sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@SHARED_REAL@|$(SHARED_REAL)|g' \
+		-e 's|@SHARED_SONAME@|$(SHARED_SONAME)|g' \
+		-e 's|@SHARED_SONAME_RECORDED@|$(SHARED_SONAME_RECORDED)|g' \
+		-e "s|@NATIVE_LIBS_CMAKE@|$$cmake_libs|" \
+		packaging/broadcastConfig.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/broadcast/broadcastConfig.cmake
+	sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@MAJOR@|$(MAJOR)|g' \
+		-e 's|@SHARED_SONAME@|$(SHARED_SONAME)|g' \
+		-e "s|@SIZEOF_VOID_P@|$$(($$(getconf LONG_BIT) / 8))|" \
+		packaging/broadcastConfigVersion.cmake.in \
+		> $(DESTDIR)$(LIBDIR)/cmake/broadcast/broadcastConfigVersion.cmake
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-rmdir $(DESTDIR)$(LIBDIR)/cmake/broadcast 2>/dev/null
+
+# Install into a temporary prefix and build and run programs against it, as a user would:
+# pkg-config (shared and static) and CMake (shared and static), from outside the repository.
+install-check:
+	bash scripts/install_check.sh
