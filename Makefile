@@ -103,7 +103,8 @@ LIBS_PRIVATE_PREFIX := -Wl,-Bdynamic
 endif
 
 INSTALLED := $(LIBDIR)/$(SHARED_REAL) $(LIBDIR)/$(SHARED_SONAME) $(LIBDIR)/$(SHARED_DEV) \
-	$(LIBDIR)/libbroadcast.a $(INCLUDEDIR)/broadcast.h $(LIBDIR)/pkgconfig/broadcast.pc \
+	$(LIBDIR)/libbroadcast.a $(INCLUDEDIR)/broadcast.h $(INCLUDEDIR)/broadcast.hpp \
+	$(LIBDIR)/pkgconfig/broadcast.pc \
 	$(LIBDIR)/cmake/broadcast/broadcastConfig.cmake \
 	$(LIBDIR)/cmake/broadcast/broadcastConfigVersion.cmake
 
@@ -128,7 +129,7 @@ install: release-lib
 	$(STRIP) -S $(DESTDIR)$(LIBDIR)/$(SHARED_REAL) $(DESTDIR)$(LIBDIR)/libbroadcast.a
 	ln -sf $(SHARED_REAL) $(DESTDIR)$(LIBDIR)/$(SHARED_SONAME)
 	ln -sf $(SHARED_REAL) $(DESTDIR)$(LIBDIR)/$(SHARED_DEV)
-	install -m 644 include/broadcast.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 include/broadcast.h include/broadcast.hpp $(DESTDIR)$(INCLUDEDIR)/
 	libs="$$(cat $(RELEASE)/native-static-libs)"; \
 	cmake_libs="$$(echo $$libs | sed 's/ -framework /;-framework;/g; s/ /;/g; s/;-framework;/;-framework /g')"; \
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \

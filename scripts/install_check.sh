@@ -7,7 +7,8 @@
 #     `pkg-config --cflags --libs broadcast` (shared), with `pkg-config --static` (static), and by
 #     a CMake project using find_package(broadcast CONFIG) (broadcast::shared, broadcast::static);
 #     each runs, with no LD_LIBRARY_PATH (the shared builds find the library by an rpath to the
-#     prefix's lib), prints tests/install/expected.txt, and links the library it should;
+#     prefix's lib), prints tests/install/expected.txt, and links the library it should; the C++
+#     quick start (examples/quickstart.cpp, the installed broadcast.hpp) is built with CMake too;
 #   - the CMake package still works after the whole prefix is moved elsewhere, and its version
 #     file accepts and refuses the right requests;
 #   - `make uninstall` removes every file `make install` put there, also with DESTDIR.
@@ -30,7 +31,7 @@ step "make install PREFIX=$prefix"
 make --no-print-directory install PREFIX="$prefix" >"$work/install.log" 2>&1 || { cat "$work/install.log"; die "make install"; }
 (cd "$prefix" && find . -mindepth 1 \( -type f -o -type l \) | sort) | tee "$work/installed.txt"
 for f in "lib/libbroadcast.so.$VERSION" "lib/libbroadcast.so.$MAJOR" lib/libbroadcast.so lib/libbroadcast.a \
-    include/broadcast.h lib/pkgconfig/broadcast.pc lib/cmake/broadcast/broadcastConfig.cmake \
+    include/broadcast.h include/broadcast.hpp lib/pkgconfig/broadcast.pc lib/cmake/broadcast/broadcastConfig.cmake \
     lib/cmake/broadcast/broadcastConfigVersion.cmake; do
     [ -e "$prefix/$f" ] || die "$f is not installed"
 done
@@ -45,8 +46,9 @@ echo "installed shared library: $(stat -c %s "$so") bytes, no debug sections;" \
 # The consumer is built from a copy outside the repository, and its output compared with the
 # expected text (the documented results, written by hand).
 mkdir "$work/consumer"
-cp tests/install/consumer.c tests/install/CMakeLists.txt "$work/consumer/"
+cp tests/install/consumer.c tests/install/CMakeLists.txt examples/quickstart.cpp "$work/consumer/"
 sed "s/@VERSION@/$VERSION/g" tests/install/expected.txt >"$work/expected.txt"
+cp tests/install/expected_cpp.txt "$work/expected_cpp.txt"
 cd "$work/consumer"
 
 # needs <exe> yes|no: whether the program asks for libbroadcast.so.MAJOR at run time.
@@ -55,10 +57,11 @@ needs() {
     if readelf -d "$1" | grep -q "NEEDED.*\[libbroadcast\.so\.$MAJOR\]"; then got=yes; fi
     [ "$got" = "$2" ] || die "$1: links libbroadcast dynamically: $got, expected $2"
 }
+# run <exe> [expected file]
 run() {
-    local exe=$1
+    local exe=$1 expected=${2:-$work/expected.txt}
     "$exe" >"$exe.out" 2>&1 || { cat "$exe.out"; die "$exe exited with $?"; }
-    diff -u "$work/expected.txt" "$exe.out" || die "$exe printed something else"
+    diff -u "$expected" "$exe.out" || die "$exe printed something else"
     echo "$exe: as expected"
 }
 
@@ -80,7 +83,7 @@ $CC -std=c11 -Wall -Wextra -Werror consumer.c $(pkg-config --cflags broadcast) \
 needs ./pc_static no
 run ./pc_static
 
-step "CMake: find_package(broadcast CONFIG), shared and static"
+step "CMake: find_package(broadcast CONFIG), shared and static, and C++"
 cmake -S . -B build -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >cmake.log 2>&1 ||
     { cat cmake.log; die "cmake configure"; }
 grep "broadcast $VERSION from" cmake.log
@@ -89,6 +92,8 @@ needs build/consumer_shared yes
 run build/consumer_shared
 needs build/consumer_static no
 run build/consumer_static
+needs build/quickstart_cpp yes
+run build/quickstart_cpp "$work/expected_cpp.txt"
 
 step "the CMake package after moving the prefix"
 mv "$prefix" "$work/moved"

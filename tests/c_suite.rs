@@ -1,8 +1,9 @@
 //! The C test suite: compiles each C program in `c_tests/` against `include/broadcast.h` and the
 //! library cargo has just built (in this test binary's own target directory), runs it, and fails
 //! with its output when it exits non-zero. One `#[test]` per C program, plus header hygiene
-//! (C++17, two C translation units, an ignored status warns), `examples/tour.c`, and a check that
-//! no file in `c_tests/` is left out.
+//! (C++17, two C translation units, an ignored status warns), the C++ interface
+//! (`include/broadcast.hpp`, `c_tests/cpp_wrapper.cpp`), the examples the README shows, and a
+//! check that no file in `c_tests/` is left out.
 //!
 //! The compiler is found with the `cc` crate (so `CC`/`CXX` are honoured). The library is taken
 //! from `target/<profile>/deps`, where `cargo test` itself builds the cdylib and staticlib (only
@@ -39,6 +40,8 @@ const KNOWN_SOURCES: &[&str] = &[
     "dlpack.c",
     "dlpack_header_official_first.c",
     "dlpack_header_ours_first.c",
+    "cpp_wrapper.cpp",
+    "cpp_wrapper_other.cpp",
 ];
 
 const C_FLAGS: &[&str] = &["-std=c11", "-Wall", "-Wextra", "-Werror", "-g"];
@@ -361,6 +364,32 @@ fn header_cxx() {
     run(&p, &exe);
 }
 
+/// include/broadcast.hpp, the C++ interface: c_tests/cpp_wrapper.cpp (with a second translation
+/// unit including the header) built as C++17 with -Wpedantic, run.
+#[test]
+fn cpp_wrapper() {
+    let p = paths();
+    let exe = build(
+        &p,
+        "cpp_wrapper",
+        &["c_tests/cpp_wrapper.cpp", "c_tests/cpp_wrapper_other.cpp"],
+        true,
+        &["-Wpedantic"],
+    );
+    run(&p, &exe);
+}
+
+/// include/broadcast.hpp compiles alone, warning-free, in C++17 and C++20.
+#[test]
+fn cpp_header_compiles_alone() {
+    let p = paths();
+    let source = "#include \"broadcast.hpp\"\n";
+    for std in ["-std=c++17", "-std=c++20"] {
+        let (ok, said) = compile_only(&p, "cpp_header_alone", source, true, &[std, "-Wpedantic"]);
+        assert!(ok, "broadcast.hpp alone, {std}:\n{said}");
+    }
+}
+
 /// Two C translation units that both include the header compile (-Wpedantic) and link together.
 #[test]
 fn header_two_translation_units() {
@@ -384,32 +413,48 @@ fn tour_example() {
     run(&p, &exe);
 }
 
-/// examples/quickstart.c (the README's quick start, verbatim) compiles warning-free and prints
-/// what the README says it prints.
-#[test]
-fn quickstart_example() {
+/// An example the README shows (verbatim) compiles warning-free and prints what the README says.
+fn readme_example(name: &str, source: &str, cpp: bool, expected: &str) {
     let p = paths();
-    let exe = build(
-        &p,
-        "quickstart",
-        &["examples/quickstart.c"],
-        false,
-        &["-Wpedantic"],
-    );
+    let exe = build(&p, name, &[source], cpp, &["-Wpedantic"]);
     run(&p, &exe);
-    let printed = std::fs::read_to_string(exe.with_extension("log")).expect("quickstart log");
-    let expected = "(4,1) + (4,) -> (4,4); first row: 1.5 2.5 3.5 4.5";
+    let printed = std::fs::read_to_string(exe.with_extension("log")).expect("example's output");
     assert_eq!(printed.trim(), expected);
     let readme = std::fs::read_to_string(p.root.join("README.md")).expect("README.md");
-    let source =
-        std::fs::read_to_string(p.root.join("examples/quickstart.c")).expect("quickstart.c");
+    let code = std::fs::read_to_string(p.root.join(source)).expect("example source");
     assert!(
-        readme.contains(source.trim()),
-        "README's quick start differs from examples/quickstart.c"
+        readme.contains(code.trim()),
+        "README's quick start differs from {source}"
     );
-    assert!(
-        readme.contains(expected),
-        "README does not show what the quick start prints"
+    for line in expected.lines() {
+        assert!(
+            readme.contains(line),
+            "README does not show what {source} prints: {line}"
+        );
+    }
+}
+
+/// examples/quickstart.c, the README's C quick start.
+#[test]
+fn quickstart_example() {
+    readme_example(
+        "quickstart",
+        "examples/quickstart.c",
+        false,
+        "(4,1) + (4,) -> (4,4); first row: 1.5 2.5 3.5 4.5",
+    );
+}
+
+/// examples/quickstart.cpp, the README's C++ quick start (include/broadcast.hpp).
+#[test]
+fn quickstart_cpp_example() {
+    readme_example(
+        "quickstart_cpp",
+        "examples/quickstart.cpp",
+        true,
+        "(4,1) + (4,) -> (4,4); first row: 1.5 2.5 3.5 4.5\n\
+         error 3: The expanded size of the tensor (1) must match the existing size (4) at \
+         non-singleton dimension 1.",
     );
 }
 

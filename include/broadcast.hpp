@@ -1,0 +1,558 @@
+/*
+ * broadcast.hpp: the C++17 interface to libbroadcast, header-only, over the C API of broadcast.h.
+ *
+ * It adds C++ idioms and no rules of its own: every shape, type and overlap decision, and every
+ * message, is the C library's (docs/semantics.md).
+ *
+ *  - bc::Tensor owns one handle: move-only, freed by its destructor. clone() is the explicit deep
+ *    copy; get(), release() and Tensor::adopt() reach the C handle.
+ *  - A failing call throws bc::Error (a std::runtime_error whose what() is the library's exact
+ *    message) carrying the status, the error kind and both shapes, read from the thread's last
+ *    error record right after the failing call, before anything else can replace it.
+ *  - a + b, a - b, a * b, a / b make new tensors (bc_add, ...); a += b ... write into a
+ *    (bc_add_inplace, ...); bc::add(a, b, out) writes into out (bc_add_out). Integer / gives
+ *    float32, as in the C API. There are no implicit conversions from numbers: use
+ *    bc::Tensor::scalar(2.0f) or bc::Tensor::full(...).
+ *  - Warnings go to bc::set_warning_handler's function; an exception it throws is caught before
+ *    it could cross the C library and rethrown from the bc:: call that emitted the warning.
+ *
+ * Link with the C library (pkg-config broadcast, or CMake broadcast::shared / broadcast::static).
+ */
+#ifndef LIBBROADCAST_HPP
+#define LIBBROADCAST_HPP
+
+#include "broadcast.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace bc {
+
+/// Sizes, strides, offsets and dimension lists, in elements, as the C API takes them.
+using Shape = std::vector<int64_t>;
+
+/// The element types (BC_DTYPE_*).
+enum class DType : int32_t {
+    Bool = BC_DTYPE_BOOL,
+    UInt8 = BC_DTYPE_UINT8,
+    Int8 = BC_DTYPE_INT8,
+    Int16 = BC_DTYPE_INT16,
+    Int32 = BC_DTYPE_INT32,
+    Int64 = BC_DTYPE_INT64,
+    Float16 = BC_DTYPE_FLOAT16,
+    BFloat16 = BC_DTYPE_BFLOAT16,
+    Float32 = BC_DTYPE_FLOAT32,
+    Float64 = BC_DTYPE_FLOAT64,
+};
+
+/// "float32", "int64", ... (bc_dtype_name).
+inline const char *dtype_name(DType dtype) noexcept { return bc_dtype_name(static_cast<int32_t>(dtype)); }
+
+/// Bytes per element (bc_dtype_size).
+inline std::size_t dtype_size(DType dtype) noexcept { return bc_dtype_size(static_cast<int32_t>(dtype)); }
+
+namespace detail {
+template <class T> inline constexpr bool no_dtype = false;
+} // namespace detail
+
+/// The element type that holds C++ type T: bool, float, double, and the signed integers of 1, 2, 4
+/// and 8 bytes and the unsigned one of 1 byte. float16 and bfloat16 have no C++17 type: pass their
+/// DType and raw bits (Tensor::from_data).
+template <class T> constexpr DType dtype_of() {
+    if constexpr (std::is_same_v<T, bool>) {
+        return DType::Bool;
+    } else if constexpr (std::is_same_v<T, float>) {
+        return DType::Float32;
+    } else if constexpr (std::is_same_v<T, double>) {
+        return DType::Float64;
+    } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, char> && std::is_unsigned_v<T> &&
+                         sizeof(T) == 1) {
+        return DType::UInt8;
+    } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, char> && std::is_signed_v<T> &&
+                         sizeof(T) <= 8 && (sizeof(T) & (sizeof(T) - 1)) == 0) {
+        return sizeof(T) == 1   ? DType::Int8
+               : sizeof(T) == 2 ? DType::Int16
+               : sizeof(T) == 4 ? DType::Int32
+                                : DType::Int64;
+    } else {
+        static_assert(detail::no_dtype<T>, "no libbroadcast element type holds this C++ type");
+        return DType::Bool;
+    }
+}
+
+/// A failed call: the status, the error as data (bc_error_info), the shapes it involves, and the
+/// library's message, exactly, as what().
+class Error : public std::runtime_error {
+  public:
+    Error(int32_t status, const bc_error_info &info, Shape shape_a, Shape shape_b,
+          const std::string &message)
+        : std::runtime_error(message), status_(status), info_(info), shape_a_(std::move(shape_a)),
+          shape_b_(std::move(shape_b)) {}
+
+    /// The BC_ERR_* code the call returned.
+    int32_t status() const noexcept { return status_; }
+    /// The BC_ERROR_KIND_* code.
+    int32_t kind() const noexcept { return info_.kind; }
+    /// Dimension, conflicting sizes, types of a refused cast (-1 where they do not apply).
+    const bc_error_info &info() const noexcept { return info_; }
+    /// The operands' shapes, where the error involves them (else empty).
+    const Shape &shape_a() const noexcept { return shape_a_; }
+    const Shape &shape_b() const noexcept { return shape_b_; }
+
+  private:
+    int32_t status_;
+    bc_error_info info_;
+    Shape shape_a_, shape_b_;
+};
+
+namespace detail {
+
+/// An exception a warning handler threw on this thread, waiting to be rethrown once the call that
+/// emitted the warning has returned.
+inline std::exception_ptr &pending_handler_exception() noexcept {
+    static thread_local std::exception_ptr pending;
+    return pending;
+}
+
+inline Shape last_error_shape(int32_t which) {
+    int64_t dims[BC_MAX_NDIM];
+    int64_t ndim = -1;
+    if (bc_last_error_shape(which, dims, BC_MAX_NDIM, &ndim) != BC_OK || ndim < 0) return {};
+    return Shape(dims, dims + ndim);
+}
+
+/// Throws the thread's last error. Only reads of the record happen before the throw (they do not
+/// change it), so the error is the one of the call that just failed.
+[[noreturn]] inline void throw_last_error(int32_t status) {
+    pending_handler_exception() = nullptr; // failed calls emit no warnings
+    bc_error_info info{};
+    if (bc_last_error_info(&info) != BC_OK) info.status = status;
+    std::string message(bc_last_error_message(nullptr, 0), '\0');
+    bc_last_error_message(message.data(), message.size() + 1);
+    Shape a = last_error_shape(0);
+    Shape b = last_error_shape(1);
+    throw Error(status, info, std::move(a), std::move(b), message);
+}
+
+/// After every C call: a failure throws bc::Error; after a success, an exception the warning
+/// handler threw during the call goes on from here.
+inline void check(int32_t status) {
+    if (status != BC_OK) throw_last_error(status);
+    if (std::exception_ptr &pending = pending_handler_exception()) {
+        std::exception_ptr e = pending;
+        pending = nullptr;
+        std::rethrow_exception(e);
+    }
+}
+
+/// A pointer for a (pointer, length) argument: NULL for an empty list, as the C API accepts.
+inline const int64_t *data_or_null(const Shape &s) noexcept { return s.empty() ? nullptr : s.data(); }
+
+/// Releases memory wrapped by Tensor::wrap: deletes the owner it was handed. Runs once, on the
+/// thread that frees the last view.
+template <class Owner> void release_owner(void *owner) noexcept { delete static_cast<Owner *>(owner); }
+
+} // namespace detail
+
+class Tensor;
+
+namespace detail {
+template <class Call> Tensor make(Call &&call);
+} // namespace detail
+
+/// One libbroadcast tensor handle, owned. Move-only; the destructor frees it (bc_tensor_free).
+/// A default-constructed or moved-from Tensor holds no handle; the C API refuses it with
+/// BC_ERR_NULL_ARG.
+class Tensor {
+  public:
+    Tensor() noexcept = default;
+    Tensor(Tensor &&other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+    Tensor &operator=(Tensor &&other) noexcept {
+        if (this != &other) {
+            reset();
+            handle_ = std::exchange(other.handle_, nullptr);
+        }
+        return *this;
+    }
+    Tensor(const Tensor &) = delete;
+    Tensor &operator=(const Tensor &) = delete;
+    ~Tensor() { reset(); }
+
+    /// A copy of `data` (row-major) with `shape`; the element type follows T (dtype_of).
+    template <class T> Tensor(const std::vector<T> &data, const Shape &shape) {
+        if constexpr (std::is_same_v<T, bool>) {
+            std::vector<unsigned char> bytes(data.begin(), data.end());
+            *this = from_data(DType::Bool, bytes.data(), bytes.size(), shape);
+        } else {
+            *this = from_data(dtype_of<T>(), data.data(), data.size() * sizeof(T), shape);
+        }
+    }
+    template <class T>
+    Tensor(std::initializer_list<T> data, const Shape &shape) : Tensor(std::vector<T>(data), shape) {}
+    /// A copy of the elements of `shape` at `data` (row-major).
+    template <class T> Tensor(const T *data, const Shape &shape) {
+        *this = from_data(dtype_of<T>(), data, count(shape) * sizeof(T), shape);
+    }
+
+    /// A copy of `nbytes` bytes of row-major elements of `dtype` (any type, float16 and bfloat16
+    /// as raw bits) (bc_tensor_from_data).
+    static Tensor from_data(DType dtype, const void *data, std::size_t nbytes, const Shape &shape) {
+        return detail::make([&](bc_tensor **out) {
+            return bc_tensor_from_data(static_cast<int32_t>(dtype), detail::data_or_null(shape),
+                                       shape.size(), data, nbytes, out);
+        });
+    }
+    /// Unspecified elements (bc_tensor_empty).
+    static Tensor empty(DType dtype, const Shape &shape) { return filled(bc_tensor_empty, dtype, shape); }
+    static Tensor zeros(DType dtype, const Shape &shape) { return filled(bc_tensor_zeros, dtype, shape); }
+    static Tensor ones(DType dtype, const Shape &shape) { return filled(bc_tensor_ones, dtype, shape); }
+    /// Every element `value`, converted as a C cast would (bc_tensor_full).
+    static Tensor full(DType dtype, const Shape &shape, double value) {
+        return detail::make([&](bc_tensor **out) {
+            return bc_tensor_full(static_cast<int32_t>(dtype), detail::data_or_null(shape), shape.size(),
+                                  value, out);
+        });
+    }
+    /// A 0-d tensor holding `value`, of T's element type.
+    template <class T> static Tensor scalar(T value) { return Tensor(&value, Shape{}); }
+
+    /// A view of caller memory without a copy (bc_tensor_wrap): `strides` empty means row-major.
+    /// The tensor takes `owner` (any movable object, say the container of the memory) and
+    /// destroys it when the last view of the memory is freed, on that thread; if the call fails,
+    /// `owner` is destroyed before the exception leaves.
+    template <class Owner>
+    static Tensor wrap(DType dtype, void *data, std::size_t nbytes, const Shape &shape,
+                       const Shape &strides, int64_t offset, Owner owner) {
+        if (!strides.empty() && strides.size() != shape.size())
+            throw std::invalid_argument("bc::Tensor::wrap: strides and shape differ in length");
+        auto held = std::make_unique<Owner>(std::move(owner));
+        bc_tensor *out = nullptr;
+        int32_t status = bc_tensor_wrap(static_cast<int32_t>(dtype), data, nbytes,
+                                        detail::data_or_null(shape), detail::data_or_null(strides),
+                                        shape.size(), offset, &detail::release_owner<Owner>, held.get(),
+                                        &out);
+        Tensor t = adopt(out);
+        if (status == BC_OK) held.release(); // the library owns it now
+        detail::check(status);
+        return t;
+    }
+    /// The elements of `data`, without a copy: the tensor keeps the vector until the last view
+    /// of it is freed.
+    template <class T> static Tensor wrap(std::vector<T> data, const Shape &shape) {
+        static_assert(!std::is_same_v<T, bool>, "std::vector<bool> has no element array to wrap");
+        void *elements = data.data();
+        std::size_t nbytes = data.size() * sizeof(T);
+        return wrap(dtype_of<T>(), elements, nbytes, shape, Shape{}, 0, std::move(data));
+    }
+
+    /// Takes ownership of a handle from the C API (NULL gives an empty Tensor).
+    static Tensor adopt(bc_tensor *handle) noexcept {
+        Tensor t;
+        t.handle_ = handle;
+        return t;
+    }
+    /// The C handle, still owned by this Tensor.
+    bc_tensor *get() const noexcept { return handle_; }
+    /// Gives up the handle: the caller frees it with bc_tensor_free.
+    bc_tensor *release() noexcept { return std::exchange(handle_, nullptr); }
+    explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+    /// A deep copy in new row-major storage (bc_tensor_clone).
+    Tensor clone() const { return unary(bc_tensor_clone); }
+    /// A row-major copy (bc_tensor_contiguous).
+    Tensor contiguous() const { return unary(bc_tensor_contiguous); }
+    /// A row-major copy converted to `dtype` with C casts (bc_tensor_to_dtype).
+    Tensor to(DType dtype) const {
+        return detail::make(
+            [&](bc_tensor **out) { return bc_tensor_to_dtype(handle_, static_cast<int32_t>(dtype), out); });
+    }
+
+    DType dtype() const { return static_cast<DType>(query<int32_t>(bc_tensor_dtype)); }
+    std::size_t ndim() const { return query<std::size_t>(bc_tensor_ndim); }
+    int64_t numel() const { return query<int64_t>(bc_tensor_numel); }
+    int64_t offset() const { return query<int64_t>(bc_tensor_offset); }
+    bool is_contiguous() const { return query<bool>(bc_tensor_is_contiguous); }
+    Shape shape() const { return sizes(bc_tensor_shape); }
+    /// Strides in elements; broadcast dimensions have stride 0.
+    Shape strides() const { return sizes(bc_tensor_strides); }
+
+    /// The elements in row-major order as T; converted as to() converts when T is not the
+    /// tensor's element type.
+    template <class T> std::vector<T> to_vector() const {
+        if (dtype() != dtype_of<T>()) return to(dtype_of<T>()).template to_vector<T>();
+        std::size_t n = static_cast<std::size_t>(numel());
+        if constexpr (std::is_same_v<T, bool>) {
+            std::vector<unsigned char> bytes(n);
+            copy_to(bytes.data(), bytes.size());
+            return std::vector<bool>(bytes.begin(), bytes.end());
+        } else {
+            std::vector<T> values(n);
+            copy_to(values.data(), n * sizeof(T));
+            return values;
+        }
+    }
+    /// Copies the elements, row-major, into `nbytes` bytes at `buffer` (bc_tensor_copy_to).
+    void copy_to(void *buffer, std::size_t nbytes) const {
+        detail::check(bc_tensor_copy_to(handle_, buffer, nbytes));
+    }
+
+    // Views: no element is copied (docs/semantics.md, section 7).
+    Tensor expand(const Shape &sizes) const { return with_shape(bc_tensor_expand, sizes); }
+    Tensor broadcast_to(const Shape &shape) const { return with_shape(bc_tensor_broadcast_to, shape); }
+    Tensor expand_as(const Tensor &other) const {
+        return detail::make(
+            [&](bc_tensor **out) { return bc_tensor_expand_as(handle_, other.handle_, out); });
+    }
+    Tensor permute(const Shape &dims) const { return with_shape(bc_tensor_permute, dims); }
+    Tensor transpose(int64_t dim0, int64_t dim1) const {
+        return detail::make([&](bc_tensor **out) { return bc_tensor_transpose(handle_, dim0, dim1, out); });
+    }
+    /// t[..., start:stop:step, ...] along `dim`, with Python's rules.
+    Tensor slice(int64_t dim, int64_t start, int64_t stop, int64_t step = 1) const {
+        return detail::make(
+            [&](bc_tensor **out) { return bc_tensor_slice(handle_, dim, start, stop, step, out); });
+    }
+    Tensor as_strided(const Shape &shape, const Shape &strides, int64_t offset) const {
+        if (strides.size() != shape.size())
+            throw std::invalid_argument("bc::Tensor::as_strided: strides and shape differ in length");
+        return detail::make([&](bc_tensor **out) {
+            return bc_tensor_as_strided(handle_, detail::data_or_null(shape), detail::data_or_null(strides),
+                                        shape.size(), offset, out);
+        });
+    }
+
+  private:
+    void reset() noexcept {
+        if (handle_ != nullptr) bc_tensor_free(std::exchange(handle_, nullptr));
+    }
+    /// The number of elements of `shape`, for the byte count of a copy. Negative sizes count as 0
+    /// and a product that overflows saturates: the C API then refuses the shape itself.
+    static std::size_t count(const Shape &shape) noexcept {
+        std::size_t n = 1;
+        for (int64_t d : shape) {
+            std::size_t size = d < 0 ? 0 : static_cast<std::size_t>(d);
+            n = (size != 0 && n > SIZE_MAX / size) ? SIZE_MAX : n * size;
+        }
+        return n;
+    }
+    using FillFn = int32_t (*)(int32_t, const int64_t *, std::size_t, bc_tensor **);
+    static Tensor filled(FillFn fill, DType dtype, const Shape &shape) {
+        return detail::make([&](bc_tensor **out) {
+            return fill(static_cast<int32_t>(dtype), detail::data_or_null(shape), shape.size(), out);
+        });
+    }
+    using UnaryFn = int32_t (*)(const bc_tensor *, bc_tensor **);
+    Tensor unary(UnaryFn fn) const {
+        return detail::make([&](bc_tensor **out) { return fn(handle_, out); });
+    }
+    using ShapeFn = int32_t (*)(const bc_tensor *, const int64_t *, std::size_t, bc_tensor **);
+    Tensor with_shape(ShapeFn fn, const Shape &shape) const {
+        return detail::make(
+            [&](bc_tensor **out) { return fn(handle_, detail::data_or_null(shape), shape.size(), out); });
+    }
+    template <class T> T query(int32_t (*fn)(const bc_tensor *, T *)) const {
+        T value{};
+        detail::check(fn(handle_, &value));
+        return value;
+    }
+    Shape sizes(int32_t (*fn)(const bc_tensor *, int64_t *, std::size_t)) const {
+        Shape s(ndim());
+        detail::check(fn(handle_, s.empty() ? nullptr : s.data(), s.size()));
+        return s;
+    }
+
+    bc_tensor *handle_ = nullptr;
+};
+
+namespace detail {
+
+/// Runs a C call that creates a tensor into `*out`. The result is owned before anything can
+/// throw, so an exception from a warning handler frees it.
+template <class Call> Tensor make(Call &&call) {
+    bc_tensor *out = nullptr;
+    int32_t status = call(&out);
+    Tensor result = Tensor::adopt(out); // NULL on failure
+    check(status);
+    return result;
+}
+
+using BinaryFn = int32_t (*)(const bc_tensor *, const bc_tensor *, bc_tensor **);
+using InplaceFn = int32_t (*)(bc_tensor *, const bc_tensor *);
+using OutFn = int32_t (*)(const bc_tensor *, const bc_tensor *, bc_tensor *);
+
+inline Tensor binary(BinaryFn fn, const Tensor &a, const Tensor &b) {
+    return make([&](bc_tensor **out) { return fn(a.get(), b.get(), out); });
+}
+inline void binary_inplace(InplaceFn fn, Tensor &self, const Tensor &other) {
+    check(fn(self.get(), other.get()));
+}
+inline void binary_out(OutFn fn, const Tensor &a, const Tensor &b, Tensor &out) {
+    check(fn(a.get(), b.get(), out.get()));
+}
+
+} // namespace detail
+
+/*
+ * Elementwise operations, one line each. BC_HPP_BINARY(name) gives
+ *   bc::name(a, b)            a new tensor                  (bc_name)
+ *   bc::name(a, b, out)       into an existing tensor       (bc_name_out)
+ *   bc::name_inplace(x, y)    into x                        (bc_name_inplace)
+ * and BC_HPP_OPERATOR(op, name) the operators `a op b` and `x op= y`.
+ */
+#define BC_HPP_BINARY(name)                                                                        \
+    inline Tensor name(const Tensor &a, const Tensor &b) { return detail::binary(bc_##name, a, b); }  \
+    inline void name(const Tensor &a, const Tensor &b, Tensor &out) {                                  \
+        detail::binary_out(bc_##name##_out, a, b, out);                                                \
+    }                                                                                                  \
+    inline void name##_inplace(Tensor &self, const Tensor &other) {                                    \
+        detail::binary_inplace(bc_##name##_inplace, self, other);                                      \
+    }
+#define BC_HPP_OPERATOR(op, name)                                                                      \
+    inline Tensor operator op(const Tensor &a, const Tensor &b) { return name(a, b); }                 \
+    inline Tensor &operator op##=(Tensor &self, const Tensor &other) {                                 \
+        name##_inplace(self, other);                                                                   \
+        return self;                                                                                   \
+    }
+
+BC_HPP_BINARY(add)
+BC_HPP_BINARY(sub)
+BC_HPP_BINARY(mul)
+BC_HPP_BINARY(div)
+
+BC_HPP_OPERATOR(+, add)
+BC_HPP_OPERATOR(-, sub)
+BC_HPP_OPERATOR(*, mul)
+BC_HPP_OPERATOR(/, div)
+
+#undef BC_HPP_BINARY
+#undef BC_HPP_OPERATOR
+
+/// Views of every tensor expanded to their common shape (bc_tensor_broadcast_tensors).
+inline std::vector<Tensor>
+broadcast_tensors(const std::vector<std::reference_wrapper<const Tensor>> &tensors) {
+    std::vector<const bc_tensor *> in;
+    in.reserve(tensors.size());
+    for (const Tensor &t : tensors) in.push_back(t.get());
+    std::vector<bc_tensor *> out(tensors.size(), nullptr);
+    int32_t status = bc_tensor_broadcast_tensors(in.empty() ? nullptr : in.data(), in.size(),
+                                                 out.empty() ? nullptr : out.data());
+    std::vector<Tensor> result;
+    result.reserve(out.size());
+    for (bc_tensor *h : out) result.push_back(Tensor::adopt(h)); // all NULL on failure
+    detail::check(status);
+    return result;
+}
+
+/// The broadcast shape of `a` and `b` (bc_shape_broadcast).
+inline Shape broadcast_shapes(const Shape &a, const Shape &b) {
+    Shape out(a.size() > b.size() ? a.size() : b.size());
+    std::size_t ndim = 0;
+    detail::check(bc_shape_broadcast(detail::data_or_null(a), a.size(), detail::data_or_null(b), b.size(),
+                                     out.empty() ? nullptr : out.data(), out.size(), &ndim));
+    out.resize(ndim);
+    return out;
+}
+
+/// The broadcast shape of all `shapes` (bc_shape_broadcast_n, PyTorch's broadcast_shapes).
+inline Shape broadcast_shapes(const std::vector<Shape> &shapes) {
+    std::vector<const int64_t *> dims;
+    std::vector<std::size_t> ndims;
+    std::size_t longest = 0;
+    for (const Shape &s : shapes) {
+        dims.push_back(detail::data_or_null(s));
+        ndims.push_back(s.size());
+        if (s.size() > longest) longest = s.size();
+    }
+    Shape out(longest);
+    std::size_t ndim = 0;
+    detail::check(bc_shape_broadcast_n(dims.empty() ? nullptr : dims.data(),
+                                       ndims.empty() ? nullptr : ndims.data(), shapes.size(),
+                                       out.empty() ? nullptr : out.data(), out.size(), &ndim));
+    out.resize(ndim);
+    return out;
+}
+
+/// Whether `a` and `b` broadcast together (bc_shape_is_broadcastable).
+inline bool is_broadcastable(const Shape &a, const Shape &b) {
+    bool yes = false;
+    detail::check(bc_shape_is_broadcastable(detail::data_or_null(a), a.size(), detail::data_or_null(b),
+                                            b.size(), &yes));
+    return yes;
+}
+
+// Settings: process-wide, as in the C API.
+inline void set_broadcast_warning(bool enabled) { detail::check(bc_set_broadcast_warning(enabled)); }
+inline bool broadcast_warning() noexcept { return bc_get_broadcast_warning(); }
+inline void set_legacy_fallback(bool enabled) { detail::check(bc_set_legacy_fallback(enabled)); }
+inline bool legacy_fallback() noexcept { return bc_get_legacy_fallback(); }
+inline void set_num_threads(std::size_t threads) { detail::check(bc_set_num_threads(threads)); }
+inline std::size_t num_threads() noexcept { return bc_get_num_threads(); }
+inline void set_parallel_threshold(std::size_t elements) {
+    detail::check(bc_set_parallel_threshold(elements));
+}
+/// The library's version, "MAJOR.MINOR.PATCH" (BC_VERSION_STRING of the header it was built with).
+inline const char *version() noexcept { return bc_version(); }
+/// Live handles in the process (bc_tensor_live_count), for leak checks.
+inline std::size_t live_count() noexcept { return bc_tensor_live_count(); }
+
+/// Receives each warning's text (without "UserWarning: "), on the thread of the call that warns.
+using WarningHandler = std::function<void(std::string_view)>;
+
+namespace detail {
+
+inline void warning_trampoline(void *handler, const char *message) noexcept {
+    try {
+        (*static_cast<WarningHandler *>(handler))(std::string_view(message));
+    } catch (...) {
+        // No exception may cross the C library: keep the first, for check() to rethrow.
+        std::exception_ptr &pending = pending_handler_exception();
+        if (!pending) pending = std::current_exception();
+    }
+}
+
+/// Every handler ever installed. Another thread may still be running the previous handler when
+/// a new one is installed, so none is ever destroyed: they stay (reachable) until the process
+/// exits, and so does this registry.
+struct HandlerRegistry {
+    std::mutex mutex;
+    std::vector<std::unique_ptr<WarningHandler>> handlers;
+};
+inline HandlerRegistry &handler_registry() {
+    static HandlerRegistry *const registry = new HandlerRegistry;
+    return *registry;
+}
+
+} // namespace detail
+
+/// Sends warnings to `handler` (an empty one restores the default, standard error). An exception
+/// the handler throws is rethrown from the bc:: call that emitted the warning, after that call
+/// has finished (its result, if any, is freed).
+inline void set_warning_handler(WarningHandler handler) {
+    if (!handler) {
+        detail::check(bc_set_warning_handler(nullptr, nullptr));
+        return;
+    }
+    detail::HandlerRegistry &registry = detail::handler_registry();
+    WarningHandler *installed = nullptr;
+    {
+        std::lock_guard<std::mutex> guard(registry.mutex);
+        registry.handlers.push_back(std::make_unique<WarningHandler>(std::move(handler)));
+        installed = registry.handlers.back().get();
+    }
+    detail::check(bc_set_warning_handler(&detail::warning_trampoline, installed));
+}
+
+} // namespace bc
+
+#endif /* LIBBROADCAST_HPP */
