@@ -326,22 +326,25 @@ fn dlpack() {
     build_and_run("dlpack");
 }
 
+/// Builds `sources` into one program, with -Wpedantic too, and runs it.
+fn build_and_run_pedantic(name: &str, sources: &[&str], cpp: bool) {
+    let p = paths();
+    let exe = build(&p, name, sources, cpp, &["-Wpedantic"]);
+    run(&p, &exe);
+}
+
 /// include/broadcast.h and the official dlpack.h (c_tests/third_party) in one program, included
 /// in both orders (-Wpedantic): the same layouts, and tensors crossing between the two.
 #[test]
 fn dlpack_headers() {
-    let p = paths();
-    let exe = build(
-        &p,
+    build_and_run_pedantic(
         "dlpack_headers",
         &[
             "c_tests/dlpack_header_official_first.c",
             "c_tests/dlpack_header_ours_first.c",
         ],
         false,
-        &["-Wpedantic"],
     );
-    run(&p, &exe);
 }
 
 /// Failing calls from thread-exit destructors return their status (issue 10, item 2).
@@ -353,30 +356,18 @@ fn thread_exit() {
 /// include/broadcast.h compiles as C++17 (twice included) and links.
 #[test]
 fn header_cxx() {
-    let p = paths();
-    let exe = build(
-        &p,
-        "header_cxx",
-        &["c_tests/header_cxx.cpp"],
-        true,
-        &["-Wpedantic"],
-    );
-    run(&p, &exe);
+    build_and_run_pedantic("header_cxx", &["c_tests/header_cxx.cpp"], true);
 }
 
 /// include/broadcast.hpp, the C++ interface: c_tests/cpp_wrapper.cpp (with a second translation
 /// unit including the header) built as C++17 with -Wpedantic, run.
 #[test]
 fn cpp_wrapper() {
-    let p = paths();
-    let exe = build(
-        &p,
+    build_and_run_pedantic(
         "cpp_wrapper",
         &["c_tests/cpp_wrapper.cpp", "c_tests/cpp_wrapper_other.cpp"],
         true,
-        &["-Wpedantic"],
     );
-    run(&p, &exe);
 }
 
 /// include/broadcast.hpp compiles alone, warning-free, in C++17 and C++20.
@@ -393,24 +384,18 @@ fn cpp_header_compiles_alone() {
 /// Two C translation units that both include the header compile (-Wpedantic) and link together.
 #[test]
 fn header_two_translation_units() {
-    let p = paths();
-    let exe = build(
-        &p,
+    build_and_run_pedantic(
         "header_tu",
         &["c_tests/header_tu_main.c", "c_tests/header_tu_other.c"],
         false,
-        &["-Wpedantic"],
     );
-    run(&p, &exe);
 }
 
 /// examples/tour.c (the walk through the documented examples that README shows how to build)
 /// compiles warning-free and reports that every example behaved as documented.
 #[test]
 fn tour_example() {
-    let p = paths();
-    let exe = build(&p, "tour", &["examples/tour.c"], false, &["-Wpedantic"]);
-    run(&p, &exe);
+    build_and_run_pedantic("tour", &["examples/tour.c"], false);
 }
 
 /// An example the README shows (verbatim) compiles warning-free and prints what the README says.

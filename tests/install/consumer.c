@@ -1,8 +1,9 @@
 /*
  * consumer.c: a program that uses an installed libbroadcast (scripts/install_check.sh builds it
  * outside the repository with pkg-config and with CMake, shared and static). It prints what
- * tests/install/expected.txt says: the version, a broadcast sum, an exact error message, and a
- * panic inside the library caught at the boundary (unwinding survives the link).
+ * tests/install/expected.txt says (the documented results of docs/semantics.md, section 3): the
+ * version, a broadcast sum, an exact error message, and a panic inside the library caught at the
+ * boundary (unwinding survives the link).
  */
 #include <stdio.h>
 #include <string.h>
@@ -20,32 +21,33 @@ int main(void) {
     printf("libbroadcast %s (header %s)\n", bc_version(), BC_VERSION_STRING);
     if (strcmp(bc_version(), BC_VERSION_STRING) != 0) return 1;
 
-    const int64_t a_shape[] = {4, 1}, b_shape[] = {4};
-    const float b_data[] = {0.5f, 1.5f, 2.5f, 3.5f};
-    bc_tensor *a = NULL, *b = NULL, *c = NULL;
+    /* docs/semantics.md, section 3, example 10: every row of ones(4,1) + r is 1 + r */
+    const int64_t ones_shape[] = {4, 1}, r_shape[] = {4};
+    const float r_data[] = {0.4967f, -0.1383f, 0.6477f, 1.5230f};
+    bc_tensor *ones = NULL, *r = NULL, *sum = NULL;
     int64_t shape[2];
-    float out[16];
-    int32_t st = bc_tensor_ones(BC_DTYPE_FLOAT32, a_shape, 2, &a);
+    float values[16];
+    int32_t st = bc_tensor_ones(BC_DTYPE_FLOAT32, ones_shape, 2, &ones);
     if (st != BC_OK) return failed(st, "bc_tensor_ones");
-    st = bc_tensor_from_data(BC_DTYPE_FLOAT32, b_shape, 1, b_data, sizeof b_data, &b);
+    st = bc_tensor_from_data(BC_DTYPE_FLOAT32, r_shape, 1, r_data, sizeof r_data, &r);
     if (st != BC_OK) return failed(st, "bc_tensor_from_data");
-    st = bc_add(a, b, &c);
+    st = bc_add(ones, r, &sum);
     if (st != BC_OK) return failed(st, "bc_add");
-    st = bc_tensor_shape(c, shape, 2);
+    st = bc_tensor_shape(sum, shape, 2);
     if (st != BC_OK) return failed(st, "bc_tensor_shape");
-    st = bc_tensor_copy_to(c, out, sizeof out);
+    st = bc_tensor_copy_to(sum, values, sizeof values);
     if (st != BC_OK) return failed(st, "bc_tensor_copy_to");
-    printf("(4,1) + (4,) -> (%lld,%lld); last row: %g %g %g %g\n", (long long)shape[0],
-           (long long)shape[1], out[12], out[13], out[14], out[15]);
-    bc_tensor_free(c);
-    bc_tensor_free(b);
-    bc_tensor_free(a);
+    printf("ones(4,1) + r -> (%lld,%lld); last row: %g %g %g %g\n", (long long)shape[0],
+           (long long)shape[1], values[12], values[13], values[14], values[15]);
+    bc_tensor_free(sum);
+    bc_tensor_free(r);
+    bc_tensor_free(ones);
 
     /* docs/semantics.md, section 3, example 7 */
     const int64_t x_shape[] = {5, 2, 4, 1}, y_shape[] = {3, 1, 1};
-    int64_t r[4];
-    size_t r_ndim = 0;
-    st = bc_shape_broadcast(x_shape, 4, y_shape, 3, r, 4, &r_ndim);
+    int64_t result[4];
+    size_t result_ndim = 0;
+    st = bc_shape_broadcast(x_shape, 4, y_shape, 3, result, 4, &result_ndim);
     char msg[256];
     bc_last_error_message(msg, sizeof msg);
     printf("(5,2,4,1) with (3,1,1): %s: %s\n", st == BC_ERR_SHAPE ? "BC_ERR_SHAPE" : "?", msg);
