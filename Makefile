@@ -148,7 +148,7 @@ install: release-lib
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
-	-rmdir $(DESTDIR)$(LIBDIR)/cmake/broadcast 2>/dev/null
+	rmdir $(DESTDIR)$(LIBDIR)/cmake/broadcast 2>/dev/null || true
 
 # Install into a temporary prefix and build and run programs against it, as a user would:
 # pkg-config (shared and static) and CMake (shared and static), from outside the repository.

@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <vector>
 #include "broadcast.hpp"
 
 int main() {

@@ -4,7 +4,8 @@
 //! pointer is checked (NULL gives `BC_ERR_NULL_ARG`, except documented `(NULL, 0)` empty arrays);
 //! handles are validated against the registry (`BC_ERR_INVALID_HANDLE`); panics are caught
 //! (`BC_ERR_INTERNAL`); out-handles are NULL unless the call succeeds; a failed call changes
-//! nothing the caller owns. See `boundary` for the mechanism and `status` for the codes.
+//! nothing the caller owns. See `boundary` for the mechanism and `status` for the codes. Every
+//! export that returns a status is `#[must_use]`, which the header spells `BC_MUST_USE`.
 #![allow(non_camel_case_types)]
 
 mod boundary;
