@@ -4,7 +4,8 @@ CC ?= cc
 RELEASE := target/release
 
 .PHONY: demo test test-python check bench bench-smoke header-drift data-check go-test go-bench \
-	julia-proxy-test julia-test self-contained release-lib install uninstall install-check
+	julia-proxy-test julia-test self-contained release-lib install install-files uninstall \
+	install-check
 
 # Build the library and run the C tour of the documented examples.
 demo:
@@ -120,8 +121,14 @@ release-lib:
 		> $(RELEASE)/native-static-libs
 	@test -s $(RELEASE)/native-static-libs || { echo "rustc printed no native-static-libs"; exit 1; }
 
-# The release profile keeps debug info (for profiling); the installed libraries carry none.
 install: release-lib
+	@$(MAKE) --no-print-directory install-files
+
+# The files of a release-lib build, without building (so that `sudo make install-files` does not
+# run cargo as root). The release profile keeps debug info (for profiling); the installed
+# libraries carry none.
+install-files:
+	@test -s $(RELEASE)/native-static-libs || { echo "nothing built to install: make release-lib first"; exit 1; }
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(LIBDIR)/cmake/broadcast \
 		$(DESTDIR)$(INCLUDEDIR)
 	install -m 755 $(RELEASE)/$(SHARED_BUILT) $(DESTDIR)$(LIBDIR)/$(SHARED_REAL)
