@@ -1,5 +1,6 @@
 // The shims declared in shims.h (compiled by cgo with the package).
 #include <stdlib.h>
+#include <string.h>
 
 #include "shims.h"
 
@@ -12,9 +13,11 @@ static gobc_err *capture(void) {
 	e->msg = (char *)(e + 1);
 	e->msg_len = bc_last_error_message(e->msg, n + 1);
 	if (e->msg_len > n) e->msg_len = n;
-	bc_last_error_info(&e->info);
-	bc_last_error_shape(0, e->shape_a, BC_MAX_NDIM, &e->ndim_a);
-	bc_last_error_shape(1, e->shape_b, BC_MAX_NDIM, &e->ndim_b);
+	/* These only read the record and cannot fail here (no NULL, room for BC_MAX_NDIM sizes); if
+	 * one did, the error would carry no details rather than stale ones. */
+	if (bc_last_error_info(&e->info) != BC_OK) memset(&e->info, 0, sizeof e->info);
+	if (bc_last_error_shape(0, e->shape_a, BC_MAX_NDIM, &e->ndim_a) != BC_OK) e->ndim_a = -1;
+	if (bc_last_error_shape(1, e->shape_b, BC_MAX_NDIM, &e->ndim_b) != BC_OK) e->ndim_b = -1;
 	return e;
 }
 
@@ -186,4 +189,4 @@ static void warning_adapter(void *user_data, const char *message) {
 	goBcWarning((char *)message);
 }
 
-void gobc_set_warning_handler(int go) { bc_set_warning_handler(go ? warning_adapter : NULL, NULL); }
+int32_t gobc_set_warning_handler(int go) { return bc_set_warning_handler(go ? warning_adapter : NULL, NULL); }

@@ -73,6 +73,6 @@ gobc_dims gobc_shape_broadcast_n(const int64_t *flat, const size_t *ndims, size_
 gobc_res gobc_shape_is_broadcastable(const int64_t *a, size_t an, const int64_t *b, size_t bn);
 
 // Installs the Go warning handler (go != 0) or restores the library's default.
-void gobc_set_warning_handler(int go);
+int32_t gobc_set_warning_handler(int go); /* BC_OK, always */
 
 #endif
