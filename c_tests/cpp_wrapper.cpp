@@ -280,6 +280,28 @@ void views() {
     err = EXPECT_ERROR(bc::broadcast_shapes(std::vector<bc::Shape>{{2, 3}, {4, 3}}));
     CHECK(std::string(err.what()) == "Attempting to broadcast a dimension of length 4 at -2! Mismatching argument "
                                      "at index 1 had (4, 3); but expected shape should be broadcastable to [2, 3]");
+    // Shape-changing views, with PyTorch's results (PyTorch 2.15: a.t().view(6) is refused,
+    // a.t().reshape(6) copies).
+    CHECK(a.view({3, 2}).shape() == (bc::Shape{3, 2}) && a.view({-1}).shape() == bc::Shape{6});
+    err = EXPECT_ERROR(t.view({6}));
+    CHECK(std::string(err.what()) == "view size is not compatible with input tensor's size and stride (at least "
+                                     "one dimension spans across two contiguous subspaces). Use .reshape(...) "
+                                     "instead.");
+    bool copied = false;
+    CHECK(t.reshape({6}, &copied).to_vector<int32_t>() == (std::vector<int32_t>{1, 4, 2, 5, 3, 6}) && copied);
+    CHECK(a.reshape({3, 2}, &copied).shape() == (bc::Shape{3, 2}) && !copied);
+    CHECK(a.unsqueeze(0).shape() == (bc::Shape{1, 2, 3}) && a.unsqueeze(0).squeeze(0).shape() == (bc::Shape{2, 3}));
+    CHECK(ones({1, 2, 1, 3}).squeeze().shape() == (bc::Shape{2, 3}));
+    CHECK(a.flatten(0, -1, &copied).shape() == bc::Shape{6} && !copied && a.flatten().numel() == 6);
+
+    // Text and memory.
+    CHECK(bc::Tensor({1, 2, 3, 4}, {2, 2}).to_string() == "tensor([[1, 2],\n        [3, 4]], dtype=torch.int32)");
+    CHECK(bc::Tensor({0.5f, 1.5f}, {2}).to_string() == "tensor([0.5000, 1.5000])");
+    bc::Tensor::Data where = a.data();
+    CHECK(where.address != nullptr && where.nbytes == 6 * sizeof(int32_t) && where.writable);
+    CHECK(static_cast<const int32_t *>(where.address)[5] == 6);
+    CHECK(!e.data().writable); // an expanded view's elements share locations
+
     // Strides of another length than the shape would be read out of bounds: refused before the C
     // call.
     bool refused = false;

@@ -302,6 +302,27 @@ class Tensor {
             return values;
         }
     }
+    /// PyTorch's str(tensor) (bc_tensor_format).
+    std::string to_string() const {
+        std::size_t length = 0;
+        detail::check(bc_tensor_format(handle_, nullptr, 0, &length));
+        std::string text(length, '\0');
+        detail::check(bc_tensor_format(handle_, text.data(), length + 1, &length));
+        return text;
+    }
+    /// Where the elements are (bc_tensor_data): the first element's address, the bytes of memory
+    /// from there, and whether writing through it is allowed. Valid while any tensor sharing the
+    /// memory lives.
+    struct Data {
+        void *address;
+        std::size_t nbytes;
+        bool writable;
+    };
+    Data data() const {
+        Data d{nullptr, 0, false};
+        detail::check(bc_tensor_data(handle_, &d.address, &d.nbytes, &d.writable));
+        return d;
+    }
     /// Copies the elements, row-major, into `nbytes` bytes at `buffer` (bc_tensor_copy_to).
     void copy_to(void *buffer, std::size_t nbytes) const {
         detail::check(bc_tensor_copy_to(handle_, buffer, nbytes));
@@ -322,6 +343,28 @@ class Tensor {
     Tensor slice(int64_t dim, int64_t start, int64_t stop, int64_t step = 1) const {
         return detail::make(
             [&](bc_tensor **out) { return bc_tensor_slice(handle_, dim, start, stop, step, out); });
+    }
+    /// `sizes` (one may be -1) over the same elements, as a view or PyTorch's error (bc_tensor_view).
+    Tensor view(const Shape &sizes) const { return with_shape(bc_tensor_view, sizes); }
+    /// As view() when the strides allow it, else a row-major copy; `*copied` (when given) says
+    /// which (bc_tensor_reshape).
+    Tensor reshape(const Shape &sizes, bool *copied = nullptr) const {
+        return detail::make([&](bc_tensor **out) {
+            return bc_tensor_reshape(handle_, detail::data_or_null(sizes), sizes.size(), copied, out);
+        });
+    }
+    Tensor unsqueeze(int64_t dim) const {
+        return detail::make([&](bc_tensor **out) { return bc_tensor_unsqueeze(handle_, dim, out); });
+    }
+    Tensor squeeze(int64_t dim) const {
+        return detail::make([&](bc_tensor **out) { return bc_tensor_squeeze(handle_, dim, out); });
+    }
+    /// Every size-1 dimension removed (bc_tensor_squeeze_all).
+    Tensor squeeze() const { return unary(bc_tensor_squeeze_all); }
+    /// Dimensions `start` to `end` merged into one (bc_tensor_flatten).
+    Tensor flatten(int64_t start = 0, int64_t end = -1, bool *copied = nullptr) const {
+        return detail::make(
+            [&](bc_tensor **out) { return bc_tensor_flatten(handle_, start, end, copied, out); });
     }
     Tensor as_strided(const Shape &shape, const Shape &strides, int64_t offset) const {
         if (strides.size() != shape.size())
