@@ -564,9 +564,9 @@ inline void warning_trampoline(void *handler, const char *message) noexcept {
     }
 }
 
-/// Every handler ever installed. Another thread may still be running the previous handler when
-/// a new one is installed, so none is ever destroyed: they stay (reachable) until the process
-/// exits, and so does this registry.
+/// Every handler ever installed. The library stops calling a handler once another replaces it,
+/// but when two threads install handlers at once, which one it held before each swap is not known
+/// here; so none is destroyed: they stay (reachable) until the process exits, as does the registry.
 struct HandlerRegistry {
     std::mutex mutex;
     std::vector<std::unique_ptr<WarningHandler>> handlers;
@@ -580,7 +580,8 @@ inline HandlerRegistry &handler_registry() {
 
 /// Sends warnings to `handler` (an empty one restores the default, standard error). An exception
 /// the handler throws is rethrown from the bc:: call that emitted the warning, after that call
-/// has finished (its result, if any, is freed).
+/// has finished (its result, if any, is freed). Called from inside a warning handler it throws
+/// bc::Error (BC_ERR_INVALID_ARG) and changes nothing, as the C function refuses.
 inline void set_warning_handler(WarningHandler handler) {
     if (!handler) {
         detail::check(bc_set_warning_handler(nullptr, nullptr));
