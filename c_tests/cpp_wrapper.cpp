@@ -383,6 +383,11 @@ void handler_exception_is_rethrown_after_the_call() {
     // A call that does not warn is not affected.
     x += ones({1});
     CHECK(all_equal(x, 3.0f));
+    // A handler that installs another: the C library refuses that from inside a handler, and the
+    // refusal reaches the caller of the operation as bc::Error.
+    bc::set_warning_handler([](std::string_view) { bc::set_warning_handler(nullptr); });
+    bc::Error e = EXPECT_ERROR(ones({4, 1}) + ones({4}));
+    CHECK(e.status() == BC_ERR_INVALID_ARG);
     bc::set_broadcast_warning(false);
     bc::set_warning_handler(nullptr);
     // Nothing is left pending: the next call succeeds quietly.
