@@ -1,6 +1,7 @@
 //! The broadcast engine: pure Rust, no FFI types. `unsafe` appears only where storage and kernels
 //! handle raw element memory, each block with its reason.
 pub mod alloc;
+pub mod binary_ops;
 pub mod dtype;
 pub mod elem;
 pub mod error;
@@ -15,8 +16,8 @@ pub mod shape;
 pub mod storage;
 pub mod tensor;
 
+pub use binary_ops::BinaryOp;
 pub use dtype::DType;
 pub use error::{Error, ErrorKind, Result};
-pub use kernels::BinaryOp;
 pub use ops::{Options, Warning, Warnings};
 pub use tensor::{Init, Tensor};

@@ -2,9 +2,10 @@
 //! overlapping writes, shapes, result type), the two backwards-compatibility switches, then one
 //! plan run. Every check happens before the first write, so a refused call changes nothing.
 use super::alloc::{try_box, try_collect, try_to_vec};
+use super::binary_ops::{BinaryOp, Compute};
 use super::dtype::{can_cast, result_type, DType};
 use super::error::{Error, ErrorKind, Result};
-use super::kernels::{self, BinaryOp};
+use super::kernels;
 use super::parallel;
 use super::plan::{broadcast_strides, Plan, SmallPlan};
 use super::shape::{broadcast_shapes, broadcast_shapes_n, check_inplace, Dims};
@@ -164,8 +165,8 @@ fn falls_back(e: &Error, opts: Options) -> bool {
 
 fn op_result_type(op: BinaryOp, a: &Tensor, b: &Tensor) -> DType {
     let t = result_type(a.dtype(), a.ndim() == 0, b.dtype(), b.ndim() == 0);
-    // True division of integers or bools gives the default floating type.
-    if op == BinaryOp::Div && !t.is_floating() {
+    // Operations such as true division compute integers and bools in the default floating type.
+    if op.rule().compute == Compute::Floating && !t.is_floating() {
         DType::F32
     } else {
         t
