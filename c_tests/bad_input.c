@@ -74,8 +74,8 @@ static bc_tensor *arange_f32(const int64_t *shape, size_t ndim) {
 /* ============================================================================================== */
 
 static void test_status_str_every_code(void) {
-    const char *seen[11];
-    for (int32_t code = 0; code <= 10; code++) {
+    const char *seen[13];
+    for (int32_t code = 0; code <= 12; code++) {
         const char *s = bc_status_str(code);
         CHECK(s != NULL);
         if (!s) continue;
@@ -92,7 +92,7 @@ static void test_status_str_every_code(void) {
             }
         }
     }
-    const int32_t unknown[] = {-1, 11, 13, 100, 7000, INT32_MIN, INT32_MAX};
+    const int32_t unknown[] = {-1, 13, 14, 100, 7000, INT32_MIN, INT32_MAX};
     for (size_t i = 0; i < COUNT_OF(unknown); i++) CHECK_STR_EQ(bc_status_str(unknown[i]), "unknown status");
     /* the named constants have their fixed values */
     CHECK_EQ_INT(BC_OK, 0);
@@ -108,6 +108,7 @@ static void test_status_str_every_code(void) {
     CHECK_STR_EQ(bc_status_str(BC_ERR_READ_ONLY), "BC_ERR_READ_ONLY: the tensor is read-only");
     CHECK_EQ_INT(BC_ERR_INTERNAL, 9);
     CHECK_EQ_INT(BC_ERR_INVALID_HANDLE, 10);
+    CHECK_EQ_INT(BC_ERR_VALUE, 11);
 }
 
 static void test_version_macros_match_bc_version(void) {
@@ -618,7 +619,7 @@ static void test_invalid_op_codes(void) {
     bc_tensor *a = MAKE_F32(shape, 1, d, 3);
     bc_tensor *b = MAKE_F32(shape, 1, d, 3);
     bc_tensor *out = MAKE_F32(shape, 1, d, 3);
-    const int32_t bad[] = {-1, 4, 5, 100, INT32_MIN, INT32_MAX};
+    const int32_t bad[] = {-1, BC_OP_HYPOT + 1, BC_OP_HYPOT + 2, 100, INT32_MIN, INT32_MAX};
     for (size_t i = 0; i < COUNT_OF(bad); i++) {
         bc_tensor *o = SENTINEL;
         CHECK_STATUS(bc_binary(bad[i], a, b, &o), BC_ERR_INVALID_ARG);

@@ -2382,12 +2382,15 @@ impl Runner<'_> {
         true
     }
 
+    /// One of the four operations the model computes (`BC_OP_ADD` to `BC_OP_DIV`), or a code
+    /// that is no operation.
     fn op_code(&mut self) -> i32 {
         let b = self.inp.u8();
+        let past_last = BC_OP_HYPOT + 1;
         if b < 250 {
             (b % 4) as i32
         } else {
-            [4, -1, 100, i32::MIN, i32::MAX, 5][(b - 250) as usize]
+            [past_last, -1, 100, i32::MIN, i32::MAX, past_last + 1][(b - 250) as usize]
         }
     }
 
@@ -2403,7 +2406,7 @@ impl Runner<'_> {
             if null_out {
                 return Ok(Err(BC_ERR_NULL_ARG));
             }
-            if !(0..4).contains(&op) {
+            if !(0..=BC_OP_HYPOT).contains(&op) {
                 return Ok(Err(BC_ERR_INVALID_ARG));
             }
             let ta = match self.resolve(a) {
@@ -2474,7 +2477,7 @@ impl Runner<'_> {
         via_named: bool,
     ) -> Result<Result<(), Skip>, String> {
         let model = (|| -> Result<Expect<_>, Skip> {
-            if !(0..4).contains(&op) {
+            if !(0..=BC_OP_HYPOT).contains(&op) {
                 return Ok(Err(BC_ERR_INVALID_ARG));
             }
             let ta = match self.resolve(a) {

@@ -181,6 +181,27 @@
 #define BC_ERROR_KIND_INTERNAL 19
 
 /**
+ * The operation has no kernel for the computation type `dtype_a` (PyTorch's `"..." not
+ * implemented for '...'`).
+ */
+#define BC_ERROR_KIND_NOT_IMPLEMENTED 30
+
+/**
+ * An integer division, remainder or fmod by zero (`BC_ERR_VALUE`).
+ */
+#define BC_ERROR_KIND_ZERO_DIVISION 31
+
+/**
+ * `bc_where`: the condition's type `dtype_a` is neither bool nor uint8.
+ */
+#define BC_ERROR_KIND_WHERE_CONDITION 32
+
+/**
+ * The written-to tensor's type (`dtype_b`) is not the result type (`dtype_a`) where it must be.
+ */
+#define BC_ERROR_KIND_OUT_DTYPE 33
+
+/**
  * A write to a read-only tensor (`BC_ERR_READ_ONLY`).
  */
 #define BC_ERROR_KIND_READ_ONLY 60
@@ -213,18 +234,138 @@
 #define BC_MAX_NDIM 64
 
 /**
- * Operation codes for `bc_binary*`.
+ * `a + b` (bools: or).
+ *
+ * The `BC_OP_*` codes name the operations of `bc_binary*`, with PyTorch's semantics
+ * (`torch.<name>`): integer arithmetic wraps; float16 and bfloat16 compute in float32 and round
+ * each operation.
  */
 #define BC_OP_ADD 0
 
+/**
+ * `a - b` (not bool).
+ */
 #define BC_OP_SUB 1
 
+/**
+ * `a * b` (bools: and).
+ */
 #define BC_OP_MUL 2
 
 /**
  * True division: integer and bool operands give float32.
  */
 #define BC_OP_DIV 3
+
+/**
+ * `a == b` (bool result).
+ */
+#define BC_OP_EQ 4
+
+/**
+ * `a != b` (bool result; true where either is NaN).
+ */
+#define BC_OP_NE 5
+
+/**
+ * `a < b` (bool result).
+ */
+#define BC_OP_LT 6
+
+/**
+ * `a <= b` (bool result).
+ */
+#define BC_OP_LE 7
+
+/**
+ * `a > b` (bool result).
+ */
+#define BC_OP_GT 8
+
+/**
+ * `a >= b` (bool result).
+ */
+#define BC_OP_GE 9
+
+/**
+ * The larger element; NaN where either is NaN; bools: or.
+ */
+#define BC_OP_MAXIMUM 10
+
+/**
+ * The smaller element; NaN where either is NaN; bools: and.
+ */
+#define BC_OP_MINIMUM 11
+
+/**
+ * `a` to the power `b` (not bool). Integers: repeated squaring, wrapping; a negative exponent gives 1 for a base of 1, +-1 for -1, else 0.
+ */
+#define BC_OP_POW 12
+
+/**
+ * Python's `a % b`: the sign of `b` (not bool). An integer zero divisor is `BC_ERR_VALUE`.
+ */
+#define BC_OP_REMAINDER 13
+
+/**
+ * C's `fmod(a, b)`: the sign of `a` (not bool). An integer zero divisor is `BC_ERR_VALUE`.
+ */
+#define BC_OP_FMOD 14
+
+/**
+ * Python's `a // b`, rounded down (not bool). An integer zero divisor is `BC_ERR_VALUE`.
+ */
+#define BC_OP_FLOOR_DIVIDE 15
+
+/**
+ * Both non-zero (bool result; NaN is true).
+ */
+#define BC_OP_LOGICAL_AND 16
+
+/**
+ * Either non-zero (bool result).
+ */
+#define BC_OP_LOGICAL_OR 17
+
+/**
+ * Exactly one non-zero (bool result).
+ */
+#define BC_OP_LOGICAL_XOR 18
+
+/**
+ * `a & b`, integers and bool only.
+ */
+#define BC_OP_BITWISE_AND 19
+
+/**
+ * `a | b`, integers and bool only.
+ */
+#define BC_OP_BITWISE_OR 20
+
+/**
+ * `a ^ b`, integers and bool only.
+ */
+#define BC_OP_BITWISE_XOR 21
+
+/**
+ * `a << b`, integers only; 0 when `b` is negative or at least the bit width.
+ */
+#define BC_OP_BITWISE_LEFT_SHIFT 22
+
+/**
+ * `a >> b` (arithmetic when signed), integers only; a shift by a negative amount or at least the bit width leaves the sign (or 0).
+ */
+#define BC_OP_BITWISE_RIGHT_SHIFT 23
+
+/**
+ * `atan2(a, b)`; integers and bool compute in float32.
+ */
+#define BC_OP_ATAN2 24
+
+/**
+ * `hypot(a, b)`, floating types only.
+ */
+#define BC_OP_HYPOT 25
 
 /**
  * Most threads an operation uses, the calling one included.
@@ -255,7 +396,8 @@
 
 /**
  * A result type that cannot be cast to the written-to tensor, or an operation that is not
- * defined for the element types (subtracting bools).
+ * defined for the element types (subtracting bools, bitwise operations on floats, a `where`
+ * condition that is not bool, ...).
  */
 #define BC_ERR_DTYPE 4
 
@@ -288,6 +430,12 @@
  * A tensor handle that is not live: already freed, or never returned by this library.
  */
 #define BC_ERR_INVALID_HANDLE 10
+
+/**
+ * Types and shapes are fine but the values are refused: an integer division, remainder or
+ * fmod by zero (PyTorch's `ZeroDivisionError`).
+ */
+#define BC_ERR_VALUE 11
 
 /**
  * A write (in place, or as `out`) to a tensor whose memory was shared read-only (imported
@@ -540,7 +688,8 @@ typedef struct bc_error_info {
    */
   int64_t arg;
   /**
-   * For cast errors: the `BC_DTYPE_*` codes of the result type and of the written-to tensor.
+   * For type errors: `BC_DTYPE_*` codes (see the kind: for a cast, the result type and the
+   * written-to tensor's).
    */
   int32_t dtype_a;
   int32_t dtype_b;
@@ -785,18 +934,24 @@ BC_MUST_USE int32_t bc_last_error_shape(int32_t which, int64_t *buf, size_t cap,
 BC_MUST_USE int32_t bc_debug_panic(void);
 
 /**
- * `*out = a op b` in a new tensor of the broadcast shape and PyTorch's result type.
+ * `*out = a op b` in a new tensor of the broadcast shape and PyTorch's result type, for `op` a
+ * `BC_OP_*` code.
  *
- * Shapes broadcast (docs/semantics.md, sections 1-2); the result type follows PyTorch 2.x's
- * `result_type` (0-d operands only raise the category; integer division gives float32; section
- * 6). Under the switches of `bc_set_broadcast_warning` / `bc_set_legacy_fallback` (section 5),
- * warnings go to the warning handler.
- * On success the caller owns `*out`; on failure `*out` is NULL.
+ * Shapes broadcast (docs/semantics.md, sections 1-2). The operands promote as PyTorch 2.x's
+ * `result_type` (0-d operands only raise the category; section 6) to the type the operation
+ * computes in, except that `BC_OP_DIV` and `BC_OP_ATAN2` compute integers and bool in float32.
+ * Comparisons and logical operations give bool; the others give the computation type. Under the
+ * switches of `bc_set_broadcast_warning` / `bc_set_legacy_fallback` (section 5), warnings go to
+ * the warning handler. On success the caller owns `*out` (free it with `bc_tensor_free`); on
+ * failure `*out` is NULL.
  *
  * # Returns
  * `BC_OK`; `BC_ERR_SHAPE` (`The size of tensor a (A) must match the size of tensor b (B) at
- * non-singleton dimension D`); `BC_ERR_DTYPE` (bool subtraction); `BC_ERR_INVALID_ARG` (unknown
- * op); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
+ * non-singleton dimension D`); `BC_ERR_DTYPE` (bool subtraction, or no kernel for the
+ * computation type: `"bitwise_and_cpu" not implemented for 'Float'`); `BC_ERR_VALUE`
+ * (`ZeroDivisionError`: integer `BC_OP_REMAINDER`, `BC_OP_FMOD` or `BC_OP_FLOOR_DIVIDE` with a
+ * zero divisor element; nothing is written); `BC_ERR_INVALID_ARG` (unknown op);
+ * `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
  *
  * # Safety
  * `out` must be valid for one write.
@@ -808,18 +963,21 @@ int32_t bc_binary(int32_t op,
                   struct bc_tensor **out);
 
 /**
- * `target op= other` (PyTorch's `self op= other`), written into `target`'s elements. Allowed
- * exactly when `other` broadcasts to `target`'s shape (docs/semantics.md, section 4) and the
- * result type can be cast to `target`'s type (section 6). `target` may not have elements sharing
- * memory (e.g. an expanded view), nor partly overlap `other` (section 8); exactly the same view
- * (`x += x`) is fine. When the call fails, `target` is unchanged.
+ * `target op= other` (PyTorch's `self.op_(other)`; for `BC_OP_MAXIMUM` / `BC_OP_MINIMUM`,
+ * `torch.maximum(self, other, out=self)`), written into `target`'s elements. Allowed exactly
+ * when `other` broadcasts to `target`'s shape (docs/semantics.md, section 4) and the result type
+ * can be cast to `target`'s type (section 6; comparisons and logical operations write 0 or 1 in
+ * `target`'s type). `target` may not have elements sharing memory (e.g. an expanded view), nor
+ * partly overlap `other` (section 8); exactly the same view (`x += x`) is fine. When the call
+ * fails, `target` is unchanged.
  *
  * # Returns
  * `BC_OK`; `BC_ERR_SHAPE` (`The expanded size of the tensor (T) must match the existing size (S)
  * at non-singleton dimension D.`, or `output with shape [..] doesn't match the broadcast shape
  * [..]` when `other` has more dimensions); `BC_ERR_DTYPE` (`result type Float can't be cast to
- * the desired output type Int`); `BC_ERR_OVERLAP`; `BC_ERR_INVALID_ARG`; `BC_ERR_NULL_ARG`;
- * `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+ * the desired output type Int`, and as `bc_binary`); `BC_ERR_VALUE` (as `bc_binary`);
+ * `BC_ERR_OVERLAP`; `BC_ERR_READ_ONLY` (`target`'s memory was shared read-only);
+ * `BC_ERR_INVALID_ARG`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
  *
  * Must not run while another thread reads or writes `target`'s elements.
  */
@@ -938,6 +1096,585 @@ BC_MUST_USE
 int32_t bc_div_out(const struct bc_tensor *a,
                    const struct bc_tensor *b,
                    struct bc_tensor *out);
+
+/**
+ * `*out = a == b` in a new tensor: `bc_binary` with `BC_OP_EQ`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_eq(const struct bc_tensor *a,
+              const struct bc_tensor *b,
+              struct bc_tensor **out);
+
+/**
+ * `target = (target == other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_EQ`.
+ */
+BC_MUST_USE int32_t bc_eq_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+
+/**
+ * `out = a == b` into the caller's `out`: `bc_binary_out` with `BC_OP_EQ`.
+ */
+BC_MUST_USE
+int32_t bc_eq_out(const struct bc_tensor *a,
+                  const struct bc_tensor *b,
+                  struct bc_tensor *out);
+
+/**
+ * `*out = a != b` in a new tensor: `bc_binary` with `BC_OP_NE`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_ne(const struct bc_tensor *a,
+              const struct bc_tensor *b,
+              struct bc_tensor **out);
+
+/**
+ * `target = (target != other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_NE`.
+ */
+BC_MUST_USE int32_t bc_ne_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+
+/**
+ * `out = a != b` into the caller's `out`: `bc_binary_out` with `BC_OP_NE`.
+ */
+BC_MUST_USE
+int32_t bc_ne_out(const struct bc_tensor *a,
+                  const struct bc_tensor *b,
+                  struct bc_tensor *out);
+
+/**
+ * `*out = a < b` in a new tensor: `bc_binary` with `BC_OP_LT`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_lt(const struct bc_tensor *a,
+              const struct bc_tensor *b,
+              struct bc_tensor **out);
+
+/**
+ * `target = (target < other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_LT`.
+ */
+BC_MUST_USE int32_t bc_lt_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+
+/**
+ * `out = a < b` into the caller's `out`: `bc_binary_out` with `BC_OP_LT`.
+ */
+BC_MUST_USE
+int32_t bc_lt_out(const struct bc_tensor *a,
+                  const struct bc_tensor *b,
+                  struct bc_tensor *out);
+
+/**
+ * `*out = a <= b` in a new tensor: `bc_binary` with `BC_OP_LE`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_le(const struct bc_tensor *a,
+              const struct bc_tensor *b,
+              struct bc_tensor **out);
+
+/**
+ * `target = (target <= other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_LE`.
+ */
+BC_MUST_USE int32_t bc_le_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+
+/**
+ * `out = a <= b` into the caller's `out`: `bc_binary_out` with `BC_OP_LE`.
+ */
+BC_MUST_USE
+int32_t bc_le_out(const struct bc_tensor *a,
+                  const struct bc_tensor *b,
+                  struct bc_tensor *out);
+
+/**
+ * `*out = a > b` in a new tensor: `bc_binary` with `BC_OP_GT`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_gt(const struct bc_tensor *a,
+              const struct bc_tensor *b,
+              struct bc_tensor **out);
+
+/**
+ * `target = (target > other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_GT`.
+ */
+BC_MUST_USE int32_t bc_gt_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+
+/**
+ * `out = a > b` into the caller's `out`: `bc_binary_out` with `BC_OP_GT`.
+ */
+BC_MUST_USE
+int32_t bc_gt_out(const struct bc_tensor *a,
+                  const struct bc_tensor *b,
+                  struct bc_tensor *out);
+
+/**
+ * `*out = a >= b` in a new tensor: `bc_binary` with `BC_OP_GE`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_ge(const struct bc_tensor *a,
+              const struct bc_tensor *b,
+              struct bc_tensor **out);
+
+/**
+ * `target = (target >= other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_GE`.
+ */
+BC_MUST_USE int32_t bc_ge_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+
+/**
+ * `out = a >= b` into the caller's `out`: `bc_binary_out` with `BC_OP_GE`.
+ */
+BC_MUST_USE
+int32_t bc_ge_out(const struct bc_tensor *a,
+                  const struct bc_tensor *b,
+                  struct bc_tensor *out);
+
+/**
+ * `*out = maximum(a, b)` in a new tensor: `bc_binary` with `BC_OP_MAXIMUM`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_maximum(const struct bc_tensor *a,
+                   const struct bc_tensor *b,
+                   struct bc_tensor **out);
+
+/**
+ * `target = maximum(target, other)` in place: `bc_binary_inplace` with `BC_OP_MAXIMUM`.
+ */
+BC_MUST_USE int32_t bc_maximum_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+
+/**
+ * `out = maximum(a, b)` into the caller's `out`: `bc_binary_out` with `BC_OP_MAXIMUM`.
+ */
+BC_MUST_USE
+int32_t bc_maximum_out(const struct bc_tensor *a,
+                       const struct bc_tensor *b,
+                       struct bc_tensor *out);
+
+/**
+ * `*out = minimum(a, b)` in a new tensor: `bc_binary` with `BC_OP_MINIMUM`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_minimum(const struct bc_tensor *a,
+                   const struct bc_tensor *b,
+                   struct bc_tensor **out);
+
+/**
+ * `target = minimum(target, other)` in place: `bc_binary_inplace` with `BC_OP_MINIMUM`.
+ */
+BC_MUST_USE int32_t bc_minimum_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+
+/**
+ * `out = minimum(a, b)` into the caller's `out`: `bc_binary_out` with `BC_OP_MINIMUM`.
+ */
+BC_MUST_USE
+int32_t bc_minimum_out(const struct bc_tensor *a,
+                       const struct bc_tensor *b,
+                       struct bc_tensor *out);
+
+/**
+ * `*out = a ** b` in a new tensor: `bc_binary` with `BC_OP_POW`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_pow(const struct bc_tensor *a,
+               const struct bc_tensor *b,
+               struct bc_tensor **out);
+
+/**
+ * `target **= other` in place: `bc_binary_inplace` with `BC_OP_POW`.
+ */
+BC_MUST_USE int32_t bc_pow_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+
+/**
+ * `out = a ** b` into the caller's `out`: `bc_binary_out` with `BC_OP_POW`.
+ */
+BC_MUST_USE
+int32_t bc_pow_out(const struct bc_tensor *a,
+                   const struct bc_tensor *b,
+                   struct bc_tensor *out);
+
+/**
+ * `*out = a % b (Python: the sign of b)` in a new tensor: `bc_binary` with `BC_OP_REMAINDER`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_remainder(const struct bc_tensor *a,
+                     const struct bc_tensor *b,
+                     struct bc_tensor **out);
+
+/**
+ * `target %= other` in place: `bc_binary_inplace` with `BC_OP_REMAINDER`.
+ */
+BC_MUST_USE int32_t bc_remainder_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+
+/**
+ * `out = a % b (Python: the sign of b)` into the caller's `out`: `bc_binary_out` with `BC_OP_REMAINDER`.
+ */
+BC_MUST_USE
+int32_t bc_remainder_out(const struct bc_tensor *a,
+                         const struct bc_tensor *b,
+                         struct bc_tensor *out);
+
+/**
+ * `*out = fmod(a, b) (C: the sign of a)` in a new tensor: `bc_binary` with `BC_OP_FMOD`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_fmod(const struct bc_tensor *a,
+                const struct bc_tensor *b,
+                struct bc_tensor **out);
+
+/**
+ * `target = fmod(target, other)` in place: `bc_binary_inplace` with `BC_OP_FMOD`.
+ */
+BC_MUST_USE int32_t bc_fmod_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+
+/**
+ * `out = fmod(a, b) (C: the sign of a)` into the caller's `out`: `bc_binary_out` with `BC_OP_FMOD`.
+ */
+BC_MUST_USE
+int32_t bc_fmod_out(const struct bc_tensor *a,
+                    const struct bc_tensor *b,
+                    struct bc_tensor *out);
+
+/**
+ * `*out = a // b (rounded down)` in a new tensor: `bc_binary` with `BC_OP_FLOOR_DIVIDE`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_floor_divide(const struct bc_tensor *a,
+                        const struct bc_tensor *b,
+                        struct bc_tensor **out);
+
+/**
+ * `target //= other` in place: `bc_binary_inplace` with `BC_OP_FLOOR_DIVIDE`.
+ */
+BC_MUST_USE
+int32_t bc_floor_divide_inplace(struct bc_tensor *target,
+                                const struct bc_tensor *other);
+
+/**
+ * `out = a // b (rounded down)` into the caller's `out`: `bc_binary_out` with `BC_OP_FLOOR_DIVIDE`.
+ */
+BC_MUST_USE
+int32_t bc_floor_divide_out(const struct bc_tensor *a,
+                            const struct bc_tensor *b,
+                            struct bc_tensor *out);
+
+/**
+ * `*out = a && b` in a new tensor: `bc_binary` with `BC_OP_LOGICAL_AND`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_logical_and(const struct bc_tensor *a,
+                       const struct bc_tensor *b,
+                       struct bc_tensor **out);
+
+/**
+ * `target = (target && other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_LOGICAL_AND`.
+ */
+BC_MUST_USE
+int32_t bc_logical_and_inplace(struct bc_tensor *target,
+                               const struct bc_tensor *other);
+
+/**
+ * `out = a && b` into the caller's `out`: `bc_binary_out` with `BC_OP_LOGICAL_AND`.
+ */
+BC_MUST_USE
+int32_t bc_logical_and_out(const struct bc_tensor *a,
+                           const struct bc_tensor *b,
+                           struct bc_tensor *out);
+
+/**
+ * `*out = a || b` in a new tensor: `bc_binary` with `BC_OP_LOGICAL_OR`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_logical_or(const struct bc_tensor *a,
+                      const struct bc_tensor *b,
+                      struct bc_tensor **out);
+
+/**
+ * `target = (target || other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_LOGICAL_OR`.
+ */
+BC_MUST_USE
+int32_t bc_logical_or_inplace(struct bc_tensor *target,
+                              const struct bc_tensor *other);
+
+/**
+ * `out = a || b` into the caller's `out`: `bc_binary_out` with `BC_OP_LOGICAL_OR`.
+ */
+BC_MUST_USE
+int32_t bc_logical_or_out(const struct bc_tensor *a,
+                          const struct bc_tensor *b,
+                          struct bc_tensor *out);
+
+/**
+ * `*out = logical_xor(a, b)` in a new tensor: `bc_binary` with `BC_OP_LOGICAL_XOR`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_logical_xor(const struct bc_tensor *a,
+                       const struct bc_tensor *b,
+                       struct bc_tensor **out);
+
+/**
+ * `target = logical_xor(target, other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_LOGICAL_XOR`.
+ */
+BC_MUST_USE
+int32_t bc_logical_xor_inplace(struct bc_tensor *target,
+                               const struct bc_tensor *other);
+
+/**
+ * `out = logical_xor(a, b)` into the caller's `out`: `bc_binary_out` with `BC_OP_LOGICAL_XOR`.
+ */
+BC_MUST_USE
+int32_t bc_logical_xor_out(const struct bc_tensor *a,
+                           const struct bc_tensor *b,
+                           struct bc_tensor *out);
+
+/**
+ * `*out = a & b` in a new tensor: `bc_binary` with `BC_OP_BITWISE_AND`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_bitwise_and(const struct bc_tensor *a,
+                       const struct bc_tensor *b,
+                       struct bc_tensor **out);
+
+/**
+ * `target &= other` in place: `bc_binary_inplace` with `BC_OP_BITWISE_AND`.
+ */
+BC_MUST_USE int32_t bc_bitwise_and_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+
+/**
+ * `out = a & b` into the caller's `out`: `bc_binary_out` with `BC_OP_BITWISE_AND`.
+ */
+BC_MUST_USE
+int32_t bc_bitwise_and_out(const struct bc_tensor *a,
+                           const struct bc_tensor *b,
+                           struct bc_tensor *out);
+
+/**
+ * `*out = a | b` in a new tensor: `bc_binary` with `BC_OP_BITWISE_OR`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_bitwise_or(const struct bc_tensor *a,
+                      const struct bc_tensor *b,
+                      struct bc_tensor **out);
+
+/**
+ * `target |= other` in place: `bc_binary_inplace` with `BC_OP_BITWISE_OR`.
+ */
+BC_MUST_USE int32_t bc_bitwise_or_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+
+/**
+ * `out = a | b` into the caller's `out`: `bc_binary_out` with `BC_OP_BITWISE_OR`.
+ */
+BC_MUST_USE
+int32_t bc_bitwise_or_out(const struct bc_tensor *a,
+                          const struct bc_tensor *b,
+                          struct bc_tensor *out);
+
+/**
+ * `*out = a ^ b` in a new tensor: `bc_binary` with `BC_OP_BITWISE_XOR`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_bitwise_xor(const struct bc_tensor *a,
+                       const struct bc_tensor *b,
+                       struct bc_tensor **out);
+
+/**
+ * `target ^= other` in place: `bc_binary_inplace` with `BC_OP_BITWISE_XOR`.
+ */
+BC_MUST_USE int32_t bc_bitwise_xor_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+
+/**
+ * `out = a ^ b` into the caller's `out`: `bc_binary_out` with `BC_OP_BITWISE_XOR`.
+ */
+BC_MUST_USE
+int32_t bc_bitwise_xor_out(const struct bc_tensor *a,
+                           const struct bc_tensor *b,
+                           struct bc_tensor *out);
+
+/**
+ * `*out = a << b` in a new tensor: `bc_binary` with `BC_OP_BITWISE_LEFT_SHIFT`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_bitwise_left_shift(const struct bc_tensor *a,
+                              const struct bc_tensor *b,
+                              struct bc_tensor **out);
+
+/**
+ * `target <<= other` in place: `bc_binary_inplace` with `BC_OP_BITWISE_LEFT_SHIFT`.
+ */
+BC_MUST_USE
+int32_t bc_bitwise_left_shift_inplace(struct bc_tensor *target,
+                                      const struct bc_tensor *other);
+
+/**
+ * `out = a << b` into the caller's `out`: `bc_binary_out` with `BC_OP_BITWISE_LEFT_SHIFT`.
+ */
+BC_MUST_USE
+int32_t bc_bitwise_left_shift_out(const struct bc_tensor *a,
+                                  const struct bc_tensor *b,
+                                  struct bc_tensor *out);
+
+/**
+ * `*out = a >> b` in a new tensor: `bc_binary` with `BC_OP_BITWISE_RIGHT_SHIFT`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_bitwise_right_shift(const struct bc_tensor *a,
+                               const struct bc_tensor *b,
+                               struct bc_tensor **out);
+
+/**
+ * `target >>= other` in place: `bc_binary_inplace` with `BC_OP_BITWISE_RIGHT_SHIFT`.
+ */
+BC_MUST_USE
+int32_t bc_bitwise_right_shift_inplace(struct bc_tensor *target,
+                                       const struct bc_tensor *other);
+
+/**
+ * `out = a >> b` into the caller's `out`: `bc_binary_out` with `BC_OP_BITWISE_RIGHT_SHIFT`.
+ */
+BC_MUST_USE
+int32_t bc_bitwise_right_shift_out(const struct bc_tensor *a,
+                                   const struct bc_tensor *b,
+                                   struct bc_tensor *out);
+
+/**
+ * `*out = atan2(a, b)` in a new tensor: `bc_binary` with `BC_OP_ATAN2`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_atan2(const struct bc_tensor *a,
+                 const struct bc_tensor *b,
+                 struct bc_tensor **out);
+
+/**
+ * `target = atan2(target, other)` in place: `bc_binary_inplace` with `BC_OP_ATAN2`.
+ */
+BC_MUST_USE int32_t bc_atan2_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+
+/**
+ * `out = atan2(a, b)` into the caller's `out`: `bc_binary_out` with `BC_OP_ATAN2`.
+ */
+BC_MUST_USE
+int32_t bc_atan2_out(const struct bc_tensor *a,
+                     const struct bc_tensor *b,
+                     struct bc_tensor *out);
+
+/**
+ * `*out = hypot(a, b)` in a new tensor: `bc_binary` with `BC_OP_HYPOT`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_hypot(const struct bc_tensor *a,
+                 const struct bc_tensor *b,
+                 struct bc_tensor **out);
+
+/**
+ * `target = hypot(target, other)` in place: `bc_binary_inplace` with `BC_OP_HYPOT`.
+ */
+BC_MUST_USE int32_t bc_hypot_inplace(struct bc_tensor *target, const struct bc_tensor *other);
+
+/**
+ * `out = hypot(a, b)` into the caller's `out`: `bc_binary_out` with `BC_OP_HYPOT`.
+ */
+BC_MUST_USE
+int32_t bc_hypot_out(const struct bc_tensor *a,
+                     const struct bc_tensor *b,
+                     struct bc_tensor *out);
+
+/**
+ * `*out = where(cond, a, b)` in a new tensor: `a`'s element where `cond` is true, else `b`'s
+ * (PyTorch's `torch.where`). The three broadcast together, in that order (an error names the
+ * shape so far as "tensor a"); the result type promotes `a` and `b` only. `cond` is bool, or
+ * uint8 (non-zero is true; accepted with PyTorch's deprecation warning, given to the warning
+ * handler once per process). The compatibility switches do not apply. On success the caller
+ * owns `*out` (free it with `bc_tensor_free`); on failure `*out` is NULL.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_DTYPE` (`where expected condition to be a boolean tensor, but got a tensor
+ * with dtype Float`); `BC_ERR_SHAPE` (as `bc_binary`); `BC_ERR_NULL_ARG`;
+ * `BC_ERR_INVALID_HANDLE`; `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_where(const struct bc_tensor *cond,
+                 const struct bc_tensor *a,
+                 const struct bc_tensor *b,
+                 struct bc_tensor **out);
+
+/**
+ * `where(cond, a, b)` written into the caller's `out`, which must have exactly the broadcast
+ * shape and the result type (PyTorch requires the type exactly here). `out` may not have
+ * elements sharing memory, nor partly overlap an input. When the call fails, `out` is unchanged.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_DTYPE` (`Expected out type to be Float but got Int`, or as `bc_where`);
+ * `BC_ERR_OVERLAP`; `BC_ERR_READ_ONLY`; `BC_ERR_SHAPE` (as `bc_where`, or `output with shape
+ * [..] doesn't match the broadcast shape [..]`); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`;
+ * `BC_ERR_ALLOC`.
+ */
+BC_MUST_USE
+int32_t bc_where_out(const struct bc_tensor *cond,
+                     const struct bc_tensor *a,
+                     const struct bc_tensor *b,
+                     struct bc_tensor *out);
 
 /**
  * Turns the broadcast warning on or off (docs/semantics.md, section 5; PyTorch's

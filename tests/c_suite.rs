@@ -33,6 +33,7 @@ const KNOWN_SOURCES: &[&str] = &[
     "bad_input.c",
     "ops.c",
     "thread_exit.c",
+    "ops_more.c",
     "header_tu_main.c",
     "header_tu_other.c",
     "header_cxx.cpp",
@@ -351,6 +352,11 @@ fn dlpack_headers() {
 #[test]
 fn thread_exit() {
     build_and_run("thread_exit");
+}
+
+#[test]
+fn ops_more() {
+    build_and_run("ops_more");
 }
 
 /// include/broadcast.h compiles as C++17 (twice included) and links.

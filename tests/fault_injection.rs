@@ -127,6 +127,8 @@ fn armed<R>(k: u64, f: impl FnOnce() -> R) -> (R, u64, u64) {
 const F32: i32 = BC_DTYPE_FLOAT32;
 const F64: i32 = BC_DTYPE_FLOAT64;
 const I32: i32 = BC_DTYPE_INT32;
+const I64: i32 = BC_DTYPE_INT64;
+const BOOL: i32 = BC_DTYPE_BOOL;
 /// Shapes of 7 dimensions: past the 5 kept inline, so shapes, strides and plans go to the heap.
 const A7: [i64; 7] = [2, 1, 3, 1, 2, 1, 2];
 const B7: [i64; 7] = [1, 2, 1, 3, 1, 2, 1];
@@ -807,34 +809,39 @@ fn arithmetic() -> Vec<Scenario> {
     type New = unsafe extern "C" fn(*const bc_tensor, *const bc_tensor, *mut *mut bc_tensor) -> i32;
     type InPlace = extern "C" fn(*mut bc_tensor, *const bc_tensor) -> i32;
     type Out = extern "C" fn(*const bc_tensor, *const bc_tensor, *mut bc_tensor) -> i32;
+    // The three forms of an operation, with a narrow and a wide type of one kind (float32 and
+    // float64 unless given): mixed types, and out= through a temporary.
     macro_rules! forms {
         ($v:ident, $new:ident, $inplace:ident, $out:ident) => {
+            forms!($v, $new, $inplace, $out, F32, F64)
+        };
+        ($v:ident, $new:ident, $inplace:ident, $out:ident, $lo:expr, $hi:expr) => {
             $v.push(sc(
                 stringify!($new),
-                "7-d float32 with 7-d float64",
+                "7-d narrow type with 7-d wide type",
                 BC_OK,
                 |c| {
-                    let (a, b) = (c.t(F32, &A7), c.t(F64, &B7));
+                    let (a, b) = (c.t($lo, &A7), c.t($hi, &B7));
                     let f: New = $new;
                     call!(|c| f(a, b, c.out(0)))
                 },
             ));
             $v.push(sc(
                 stringify!($inplace),
-                "7-d float64 target, float32 operand",
+                "7-d wide target, narrow operand",
                 BC_OK,
                 |c| {
-                    let (a, b) = (c.t(F64, &C7), c.t(F32, &B7));
+                    let (a, b) = (c.t($hi, &C7), c.t($lo, &B7));
                     let f: InPlace = $inplace;
                     call!(|_c| f(a, b))
                 },
             ));
             $v.push(sc(
                 stringify!($out),
-                "7-d into float64 from float32 (a temporary)",
+                "7-d into the wide type from the narrow one (a temporary)",
                 BC_OK,
                 |c| {
-                    let (a, b, o) = (c.t(F32, &A7), c.t(F32, &B7), c.t(F64, &C7));
+                    let (a, b, o) = (c.t($lo, &A7), c.t($lo, &B7), c.t($hi, &C7));
                     let f: Out = $out;
                     call!(|_c| f(a, b, o))
                 },
@@ -846,6 +853,78 @@ fn arithmetic() -> Vec<Scenario> {
     forms!(v, bc_sub, bc_sub_inplace, bc_sub_out);
     forms!(v, bc_mul, bc_mul_inplace, bc_mul_out);
     forms!(v, bc_div, bc_div_inplace, bc_div_out);
+    forms!(v, bc_eq, bc_eq_inplace, bc_eq_out);
+    forms!(v, bc_ne, bc_ne_inplace, bc_ne_out);
+    forms!(v, bc_lt, bc_lt_inplace, bc_lt_out);
+    forms!(v, bc_le, bc_le_inplace, bc_le_out);
+    forms!(v, bc_gt, bc_gt_inplace, bc_gt_out);
+    forms!(v, bc_ge, bc_ge_inplace, bc_ge_out);
+    forms!(v, bc_maximum, bc_maximum_inplace, bc_maximum_out);
+    forms!(v, bc_minimum, bc_minimum_inplace, bc_minimum_out);
+    forms!(v, bc_pow, bc_pow_inplace, bc_pow_out);
+    forms!(v, bc_remainder, bc_remainder_inplace, bc_remainder_out);
+    forms!(v, bc_fmod, bc_fmod_inplace, bc_fmod_out);
+    forms!(
+        v,
+        bc_floor_divide,
+        bc_floor_divide_inplace,
+        bc_floor_divide_out
+    );
+    forms!(
+        v,
+        bc_logical_and,
+        bc_logical_and_inplace,
+        bc_logical_and_out
+    );
+    forms!(v, bc_logical_or, bc_logical_or_inplace, bc_logical_or_out);
+    forms!(
+        v,
+        bc_logical_xor,
+        bc_logical_xor_inplace,
+        bc_logical_xor_out
+    );
+    forms!(
+        v,
+        bc_bitwise_and,
+        bc_bitwise_and_inplace,
+        bc_bitwise_and_out,
+        I32,
+        I64
+    );
+    forms!(
+        v,
+        bc_bitwise_or,
+        bc_bitwise_or_inplace,
+        bc_bitwise_or_out,
+        I32,
+        I64
+    );
+    forms!(
+        v,
+        bc_bitwise_xor,
+        bc_bitwise_xor_inplace,
+        bc_bitwise_xor_out,
+        I32,
+        I64
+    );
+    forms!(
+        v,
+        bc_bitwise_left_shift,
+        bc_bitwise_left_shift_inplace,
+        bc_bitwise_left_shift_out,
+        I32,
+        I64
+    );
+    forms!(
+        v,
+        bc_bitwise_right_shift,
+        bc_bitwise_right_shift_inplace,
+        bc_bitwise_right_shift_out,
+        I32,
+        I64
+    );
+    forms!(v, bc_atan2, bc_atan2_inplace, bc_atan2_out);
+    forms!(v, bc_hypot, bc_hypot_inplace, bc_hypot_out);
     v.extend([
         sc(
             "bc_binary",
@@ -860,6 +939,84 @@ fn arithmetic() -> Vec<Scenario> {
             let (a, b) = (c.t(BC_DTYPE_FLOAT16, &C7), c.t(F64, &[]));
             call!(|c| bc_binary(BC_OP_MUL, a, b, c.out(0)))
         }),
+        sc("bc_binary", "7-d bfloat16 floor-divided by a 0-d float64 (in float32)", BC_OK, |c| {
+            let (a, b) = (c.t(BC_DTYPE_BFLOAT16, &C7), c.t(F64, &[]));
+            call!(|c| bc_binary(BC_OP_FLOOR_DIVIDE, a, b, c.out(0)))
+        }),
+        sc(
+            "bc_binary",
+            "an int32 remainder by a zero divisor (refused before writing)",
+            BC_ERR_VALUE,
+            |c| {
+                let (a, b) = (c.t(I32, &C7), c.t(I32, &B7));
+                call!(|c| bc_binary(BC_OP_REMAINDER, a, b, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_binary",
+            "bitwise and of floats (no kernel for the type)",
+            BC_ERR_DTYPE,
+            |c| {
+                let (a, b) = (c.t(F32, &C7), c.t(F32, &B7));
+                call!(|c| bc_binary(BC_OP_BITWISE_AND, a, b, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_where",
+            "7-d bool condition, float32 and a 0-d float64",
+            BC_OK,
+            |c| {
+                let (cond, a, b) = (c.t(BOOL, &A7), c.t(F32, &B7), c.t(F64, &[]));
+                call!(|c| bc_where(cond, a, b, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_where",
+            "a uint8 condition (its warning, to a handler, once per process)",
+            BC_OK,
+            |c| {
+                let _ = bc_set_warning_handler(Some(on_warning), ptr::null_mut());
+                c.restore.push(|| {
+                    let _ = bc_set_warning_handler(None, ptr::null_mut());
+                });
+                let (cond, a, b) = (c.t(BC_DTYPE_UINT8, &A7), c.t(F32, &B7), c.t(F32, &C7));
+                call!(|c| bc_where(cond, a, b, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_where",
+            "a float condition (refused)",
+            BC_ERR_DTYPE,
+            |c| {
+                let (cond, a) = (c.t(F32, &A7), c.t(F32, &B7));
+                call!(|c| bc_where(cond, a, a, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_where_out",
+            "7-d into float64 (on the thread pool: threshold 1, 4 threads)",
+            BC_OK,
+            |c| {
+                let _ = bc_set_parallel_threshold(1);
+                let _ = bc_set_num_threads(4);
+                c.restore.push(|| {
+                    let _ = bc_set_parallel_threshold(0);
+                    let _ = bc_set_num_threads(0);
+                });
+                let (cond, a, b) = (c.t(BOOL, &A7), c.t(F64, &B7), c.t(F32, &C7));
+                let o = c.t(F64, &C7);
+                call!(|_c| bc_where_out(cond, a, b, o))
+            },
+        ),
+        sc(
+            "bc_where_out",
+            "out of another type than the result (refused)",
+            BC_ERR_DTYPE,
+            |c| {
+                let (cond, a, b, o) = (c.t(BOOL, &A7), c.t(F64, &B7), c.t(F32, &C7), c.t(F32, &C7));
+                call!(|_c| bc_where_out(cond, a, b, o))
+            },
+        ),
         sc(
             "bc_binary",
             "not broadcastable (the error holds both shapes)",

@@ -23,6 +23,7 @@ fn kind_status(kind: &str) -> i32 {
         "broadcast" | "inplace" | "expand" | "shape" => BC_ERR_SHAPE,
         "dtype" | "unsupported" => BC_ERR_DTYPE,
         "overlap" => BC_ERR_OVERLAP,
+        "value" => BC_ERR_VALUE,
         k => panic!("unknown error kind {k:?} in oracle"),
     }
 }
@@ -454,6 +455,21 @@ impl Operand {
 }
 
 fn compare_values(dtype: i32, got: &[V], want: &[V], ulps: i64) -> Option<String> {
+    compare_values_ties(dtype, got, want, ulps, false)
+}
+
+/// As `compare_values`; with `zero_ties`, a zero matches a zero of either sign.
+fn compare_values_ties(
+    dtype: i32,
+    got: &[V],
+    want: &[V],
+    ulps: i64,
+    zero_ties: bool,
+) -> Option<String> {
+    let close = |g: V, w: V| {
+        close_value(dtype, g, w, ulps)
+            || zero_ties && matches!((g, w), (V::F(x), V::F(y)) if x == 0.0 && y == 0.0)
+    };
     if got.len() != want.len() {
         return Some(format!(
             "got {} elements, expected {}",
@@ -462,7 +478,7 @@ fn compare_values(dtype: i32, got: &[V], want: &[V], ulps: i64) -> Option<String
         ));
     }
     let bad: Vec<usize> = (0..got.len())
-        .filter(|&k| !close_value(dtype, got[k], want[k], ulps))
+        .filter(|&k| !close(got[k], want[k]))
         .collect();
     if bad.is_empty() {
         None
@@ -482,7 +498,8 @@ fn compare_values(dtype: i32, got: &[V], want: &[V], ulps: i64) -> Option<String
 
 #[test]
 fn values() {
-    check_values_file("values.jsonl", 1);
+    // Floating `div` may be one unit in the last place off (the data's README).
+    check_values_file("values.jsonl", |op, _| if op == BC_OP_DIV { 1 } else { 0 });
 }
 
 /// float16 and bfloat16 with a one-element operand of another type, in both orders, out of place
@@ -490,15 +507,29 @@ fn values() {
 /// float32. Compared exactly, division included.
 #[test]
 fn reduced_float_with_a_one_element_operand() {
-    check_values_file("reduced_scalar.jsonl", 0);
+    check_values_file("reduced_scalar.jsonl", |_, _| 0);
 }
 
-/// Checks every row of a file in the format of `values.jsonl`; floating division may be
-/// `div_ulps` units in the last place off.
-fn check_values_file(name: &str, div_ulps: i64) {
+#[test]
+fn ops_values() {
+    // Floating `pow`, `atan2` and `hypot` may be one unit in the last place off.
+    check_values_file("ops_values.jsonl", |op, _| {
+        if [BC_OP_POW, BC_OP_ATAN2, BC_OP_HYPOT].contains(&op) {
+            1
+        } else {
+            0
+        }
+    });
+}
+
+/// Every row of a value file through `bc_binary` / `bc_binary_inplace` on zero-copy views of the
+/// rows' storages: result dtype, shape and values (within `ulps(op, row)` for floats, a zero of
+/// either sign where the row says `signed_zero_ties`), error status and text, the written
+/// storage after an in-place call, and inputs left untouched.
+fn check_values_file(file: &str, ulps: impl Fn(i32, &Value) -> i64) {
     let _g = settings_lock();
-    let rows = read_jsonl(name);
-    let mut f = Failures::new(name);
+    let rows = read_jsonl(file);
+    let mut f = Failures::new(file);
     for (i, row) in rows.iter().enumerate() {
         let line = i + 1;
         f.checked += 1;
@@ -508,7 +539,8 @@ fn check_values_file(name: &str, div_ulps: i64) {
         let mut b = Operand::from_json(&row["b"]);
         let a_before = a.buf.clone();
         let b_before = b.buf.clone();
-        let ulps = if op == 3 { div_ulps } else { 0 };
+        let ulps = ulps(op, row);
+        let ties = row.get("signed_zero_ties").and_then(Value::as_bool) == Some(true);
         {
             let ta = match unsafe { a.view() } {
                 Ok(t) => t,
@@ -544,45 +576,12 @@ fn check_values_file(name: &str, div_ulps: i64) {
                     f.add(line, row, format!("{call}: {p}"));
                 }
             } else {
-                let res = &row["result"];
-                let rd = dtype_code(res["dtype"].as_str().unwrap());
-                let rshape = json_shape(&res["shape"]);
-                let want = json_values(rd, &res["data"]);
                 match got {
                     Err(e) => f.add(line, row, format!("{call}: expected success, got {e}")),
                     Ok(out) => {
                         let t = out.as_ref().unwrap_or(&ta);
-                        let d = t.dtype();
-                        let name = lib_dtype_name(d);
-                        if d != rd || name != res["dtype"].as_str().unwrap() {
-                            f.add(
-                                line,
-                                row,
-                                format!(
-                                    "{call}: result dtype {} (code {}), expected {}",
-                                    name,
-                                    d,
-                                    dtype_str(rd)
-                                ),
-                            );
-                        } else if t.shape() != rshape {
-                            f.add(
-                                line,
-                                row,
-                                format!(
-                                    "{call}: result shape {:?}, expected {rshape:?}",
-                                    t.shape()
-                                ),
-                            );
-                        } else if let Some(p) = compare_values(rd, &t.values(), &want, ulps) {
-                            f.add(line, row, format!("{call}: result data: {p}"));
-                        }
-                        if d == BOOL && !bool_bytes_ok(&t.bytes()) {
-                            f.add(
-                                line,
-                                row,
-                                format!("{call}: bool result holds bytes other than 0/1"),
-                            );
+                        if let Some(p) = check_result(t, &row["result"], ulps, ties) {
+                            f.add(line, row, format!("{call}: {p}"));
                         }
                     }
                 }
@@ -614,7 +613,7 @@ fn check_values_file(name: &str, div_ulps: i64) {
                 }
             }
             Some(want) => {
-                if let Some(p) = compare_values(a.dtype, &a.storage(), &want, ulps) {
+                if let Some(p) = compare_values_ties(a.dtype, &a.storage(), &want, ulps, ties) {
                     f.add(
                         line,
                         row,
@@ -627,29 +626,85 @@ fn check_values_file(name: &str, div_ulps: i64) {
     f.finish();
 }
 
+/// A result tensor against a row's `result` (`dtype`, `shape`, `data`); bool results must hold
+/// only 0 and 1 bytes.
+fn check_result(t: &T, res: &Value, ulps: i64, ties: bool) -> Option<String> {
+    let rd = dtype_code(res["dtype"].as_str().unwrap());
+    let rshape = json_shape(&res["shape"]);
+    let want = json_values(rd, &res["data"]);
+    let d = t.dtype();
+    let name = lib_dtype_name(d);
+    if d != rd || name != res["dtype"].as_str().unwrap() {
+        return Some(format!(
+            "result dtype {name} (code {d}), expected {}",
+            dtype_str(rd)
+        ));
+    }
+    if t.shape() != rshape {
+        return Some(format!("result shape {:?}, expected {rshape:?}", t.shape()));
+    }
+    if let Some(p) = compare_values_ties(rd, &t.values(), &want, ulps, ties) {
+        return Some(format!("result data: {p}"));
+    }
+    if d == BOOL && !bool_bytes_ok(&t.bytes()) {
+        return Some("bool result holds bytes other than 0/1".into());
+    }
+    None
+}
+
 // =============================================================================================
 // promotion.jsonl
 // =============================================================================================
 
-/// What `1 op 1` gives in `dtype`.
+/// What `1 op 1` gives, written in `dtype`.
 fn one_op_one(op: i32, dtype: i32) -> V {
-    let x = match op {
-        0 => 2.0,
-        1 => 0.0,
+    let x = match OP_NAMES[op as usize] {
+        "add" | "bitwise_left_shift" => 2.0,
+        "sub"
+        | "ne"
+        | "lt"
+        | "gt"
+        | "remainder"
+        | "fmod"
+        | "logical_xor"
+        | "bitwise_xor"
+        | "bitwise_right_shift" => 0.0,
+        "atan2" => std::f64::consts::FRAC_PI_4,
+        "hypot" => std::f64::consts::SQRT_2,
         _ => 1.0,
     };
     match dtype {
         BOOL => V::B(x != 0.0),
         U8 | I8 | I16 | I32 | I64 => V::I(x as i64),
-        _ => V::F(x),
+        _ => V::F(round_to(dtype, x)),
+    }
+}
+
+/// `1 op 1` is exact but for `atan2` and `hypot` (one unit in the last place).
+fn one_op_one_ulps(op: i32) -> i64 {
+    if op == BC_OP_ATAN2 || op == BC_OP_HYPOT {
+        1
+    } else {
+        0
     }
 }
 
 #[test]
 fn promotion() {
+    check_promotion_file("promotion.jsonl");
+}
+
+#[test]
+fn ops_promotion() {
+    check_promotion_file("ops_promotion.jsonl");
+}
+
+/// Every row of a promotion file: `1 op 1` on ones of shape `[2]` (or `[]` where 0-d) out of
+/// place, into an `out` of the expected type, and in place: result type and value, or the error.
+fn check_promotion_file(file: &str) {
     let _g = settings_lock();
-    let rows = read_jsonl("promotion.jsonl");
-    let mut f = Failures::new("promotion.jsonl");
+    let rows = read_jsonl(file);
+    let mut f = Failures::new(file);
     for (i, row) in rows.iter().enumerate() {
         let line = i + 1;
         f.checked += 1;
@@ -706,7 +761,8 @@ fn promotion() {
                         );
                     } else {
                         let want = vec![one_op_one(op, rd); rs.iter().product::<i64>() as usize];
-                        if let Some(p) = compare_values(rd, &t.values(), &want, 0) {
+                        if let Some(p) = compare_values(rd, &t.values(), &want, one_op_one_ulps(op))
+                        {
                             f.add(line, row, format!("bc_binary: 1 op 1: {p}"));
                         }
                     }
@@ -742,13 +798,14 @@ fn promotion() {
                 ),
                 Ok(()) => {
                     let want = vec![one_op_one(op, out_dtype); rs.iter().product::<i64>() as usize];
+                    let ulps = one_op_one_ulps(op);
                     if out.dtype() != out_dtype || out.shape() != rs {
                         f.add(
                             line,
                             row,
                             "bc_binary_out changed out's dtype or shape".into(),
                         );
-                    } else if let Some(p) = compare_values(out_dtype, &out.values(), &want, 0) {
+                    } else if let Some(p) = compare_values(out_dtype, &out.values(), &want, ulps) {
                         f.add(line, row, format!("bc_binary_out: 1 op 1: {p}"));
                     }
                 }
@@ -794,7 +851,8 @@ fn promotion() {
                     ),
                     Ok(()) => {
                         let want = vec![one_op_one(op, da); sa.iter().product::<i64>() as usize];
-                        if let Some(p) = compare_values(da, &this.values(), &want, 0) {
+                        let ulps = one_op_one_ulps(op);
+                        if let Some(p) = compare_values(da, &this.values(), &want, ulps) {
                             f.add(line, row, format!("bc_binary_inplace: 1 op= 1: {p}"));
                         }
                     }
@@ -802,6 +860,89 @@ fn promotion() {
             }
         }
     }
+    f.finish();
+}
+
+// =============================================================================================
+// where.jsonl
+// =============================================================================================
+
+/// Every row through `bc_where` on zero-copy views (result, or error status and text), and the
+/// successful ones again through `bc_where_out` into a fresh `out`; inputs left untouched. The
+/// uint8 deprecation warning comes once per process: this is the only test of this binary that
+/// calls `where`, so it must see it exactly once, on the first uint8 row that succeeds.
+#[test]
+fn where_() {
+    let _g = settings_lock();
+    install_warning_collector();
+    let rows = read_jsonl("where.jsonl");
+    let mut f = Failures::new("where.jsonl");
+    let mut warned = false;
+    for (i, row) in rows.iter().enumerate() {
+        let line = i + 1;
+        f.checked += 1;
+        let mut ops = ["cond", "a", "b"].map(|k| Operand::from_json(&row[k]));
+        let before = ops.each_ref().map(|o| o.buf.clone());
+        {
+            let [c, a, b] = &mut ops;
+            let views = unsafe { [c.view(), a.view(), b.view()] };
+            let [Ok(tc), Ok(ta), Ok(tb)] = views else {
+                f.add(line, row, "bc_tensor_wrap of an operand failed".into());
+                continue;
+            };
+            take_warnings();
+            let got = where_new(&tc, &ta, &tb);
+            let warnings = take_warnings();
+            if let Some(err) = row.get("error") {
+                if let Some(p) = expect_error(
+                    got,
+                    row["kind"].as_str().unwrap(),
+                    err.as_str().unwrap(),
+                    true,
+                ) {
+                    f.add(line, row, format!("bc_where: {p}"));
+                }
+            } else {
+                match got {
+                    Err(e) => f.add(line, row, format!("bc_where: expected success, got {e}")),
+                    Ok(t) => {
+                        if let Some(p) = check_result(&t, &row["result"], 0, false) {
+                            f.add(line, row, format!("bc_where: {p}"));
+                        }
+                        let out = T::zeros(t.dtype(), &t.shape()).expect("out");
+                        match where_out(&tc, &ta, &tb, &out) {
+                            Err(e) => f.add(line, row, format!("bc_where_out: {e}")),
+                            Ok(()) => {
+                                if let Some(p) = check_result(&out, &row["result"], 0, false) {
+                                    f.add(line, row, format!("bc_where_out: {p}"));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            let want_warning = row.get("warning").and_then(Value::as_str);
+            let expect: Vec<&str> = match want_warning {
+                Some(w) if !warned => vec![w],
+                _ => vec![],
+            };
+            warned |= want_warning.is_some();
+            let extra = take_warnings(); // from bc_where_out: never (once per process)
+            if warnings != expect || !extra.is_empty() {
+                f.add(
+                    line,
+                    row,
+                    format!("warnings {warnings:?} then {extra:?}, expected {expect:?}"),
+                );
+            }
+        }
+        for (k, o) in ops.iter().enumerate() {
+            if o.buf != before[k] {
+                f.add(line, row, format!("input {k}'s storage was modified"));
+            }
+        }
+    }
+    assert!(warned, "where.jsonl has no uint8 row that succeeds");
     f.finish();
 }
 

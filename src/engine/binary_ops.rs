@@ -92,6 +92,10 @@ pub struct Rule {
     pub bool_result: bool,
     /// Integer divisors must all be non-zero (PyTorch's `ZeroDivisionError`).
     pub nonzero_divisor: bool,
+    /// Computing in float16/bfloat16 with a second operand of one element and another type,
+    /// PyTorch reads that element in float32 (its "opmath" type) and computes in float32,
+    /// rounding once, instead of rounding the element to the computation type first.
+    pub float32_scalar: bool,
     /// PyTorch's kernel name, as its refusal of a computation type names it.
     pub kernel_name: &'static str,
     on_int: bool,
@@ -171,20 +175,26 @@ macro_rules! has_kind {
     };
 }
 
-macro_rules! nonzero_divisor {
+macro_rules! flag {
     (any) => {
         false
     };
     (nonzero) => {
         true
     };
+    (cast) => {
+        false
+    };
+    (float32) => {
+        true
+    };
 }
 
-/// The table: `Variant "name" ScalarFn [kinds with a kernel] compute divisor "kernel name";`.
-/// Codes are positions, from 0 (the C API's `BC_OP_*`).
+/// The table: `Variant "name" ScalarFn [kinds with a kernel] compute divisor scalar-b
+/// "kernel name";` (see [`Rule`]). Codes are positions, from 0 (the C API's `BC_OP_*`).
 macro_rules! binary_ops {
     ($($(#[$m:meta])* $var:ident $name:literal $K:ident [$($kind:ident)+] $compute:ident
-        $divisor:ident $kname:literal;)+) => {
+        $divisor:ident $scalar:ident $kname:literal;)+) => {
         /// The elementwise binary operations, by their C code (`BC_OP_*`).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum BinaryOp {
@@ -207,7 +217,8 @@ macro_rules! binary_ops {
                     compute: Compute::$compute,
                     bool_result: <<$K as BinaryFn>::Out<u8> as Elem>::DTYPE as u8
                         == DType::Bool as u8,
-                    nonzero_divisor: nonzero_divisor!($divisor),
+                    nonzero_divisor: flag!($divisor),
+                    float32_scalar: flag!($scalar),
                     kernel_name: $kname,
                     on_int: has_kind!(int [$($kind)+]),
                     on_float: has_kind!(float [$($kind)+]),
@@ -243,12 +254,35 @@ macro_rules! binary_ops {
 }
 
 binary_ops! {
-    // variant  name   scalar fn  kernels for           computes in  divisor  PyTorch kernel
-    Add         "add"  Add        [int float bool]      Promoted     any      "add_cpu/sub_cpu";
-    Sub         "sub"  Sub        [int float]           Promoted     any      "add_cpu/sub_cpu";
-    Mul         "mul"  Mul        [int float bool]      Promoted     any      "mul_cpu";
+    // variant         name                   scalar fn    kernels for       computes in  divisor  scalar b  PyTorch kernel
+    Add                "add"                  Add          [int float bool]  Promoted     any      cast      "add_cpu/sub_cpu";
+    Sub                "sub"                  Sub          [int float]       Promoted     any      cast      "add_cpu/sub_cpu";
+    Mul                "mul"                  Mul          [int float bool]  Promoted     any      float32   "mul_cpu";
     /// True division: integers and bool compute in float32.
-    Div         "div"  Div        [float]               Floating     any      "div_true_cpu";
+    Div                "div"                  Div          [float]           Floating     any      float32   "div_true_cpu";
+    Eq                 "eq"                   Eq           [int float bool]  Promoted     any      cast      "eq_cpu";
+    Ne                 "ne"                   Ne           [int float bool]  Promoted     any      cast      "ne_cpu";
+    Lt                 "lt"                   Lt           [int float bool]  Promoted     any      cast      "lt_cpu";
+    Le                 "le"                   Le           [int float bool]  Promoted     any      cast      "le_cpu";
+    Gt                 "gt"                   Gt           [int float bool]  Promoted     any      cast      "gt_cpu";
+    Ge                 "ge"                   Ge           [int float bool]  Promoted     any      cast      "ge_cpu";
+    Maximum            "maximum"              Maximum      [int float bool]  Promoted     any      cast      "maximum_cpu";
+    Minimum            "minimum"              Minimum      [int float bool]  Promoted     any      cast      "minimum_cpu";
+    Pow                "pow"                  Pow          [int float]       Promoted     any      cast      "pow";
+    Remainder          "remainder"            Remainder    [int float]       Promoted     nonzero  cast      "remainder_cpu";
+    Fmod               "fmod"                 Fmod         [int float]       Promoted     nonzero  cast      "fmod_cpu";
+    FloorDivide        "floor_divide"         FloorDivide  [int float]       Promoted     nonzero  float32   "div_floor_cpu";
+    LogicalAnd         "logical_and"          LogicalAnd   [int float bool]  Promoted     any      cast      "logical_and_cpu";
+    LogicalOr          "logical_or"           LogicalOr    [int float bool]  Promoted     any      cast      "logical_or_cpu";
+    LogicalXor         "logical_xor"          LogicalXor   [int float bool]  Promoted     any      cast      "logical_xor_cpu";
+    BitwiseAnd         "bitwise_and"          BitwiseAnd   [int bool]        Promoted     any      cast      "bitwise_and_cpu";
+    BitwiseOr          "bitwise_or"           BitwiseOr    [int bool]        Promoted     any      cast      "bitwise_or_cpu";
+    BitwiseXor         "bitwise_xor"          BitwiseXor   [int bool]        Promoted     any      cast      "bitwise_xor_cpu";
+    BitwiseLeftShift   "bitwise_left_shift"   LeftShift    [int]             Promoted     any      cast      "lshift_cpu";
+    BitwiseRightShift  "bitwise_right_shift"  RightShift   [int]             Promoted     any      cast      "rshift_cpu";
+    /// Integers and bool compute in float32.
+    Atan2              "atan2"                Atan2        [float]           Floating     any      cast      "atan2_cpu";
+    Hypot              "hypot"                Hypot        [float]           Promoted     any      cast      "hypot_cpu";
 }
 
 scalar_fn! {
@@ -281,5 +315,287 @@ scalar_fn! {
     /// `a / b` (IEEE).
     Div -> Same {
         float<F>(a, b) => a.div(b),
+    }
+}
+
+/// A comparison: the same expression for every kind of element (NaN compares unequal and
+/// unordered, `-0.0 == 0.0`, `false < true`).
+macro_rules! comparison {
+    ($(#[$m:meta])* $name:ident, $a:ident, $b:ident => $e:expr) => {
+        scalar_fn! {
+            $(#[$m])*
+            $name -> Bool {
+                int<I>($a, $b) => Bool8::of($e),
+                float<F>($a, $b) => Bool8::of($e),
+                bool(x, y) => {
+                    let ($a, $b) = (x.get() as u8, y.get() as u8);
+                    Bool8::of($e)
+                },
+            }
+        }
+    };
+}
+
+comparison!(
+    /// `a == b`.
+    Eq, a, b => a == b
+);
+comparison!(
+    /// `a != b` (true when either is NaN).
+    Ne, a, b => a != b
+);
+comparison!(
+    /// `a < b`.
+    Lt, a, b => a < b
+);
+comparison!(
+    /// `a <= b`.
+    Le, a, b => a <= b
+);
+comparison!(
+    /// `a > b`.
+    Gt, a, b => a > b
+);
+comparison!(
+    /// `a >= b`.
+    Ge, a, b => a >= b
+);
+
+scalar_fn! {
+    /// The larger of `a` and `b`: NaN when either is NaN; between equal values (`0.0` and
+    /// `-0.0`) the first. Bools: `or`.
+    Maximum -> Same {
+        int<I>(a, b) => if a < b { b } else { a },
+        float<F>(a, b) => if a.is_nan() || b.is_nan() {
+            F::NAN
+        } else if a < b {
+            b
+        } else {
+            a
+        },
+        bool(a, b) => Bool8::of(a.get() | b.get()),
+    }
+}
+
+scalar_fn! {
+    /// The smaller of `a` and `b`: NaN when either is NaN; between equal values the first.
+    /// Bools: `and`.
+    Minimum -> Same {
+        int<I>(a, b) => if b < a { b } else { a },
+        float<F>(a, b) => if a.is_nan() || b.is_nan() {
+            F::NAN
+        } else if b < a {
+            b
+        } else {
+            a
+        },
+        bool(a, b) => Bool8::of(a.get() & b.get()),
+    }
+}
+
+scalar_fn! {
+    /// `a` to the power `b`: C's `pow` for floats; for integers repeated squaring (wrapping),
+    /// and for a negative exponent 1 when `a` is 1, +-1 when `a` is -1 (by the exponent's
+    /// parity), else 0, without error (PyTorch, between tensors).
+    Pow -> Same {
+        int<I>(a, b) => int_pow(a, b),
+        float<F>(a, b) => a.pow(b),
+    }
+}
+
+fn int_pow<I: Int>(mut a: I, mut b: I) -> I {
+    let minus_one = I::ZERO.wrapping_sub(I::ONE);
+    if b < I::ZERO {
+        return if a == I::ONE {
+            I::ONE
+        } else if a == minus_one {
+            if b & I::ONE == I::ZERO {
+                I::ONE
+            } else {
+                minus_one
+            }
+        } else {
+            I::ZERO
+        };
+    }
+    let mut result = I::ONE;
+    while b != I::ZERO {
+        if b & I::ONE != I::ZERO {
+            result = result.wrapping_mul(a);
+        }
+        b = b.shr(1);
+        a = a.wrapping_mul(a);
+    }
+    result
+}
+
+scalar_fn! {
+    /// Python's `a % b`: the remainder with the sign of `b` (integers: the divisor is never 0
+    /// here, calls with one are refused).
+    Remainder -> Same {
+        int<I>(a, b) => {
+            let r = a.wrapping_rem(b);
+            if r != I::ZERO && (r < I::ZERO) != (b < I::ZERO) {
+                r.wrapping_add(b)
+            } else {
+                r
+            }
+        },
+        float<F>(a, b) => {
+            let r = a.fmod(b);
+            if r != F::ZERO && (r < F::ZERO) != (b < F::ZERO) {
+                r.add(b)
+            } else {
+                r
+            }
+        },
+    }
+}
+
+scalar_fn! {
+    /// C's `fmod` / `%`: the remainder with the sign of `a`.
+    Fmod -> Same {
+        int<I>(a, b) => a.wrapping_rem(b),
+        float<F>(a, b) => a.fmod(b),
+    }
+}
+
+scalar_fn! {
+    /// Python's `a // b`: the quotient rounded down. Floats follow PyTorch's `div_floor`: the
+    /// exact quotient `(a - fmod(a, b)) / b`, one less when the remainder's sign differs from
+    /// `b`'s, rounded to the nearest integer; IEEE `a / b` when `b` is 0.
+    FloorDivide -> Same {
+        int<I>(a, b) => {
+            let q = a.wrapping_div(b);
+            if (a < I::ZERO) != (b < I::ZERO) && a.wrapping_rem(b) != I::ZERO {
+                q.wrapping_sub(I::ONE)
+            } else {
+                q
+            }
+        },
+        float<F>(a, b) => float_floor_divide(a, b),
+    }
+}
+
+fn float_floor_divide<F: Float>(a: F, b: F) -> F {
+    if b == F::ZERO {
+        return a.div(b);
+    }
+    let r = a.fmod(b);
+    let mut q = a.sub(r).div(b);
+    if r != F::ZERO && (b < F::ZERO) != (r < F::ZERO) {
+        q = q.sub(F::ONE);
+    }
+    if q == F::ZERO {
+        return F::ZERO.copysign(a.div(b));
+    }
+    let floor = q.floor();
+    if q.sub(floor) > F::HALF {
+        floor.add(F::ONE)
+    } else {
+        floor
+    }
+}
+
+/// A logical operation: on truth values (non-zero, NaN included, is true).
+macro_rules! logical {
+    ($(#[$m:meta])* $name:ident, $a:ident, $b:ident => $e:expr) => {
+        scalar_fn! {
+            $(#[$m])*
+            $name -> Bool {
+                int<I>(x, y) => {
+                    let ($a, $b) = (x.is_true(), y.is_true());
+                    Bool8::of($e)
+                },
+                float<F>(x, y) => {
+                    let ($a, $b) = (x.is_true(), y.is_true());
+                    Bool8::of($e)
+                },
+                bool(x, y) => {
+                    let ($a, $b) = (x.get(), y.get());
+                    Bool8::of($e)
+                },
+            }
+        }
+    };
+}
+
+logical!(
+    /// Both true.
+    LogicalAnd, a, b => a & b
+);
+logical!(
+    /// Either true.
+    LogicalOr, a, b => a | b
+);
+logical!(
+    /// Exactly one true.
+    LogicalXor, a, b => a ^ b
+);
+
+scalar_fn! {
+    /// `a & b`.
+    BitwiseAnd -> Same {
+        int<I>(a, b) => a & b,
+        bool(a, b) => Bool8::of(a.get() & b.get()),
+    }
+}
+
+scalar_fn! {
+    /// `a | b`.
+    BitwiseOr -> Same {
+        int<I>(a, b) => a | b,
+        bool(a, b) => Bool8::of(a.get() | b.get()),
+    }
+}
+
+scalar_fn! {
+    /// `a ^ b`.
+    BitwiseXor -> Same {
+        int<I>(a, b) => a ^ b,
+        bool(a, b) => Bool8::of(a.get() ^ b.get()),
+    }
+}
+
+scalar_fn! {
+    /// `a << b` on the bit pattern; 0 when `b` is negative or at least the bit width.
+    LeftShift -> Same {
+        int<I>(a, b) => match shift_amount(b) {
+            Some(n) => a.shl(n),
+            None => I::ZERO,
+        },
+    }
+}
+
+scalar_fn! {
+    /// `a >> b`, arithmetic for signed types; when `b` is negative or at least the bit width,
+    /// what the widest shift leaves (the sign, or 0).
+    RightShift -> Same {
+        int<I>(a, b) => match shift_amount(b) {
+            Some(n) => a.shr(n),
+            None if I::SIGNED => a.shr(I::BITS - 1),
+            None => I::ZERO,
+        },
+    }
+}
+
+/// `b` as a shift amount, when it is one (0 up to the bit width, excluded).
+#[inline(always)]
+fn shift_amount<I: Int>(b: I) -> Option<u32> {
+    let n = b.to_i64();
+    (0..I::BITS as i64).contains(&n).then_some(n as u32)
+}
+
+scalar_fn! {
+    /// C's `atan2(a, b)`.
+    Atan2 -> Same {
+        float<F>(a, b) => a.atan2(b),
+    }
+}
+
+scalar_fn! {
+    /// C's `hypot(a, b)`.
+    Hypot -> Same {
+        float<F>(a, b) => a.hypot(b),
     }
 }

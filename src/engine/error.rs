@@ -22,6 +22,8 @@ pub enum ErrorKind {
     BufferTooSmall,
     /// A write to memory that was shared read-only.
     ReadOnly,
+    /// Types and shapes are fine but values are refused (an integer division by zero).
+    Value,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -90,6 +92,19 @@ pub enum Error {
     /// The result type of an operation cannot be cast to the written-to tensor's type.
     #[error("result type {} can't be cast to the desired output type {}", from.torch_name(), to.torch_name())]
     CastRefused { from: DType, to: DType },
+    /// An operation with no kernel for its computation type (PyTorch's dispatch refusal, which
+    /// names the kernel).
+    #[error("\"{kernel}\" not implemented for '{}'", dtype.torch_name())]
+    NotImplemented { kernel: &'static str, dtype: DType },
+    /// An integer division, remainder or fmod with a zero divisor among the elements read.
+    #[error("ZeroDivisionError")]
+    ZeroDivision,
+    /// `where`: a condition that is neither bool nor uint8.
+    #[error("where expected condition to be a boolean tensor, but got a tensor with dtype {}", dtype.torch_name())]
+    WhereCondition { dtype: DType },
+    /// A written-to tensor whose type must be the result type exactly, and is not.
+    #[error("Expected out type to be {} but got {}", expected.torch_name(), got.torch_name())]
+    OutDtype { expected: DType, got: DType },
     /// Subtraction with bool operands.
     #[error("{}", if *both { "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead." } else { "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead." })]
     BoolSubtraction { both: bool },
@@ -152,7 +167,12 @@ impl Error {
             | ViewSize { .. }
             | ViewAmbiguous { .. }
             | ViewStrides { .. } => ErrorKind::Shape,
-            CastRefused { .. } | BoolSubtraction { .. } => ErrorKind::Dtype,
+            CastRefused { .. }
+            | BoolSubtraction { .. }
+            | NotImplemented { .. }
+            | WhereCondition { .. }
+            | OutDtype { .. } => ErrorKind::Dtype,
+            ZeroDivision => ErrorKind::Value,
             InternalOverlap | PartialOverlap => ErrorKind::Overlap,
             Overflow { .. } => ErrorKind::Overflow,
             Alloc { .. } => ErrorKind::Alloc,

@@ -700,6 +700,63 @@ unsafe fn binary_body<T: Elem, F: ElemFn<T>, S: LineStore>(
     }
 }
 
+/// `out[i] = cond[i] ? a[i] : b[i]` for `n` elements of `size` bytes (1, 2, 4 or 8); `cond` is
+/// bool or uint8, and any non-zero byte is true. Pointers in the order out, cond, a, b; strides
+/// in bytes.
+///
+/// # Safety
+/// Each pointer valid for `n` elements at its stride; `out` may equal an input exactly, any other
+/// overlap must have been refused.
+pub unsafe fn where_run(size: usize, ptrs: [*mut u8; 4], strides: [isize; 4], n: usize) {
+    // SAFETY: forwarded; only the element size matters to a selection.
+    unsafe {
+        match size {
+            1 => where_typed::<u8>(ptrs, strides, n),
+            2 => where_typed::<u16>(ptrs, strides, n),
+            4 => where_typed::<u32>(ptrs, strides, n),
+            _ => where_typed::<u64>(ptrs, strides, n),
+        }
+    }
+}
+
+#[inline(always)]
+unsafe fn where_typed<T: Copy>(ptrs: [*mut u8; 4], strides: [isize; 4], n: usize) {
+    let size = size_of::<T>() as isize;
+    let [so, sc, sa, sb] = strides;
+    // SAFETY: the caller's contract; each element is read before the write of the same index.
+    unsafe {
+        if so == size && sc == 1 && sa == size && sb == size {
+            let (o, c) = (ptrs[0] as *mut T, ptrs[1] as *const u8);
+            let (a, b) = (ptrs[2] as *const T, ptrs[3] as *const T);
+            for i in 0..n {
+                let (x, y) = (a.add(i).read(), b.add(i).read());
+                o.add(i).write(if c.add(i).read() != 0 { x } else { y });
+            }
+        } else {
+            let [o, c, a, b] = ptrs;
+            for i in 0..n as isize {
+                let (x, y) = (
+                    (a.offset(i * sa) as *const T).read(),
+                    (b.offset(i * sb) as *const T).read(),
+                );
+                let take_a = c.offset(i * sc).read() != 0;
+                (o.offset(i * so) as *mut T).write(if take_a { x } else { y });
+            }
+        }
+    }
+}
+
+/// Whether any of `n` elements of `dtype` at `ptr` (stride in bytes) is zero (false for bool).
+///
+/// # Safety
+/// `ptr` must be valid for `n` reads of `dtype` at the stride.
+pub unsafe fn any_zero_run(dtype: DType, ptr: *const u8, stride: isize, n: usize) -> bool {
+    with_elem!(dtype, T => (0..n as isize).any(|i| {
+        // SAFETY: from this function's contract.
+        !unsafe { (ptr.offset(i * stride) as *const T).read() }.is_true()
+    }))
+}
+
 /// `out[i] = cast(src[i])` for `n` elements; strides in bytes.
 ///
 /// # Safety
@@ -732,11 +789,12 @@ unsafe fn cast_typed<S: Elem, D: Elem>(ptrs: [*mut u8; 2], strides: [isize; 2], 
 
 /// `out[i] = a[i] op s` computed in float32 and rounded once to `dtype`, for `n` elements;
 /// strides in bytes. For float16 and bfloat16 with a float32 scalar (see `ops`), where it is
-/// exactly PyTorch's loop: widen, operate in float32, round.
+/// exactly PyTorch's loop: widen, operate in float32 (the operation's float32 scalar function),
+/// round.
 ///
 /// # Safety
 /// `out` valid for `n` writes and `a` for `n` reads of `dtype` at their strides; they are the
-/// same memory with the same stride, or do not overlap.
+/// same memory with the same stride, or do not overlap. `op` has a float32 kernel.
 pub unsafe fn f32_scalar_run(
     op: BinaryOp,
     dtype: DType,
@@ -745,21 +803,30 @@ pub unsafe fn f32_scalar_run(
     strides: [isize; 2],
     n: usize,
 ) {
-    with_elem!(dtype, T => {
-        for i in 0..n as isize {
-            // SAFETY: from this function's contract.
-            unsafe {
-                let x = (ptrs[1].offset(i * strides[1]) as *const T).read().to_f64() as f32;
-                let r = match op {
-                    BinaryOp::Add => x + s,
-                    BinaryOp::Sub => x - s,
-                    BinaryOp::Mul => x * s,
-                    BinaryOp::Div => x / s,
-                };
-                (ptrs[0].offset(i * strides[0]) as *mut T).write(T::from_f64(r as f64));
+    let done = op.visit(DType::F32, ScalarRun(dtype, s, ptrs, strides, n));
+    debug_assert!(done.is_some(), "{op:?} has no float32 kernel");
+}
+
+/// One [`f32_scalar_run`] call, for [`BinaryOp::visit`] on float32: built only there.
+struct ScalarRun(DType, f32, [*mut u8; 2], [isize; 2], usize);
+
+impl Visit for ScalarRun {
+    type Output = ();
+    fn visit<T: Elem, F: ElemFn<T>>(self) {
+        let ScalarRun(dtype, s, ptrs, strides, n) = self;
+        // `T` is float32: the values pass through f64 exactly.
+        let s = T::from_f64(s as f64);
+        with_elem!(dtype, D => {
+            for i in 0..n as isize {
+                // SAFETY: from f32_scalar_run's contract.
+                unsafe {
+                    let x = (ptrs[1].offset(i * strides[1]) as *const D).read().to_f64();
+                    let r = F::call(T::from_f64(x), s).to_f64();
+                    (ptrs[0].offset(i * strides[0]) as *mut D).write(D::from_f64(r));
+                }
             }
-        }
-    })
+        })
+    }
 }
 
 /// Fills `n` elements at `out` (stride in bytes) with `value` converted to `dtype`.
@@ -841,11 +908,17 @@ mod tests {
                     let a = bytes((n * 3 + 8) * size, 1, dtype);
                     let b = bytes((n * 3 + 8) * size, 2, dtype);
                     let mut results: Vec<Vec<u8>> = Vec::new();
+                    // The result's element type: bool for comparisons and logical operations.
+                    let (odt, osize) = if op.rule().bool_result {
+                        (DType::Bool, 1)
+                    } else {
+                        (dtype, size)
+                    };
                     for level in levels() {
                         for stream in [false, true] {
                             // An output buffer offset by `off` elements: several alignments.
-                            let mut buf = vec![0u64; (n + off) * size / 8 + 16];
-                            let out = (buf.as_mut_ptr() as *mut u8).wrapping_add(off * size);
+                            let mut buf = vec![0u64; (n + off) * osize / 8 + 16];
+                            let out = (buf.as_mut_ptr() as *mut u8).wrapping_add(off * osize);
                             // SAFETY: every pointer covers n elements at its stride.
                             unsafe {
                                 binary_run_with(
@@ -854,10 +927,10 @@ mod tests {
                                     op,
                                     dtype,
                                     [out, a.as_ptr() as *mut u8, b.as_ptr() as *mut u8],
-                                    [size as isize, sa_el * size as isize, sb_el * size as isize],
+                                    [osize as isize, sa_el * size as isize, sb_el * size as isize],
                                     n,
                                 );
-                                results.push(std::slice::from_raw_parts(out, n * size).to_vec());
+                                results.push(std::slice::from_raw_parts(out, n * osize).to_vec());
                             }
                         }
                     }
@@ -865,9 +938,9 @@ mod tests {
                         for i in 0..n {
                             assert!(
                                 same_bits(
-                                    dtype,
-                                    &r[i * size..][..size],
-                                    &results[0][i * size..][..size]
+                                    odt,
+                                    &r[i * osize..][..osize],
+                                    &results[0][i * osize..][..osize]
                                 ),
                                 "{dtype:?} {op:?} n={n} sa={sa_el} sb={sb_el} path {k} element {i}"
                             );

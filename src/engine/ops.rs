@@ -1,16 +1,18 @@
-//! Elementwise binary operations: the checks in PyTorch's order (operation defined for the types,
-//! overlapping writes, shapes, result type), the two backwards-compatibility switches, then one
-//! plan run. Every check happens before the first write, so a refused call changes nothing.
+//! Elementwise operations: the checks in PyTorch's order (operation defined for the types,
+//! overlapping writes, shapes, result type, a kernel for the computation type, the values), the
+//! two backwards-compatibility switches, then one plan run. Every check happens before the first
+//! write, so a refused call changes nothing.
 use super::alloc::{try_box, try_collect, try_to_vec};
-use super::binary_ops::{BinaryOp, Compute};
+use super::binary_ops::{BinaryOp, Compute, Rule};
 use super::dtype::{can_cast, result_type, DType};
 use super::error::{Error, ErrorKind, Result};
 use super::kernels;
 use super::parallel;
 use super::plan::{broadcast_strides, Plan, SmallPlan};
-use super::shape::{broadcast_shapes, broadcast_shapes_n, check_inplace, Dims};
+use super::shape::{broadcast_shapes, broadcast_shapes_n, check_inplace, Dims, Strides};
 use super::tensor::{copy_into, Init, Tensor};
 use smallvec::{smallvec, SmallVec};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The backwards-compatibility switches of docs/semantics.md, section 5.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -31,6 +33,8 @@ pub enum Warning {
     Fallback,
     /// In place: `other` does not broadcast to `self`, same number of elements, computed as 1-D.
     FallbackInPlace,
+    /// `where` with a uint8 condition (deprecated; once per process, as PyTorch warns).
+    WhereUint8Condition,
 }
 
 impl Warning {
@@ -39,6 +43,7 @@ impl Warning {
             Warning::BroadcastChange => "self and other do not have the same shape, but are broadcastable, and have the same number of elements.  Changing behavior in a backwards incompatible manner to broadcasting rather than viewing as 1-dimensional.",
             Warning::Fallback => "self and other not broadcastable, but have the same number of elements.  Falling back to deprecated pointwise behavior.",
             Warning::FallbackInPlace => "other is not broadcastable to self, but they have the same number of elements.  Falling back to deprecated pointwise behavior.",
+            Warning::WhereUint8Condition => "where received a uint8 condition tensor. This behavior is deprecated and will be removed in a future version of PyTorch. Use a boolean condition instead.",
         }
     }
 }
@@ -48,9 +53,10 @@ pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, opts: Options) -> Result<(Te
     check_op_defined(op, a.dtype(), b.dtype())?;
     let (shape, reshaped, warnings) = out_of_place_shape(a, b, opts)?;
     let b = reshaped.as_deref().unwrap_or(b);
-    let dtype = op_result_type(op, a, b);
-    let out = Tensor::new(dtype, &shape, Init::Uninit)?;
-    compute(op, &out, a, b)?;
+    let types = op_types(op, a, b);
+    check_kernel(op, types.compute)?;
+    let out = Tensor::new(types.result, &shape, Init::Uninit)?;
+    compute(op, &out, a, b, types.compute)?;
     Ok((out, warnings))
 }
 
@@ -81,9 +87,10 @@ pub fn binary_inplace(
         Err(e) => return Err(e),
     };
     let other = reshaped.as_deref().unwrap_or(other);
-    let dtype = op_result_type(op, self_, other);
-    check_cast(dtype, self_.dtype())?;
-    write_result(op, self_, self_, other, dtype)?;
+    let types = op_types(op, self_, other);
+    check_cast(types.result, self_.dtype())?;
+    check_kernel(op, types.compute)?;
+    write_result(op, self_, self_, other, types)?;
     Ok(warnings)
 }
 
@@ -107,10 +114,92 @@ pub fn binary_out(
             })
         }));
     }
-    let dtype = op_result_type(op, a, b);
-    check_cast(dtype, out.dtype())?;
-    write_result(op, out, a, b, dtype)?;
+    let types = op_types(op, a, b);
+    check_cast(types.result, out.dtype())?;
+    check_kernel(op, types.compute)?;
+    write_result(op, out, a, b, types)?;
     Ok(warnings)
+}
+
+/// `where(cond, a, b)` into a new tensor: `a`'s element where `cond` is true, else `b`'s; the
+/// three broadcast together (in that order), the type promotes `a` and `b` only. `cond` is bool,
+/// or uint8 (non-zero is true) with PyTorch's deprecation warning.
+pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<(Tensor, Warnings)> {
+    let dtype = result_type(a.dtype(), a.ndim() == 0, b.dtype(), b.ndim() == 0);
+    check_condition(cond)?;
+    let shape = where_shape(cond, a, b)?;
+    let out = Tensor::new(dtype, &shape, Init::Uninit)?;
+    compute_where(&out, cond, a, b)?;
+    Ok((out, condition_warnings(cond)))
+}
+
+/// [`where_`] into the caller's `out`, which must have the broadcast shape and exactly the
+/// result type (PyTorch's rule for `where`).
+pub fn where_out(cond: &Tensor, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<Warnings> {
+    let dtype = result_type(a.dtype(), a.ndim() == 0, b.dtype(), b.ndim() == 0);
+    if out.dtype() != dtype {
+        return Err(Error::OutDtype {
+            expected: dtype,
+            got: out.dtype(),
+        });
+    }
+    check_condition(cond)?;
+    check_writable(out, &[cond, a, b])?;
+    let shape = where_shape(cond, a, b)?;
+    if out.shape() != &shape[..] {
+        return Err(Error::or_alloc(|| {
+            Ok(Error::OutputShape {
+                output: try_to_vec(out.shape())?,
+                broadcast: try_to_vec(&shape)?,
+            })
+        }));
+    }
+    compute_where(out, cond, a, b)?;
+    Ok(condition_warnings(cond))
+}
+
+fn check_condition(cond: &Tensor) -> Result<()> {
+    match cond.dtype() {
+        DType::Bool | DType::U8 => Ok(()),
+        dtype => Err(Error::WhereCondition { dtype }),
+    }
+}
+
+/// The deprecation warning for a uint8 condition, the first time in the process (as PyTorch's
+/// `TORCH_WARN_ONCE`); given by calls that succeed.
+fn condition_warnings(cond: &Tensor) -> Warnings {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if cond.dtype() == DType::U8 && !WARNED.swap(true, Ordering::Relaxed) {
+        smallvec![Warning::WhereUint8Condition]
+    } else {
+        Warnings::new()
+    }
+}
+
+/// The shape of `where`: `cond`, `a` and `b` broadcast in that order (an error names the shape
+/// so far as "tensor a").
+fn where_shape(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Dims> {
+    broadcast_shapes(&broadcast_shapes(cond.shape(), a.shape())?, b.shape())
+}
+
+/// `out = where(cond, a, b)`, `out` of the result type and the broadcast shape; `a` and `b` of
+/// another type are first converted into temporaries of their own shape. A bool or uint8
+/// condition is read as it is (a non-zero byte is true).
+fn compute_where(out: &Tensor, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    let dtype = out.dtype();
+    let (ca, cb) = (converted(a, dtype)?, converted(b, dtype)?);
+    let (a, b) = (ca.as_ref().unwrap_or(a), cb.as_ref().unwrap_or(b));
+    let size = dtype.size();
+    // SAFETY: where_run reads a bool/uint8 condition and writes `size`-byte elements, which the
+    // operands have; out aliases an input only exactly (check_writable), and is fresh or checked.
+    unsafe {
+        run_elementwise([out, cond, a, b], |p, s, n| {
+            kernels::where_run(size, p, s, n)
+        })
+    }
 }
 
 /// Views of every input expanded to their common shape.
@@ -163,13 +252,41 @@ fn falls_back(e: &Error, opts: Options) -> bool {
     opts.legacy_fallback && e.kind() == ErrorKind::Shape
 }
 
-fn op_result_type(op: BinaryOp, a: &Tensor, b: &Tensor) -> DType {
+/// The types of `a op b`: what it computes in (its inputs are converted to that), and what it
+/// gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Types {
+    compute: DType,
+    result: DType,
+}
+
+fn op_types(op: BinaryOp, a: &Tensor, b: &Tensor) -> Types {
+    let rule = op.rule();
     let t = result_type(a.dtype(), a.ndim() == 0, b.dtype(), b.ndim() == 0);
     // Operations such as true division compute integers and bools in the default floating type.
-    if op.rule().compute == Compute::Floating && !t.is_floating() {
+    let compute = if rule.compute == Compute::Floating && !t.is_floating() {
         DType::F32
     } else {
         t
+    };
+    let result = if rule.bool_result {
+        DType::Bool
+    } else {
+        compute
+    };
+    Types { compute, result }
+}
+
+/// PyTorch's refusal of a computation type the operation has no kernel for.
+fn check_kernel(op: BinaryOp, compute: DType) -> Result<()> {
+    let rule = op.rule();
+    if rule.accepts(compute) {
+        Ok(())
+    } else {
+        Err(Error::NotImplemented {
+            kernel: rule.kernel_name,
+            dtype: compute,
+        })
     }
 }
 
@@ -217,50 +334,54 @@ fn reshape_row_major(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
     t.as_strided(shape, &strides, t.offset())
 }
 
-/// Computes into `dest`: directly when it has the computation type, else through a temporary
-/// (so a cast never happens half-way through a failed call: the temporary is allocated first).
-fn write_result(op: BinaryOp, dest: &Tensor, a: &Tensor, b: &Tensor, dtype: DType) -> Result<()> {
-    if dest.dtype() == dtype {
-        return compute(op, dest, a, b);
+/// Computes into `dest`: directly when it has the result type, else through a temporary (so a
+/// cast never happens half-way through a failed call: the temporary is allocated first).
+fn write_result(op: BinaryOp, dest: &Tensor, a: &Tensor, b: &Tensor, types: Types) -> Result<()> {
+    if dest.dtype() == types.result {
+        return compute(op, dest, a, b, types.compute);
     }
-    let tmp = Tensor::new(dtype, dest.shape(), Init::Uninit)?;
-    compute(op, &tmp, a, b)?;
+    let tmp = Tensor::new(types.result, dest.shape(), Init::Uninit)?;
+    compute(op, &tmp, a, b, types.compute)?;
     copy_into(dest, &tmp)
 }
 
-/// `out = a op b` where `out` has the broadcast shape and the computation type. Inputs of another
-/// type are first converted into temporaries of their own (un-broadcast) shape.
-fn compute(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+/// `out = a op b` where `out` has the broadcast shape and the result type, computed in `dtype`.
+/// Inputs of another type are first converted into temporaries of their own (un-broadcast)
+/// shape.
+fn compute(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor, dtype: DType) -> Result<()> {
     if out.numel() == 0 {
         return Ok(()); // nothing to compute, and no input needs converting
     }
-    let dtype = out.dtype();
+    let rule = op.rule();
+    let divides = rule.nonzero_divisor && !dtype.is_floating();
     if a.dtype() == dtype && b.dtype() == dtype {
-        return compute_same_type(op, out, a, b);
+        if divides {
+            check_divisor(b)?;
+        }
+        return compute_same_type(op, out, a, b, dtype);
     }
-    if let Some(s) = scalar_read_in_f32(op, dtype, a, b) {
+    if let Some(s) = scalar_read_in_f32(rule, dtype, a, b) {
         return compute_with_f32_scalar(op, out, a, s);
     }
-    let convert = |t: &Tensor| -> Result<Option<Tensor>> {
-        Ok(if t.dtype() == dtype {
-            None
-        } else {
-            Some(t.to_contiguous(dtype)?)
-        })
-    };
-    let (ca, cb) = (convert(a)?, convert(b)?);
-    compute_same_type(op, out, ca.as_ref().unwrap_or(a), cb.as_ref().unwrap_or(b))
+    let (ca, cb) = (converted(a, dtype)?, converted(b, dtype)?);
+    let (a, b) = (ca.as_ref().unwrap_or(a), cb.as_ref().unwrap_or(b));
+    if divides {
+        check_divisor(b)?;
+    }
+    compute_same_type(op, out, a, b, dtype)
 }
 
-/// PyTorch's CPU kernels for `mul` and `div` in float16 and bfloat16 take a second operand of
-/// one element (a 0-d tensor, or any shape of one element) of another type as a float32 read
-/// straight from its own type, not first rounded to the computation type as every other operand
-/// is, and round once at the end: `float16([5.]) * float64(1/3)` is 1.6669921875, not
-/// 1.666015625. Not for `add` and `sub`, nor for a one-element first operand, nor for a second
-/// operand expanded to more elements (PyTorch 2.15; `tests/data/pytorch/reduced_scalar.jsonl`).
-/// Returns that float32 when the rule applies.
-fn scalar_read_in_f32(op: BinaryOp, dtype: DType, a: &Tensor, b: &Tensor) -> Option<f32> {
-    let applies = matches!(op, BinaryOp::Mul | BinaryOp::Div)
+/// PyTorch's CPU kernels for `mul`, `div` and `floor_divide` in float16 and bfloat16 take a
+/// second operand of one element (a 0-d tensor, or any shape of one element) of another type as a
+/// float32 read straight from its own type, not first rounded to the computation type as every
+/// other operand is, compute in float32 and round once at the end: `float16([5.]) *
+/// float64(1/3)` is 1.6669921875, not 1.666015625. Not for other operations, nor for a
+/// one-element first operand, nor for a second operand expanded to more elements (PyTorch 2.15;
+/// `tests/data/pytorch/reduced_scalar.jsonl`, `ops_values.jsonl`). The operations that do it say
+/// so in their table row ([`Rule::float32_scalar`](super::binary_ops::Rule)). Returns that
+/// float32 when the rule applies.
+fn scalar_read_in_f32(rule: &Rule, dtype: DType, a: &Tensor, b: &Tensor) -> Option<f32> {
+    let applies = rule.float32_scalar
         && matches!(dtype, DType::F16 | DType::BF16)
         && a.dtype() == dtype
         && b.dtype() != dtype
@@ -299,28 +420,93 @@ fn compute_with_f32_scalar(op: BinaryOp, out: &Tensor, a: &Tensor, s: f32) -> Re
     Ok(())
 }
 
-/// [`compute`] once every operand has the computation type.
-fn compute_same_type(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
-    let dtype = out.dtype();
-    let size = dtype.size();
+/// `t` converted to `dtype` (a row-major copy), or `None` when it has that type already.
+fn converted(t: &Tensor, dtype: DType) -> Result<Option<Tensor>> {
+    Ok(if t.dtype() == dtype {
+        None
+    } else {
+        Some(t.to_contiguous(dtype)?)
+    })
+}
+
+/// PyTorch's `ZeroDivisionError`: an integer division, remainder or fmod with a zero among the
+/// divisor's elements (every one is read when the result is not empty). Checked before anything
+/// is written, so the refused call changes nothing.
+fn check_divisor(divisor: &Tensor) -> Result<()> {
+    let dtype = divisor.dtype();
+    let plan = Plan::new(divisor.shape(), [divisor.strides()])?;
+    let mut zero = false;
+    // SAFETY: the plan covers exactly the divisor's view, which lies within its storage.
+    unsafe {
+        plan.for_each_run(
+            [divisor.data_ptr()],
+            [dtype.size()],
+            0,
+            plan.numel,
+            &mut |p, s, n| zero = zero || kernels::any_zero_run(dtype, p[0], s[0], n),
+        )
+    };
+    if zero {
+        Err(Error::ZeroDivision)
+    } else {
+        Ok(())
+    }
+}
+
+/// [`compute`] once both inputs have the computation type.
+fn compute_same_type(
+    op: BinaryOp,
+    out: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    dtype: DType,
+) -> Result<()> {
+    // SAFETY: binary_run reads `dtype` inputs and writes the operation's result for them, which
+    // is out's type; out aliases an input only exactly (checked by check_writable), and then has
+    // its element size.
+    unsafe {
+        run_elementwise([out, a, b], |p, s, n| {
+            kernels::binary_run(op, dtype, p, s, n)
+        })
+    }
+}
+
+/// Runs `kernel(ptrs, byte_strides, len)` over the elements of `operands[0]` (the written one)
+/// and the others broadcast to its shape. Small work takes a [`SmallPlan`] on this thread:
+/// building the full plan would cost more than the arithmetic.
+///
+/// # Safety
+/// `kernel` must be sound for runs of these views at their types; the written operand may alias
+/// an input only exactly.
+unsafe fn run_elementwise<const N: usize>(
+    operands: [&Tensor; N],
+    kernel: impl Fn([*mut u8; N], [isize; N], usize) + Sync,
+) -> Result<()> {
+    let out = operands[0];
     let shape = out.shape();
-    let ptrs = [out.data_ptr(), a.data_ptr(), b.data_ptr()];
+    let ptrs = operands.map(Tensor::data_ptr);
+    let sizes = operands.map(|t| t.dtype().size());
     // SAFETY (both runs): the plan covers out's view and the inputs broadcast to its shape, all
-    // within their storages; out aliases an input only exactly (checked by check_writable).
-    // Small work takes a `SmallPlan`: building the full plan would cost more than the arithmetic.
+    // within their storages; the kernel is sound for them (this function's contract).
     if out.numel() < parallel::SMALL_ELEMS {
-        let operands = [out, a, b].map(|t| (t.shape(), t.strides(), size));
-        if let Some(plan) = SmallPlan::new(shape, operands) {
-            unsafe { plan.for_each_run(ptrs, |p, s, n| kernels::binary_run(op, dtype, p, s, n)) };
+        let small = std::array::from_fn(|k| (operands[k].shape(), operands[k].strides(), sizes[k]));
+        if let Some(plan) = SmallPlan::new(shape, small) {
+            unsafe { plan.for_each_run(ptrs, kernel) };
             return Ok(());
         }
     }
-    let sa = broadcast_strides(a.shape(), a.strides(), shape)?;
-    let sb = broadcast_strides(b.shape(), b.strides(), shape)?;
-    let plan = Plan::new(shape, [out.strides(), &sa, &sb])?;
-    parallel::run(&plan, ptrs, [size; 3], |ptrs, strides, n| unsafe {
-        kernels::binary_run(op, dtype, ptrs, strides, n)
-    });
+    let mut strides: [Strides; N] = std::array::from_fn(|_| Strides::new());
+    for k in 1..N {
+        strides[k] = broadcast_strides(operands[k].shape(), operands[k].strides(), shape)?;
+    }
+    let plan = Plan::new(
+        shape,
+        std::array::from_fn(|k| match k {
+            0 => out.strides(),
+            _ => &strides[k][..],
+        }),
+    )?;
+    parallel::run(&plan, ptrs, sizes, kernel);
     Ok(())
 }
 

@@ -103,6 +103,15 @@ pub const BC_ERROR_KIND_NULL_ARG: i32 = 17;
 pub const BC_ERROR_KIND_INVALID_HANDLE: i32 = 18;
 /// A panic was caught at the boundary (no fields).
 pub const BC_ERROR_KIND_INTERNAL: i32 = 19;
+/// The operation has no kernel for the computation type `dtype_a` (PyTorch's `"..." not
+/// implemented for '...'`).
+pub const BC_ERROR_KIND_NOT_IMPLEMENTED: i32 = 30;
+/// An integer division, remainder or fmod by zero (`BC_ERR_VALUE`).
+pub const BC_ERROR_KIND_ZERO_DIVISION: i32 = 31;
+/// `bc_where`: the condition's type `dtype_a` is neither bool nor uint8.
+pub const BC_ERROR_KIND_WHERE_CONDITION: i32 = 32;
+/// The written-to tensor's type (`dtype_b`) is not the result type (`dtype_a`) where it must be.
+pub const BC_ERROR_KIND_OUT_DTYPE: i32 = 33;
 /// A write to a read-only tensor (`BC_ERR_READ_ONLY`).
 pub const BC_ERROR_KIND_READ_ONLY: i32 = 60;
 /// view/reshape: the sizes do not hold the tensor's elements: `size_a` = its number of elements;
@@ -132,7 +141,8 @@ pub struct bc_error_info {
     pub size_b: i64,
     /// For n-shape broadcasting: the index of the mismatching shape.
     pub arg: i64,
-    /// For cast errors: the `BC_DTYPE_*` codes of the result type and of the written-to tensor.
+    /// For type errors: `BC_DTYPE_*` codes (see the kind: for a cast, the result type and the
+    /// written-to tensor's).
     pub dtype_a: i32,
     pub dtype_b: i32,
     /// Number of dimensions of shape a and b (read them with `bc_last_error_shape`), or -1.
@@ -251,6 +261,19 @@ pub(crate) fn describe(
                 (info.dtype_a, info.dtype_b) = (from.code(), to.code());
             }
             E::BoolSubtraction { .. } => info.kind = BC_ERROR_KIND_BOOL_SUBTRACTION,
+            E::NotImplemented { dtype, .. } => {
+                info.kind = BC_ERROR_KIND_NOT_IMPLEMENTED;
+                info.dtype_a = dtype.code();
+            }
+            E::ZeroDivision => info.kind = BC_ERROR_KIND_ZERO_DIVISION,
+            E::WhereCondition { dtype } => {
+                info.kind = BC_ERROR_KIND_WHERE_CONDITION;
+                info.dtype_a = dtype.code();
+            }
+            E::OutDtype { expected, got } => {
+                info.kind = BC_ERROR_KIND_OUT_DTYPE;
+                (info.dtype_a, info.dtype_b) = (expected.code(), got.code());
+            }
             E::InternalOverlap => info.kind = BC_ERROR_KIND_INTERNAL_OVERLAP,
             E::PartialOverlap => info.kind = BC_ERROR_KIND_PARTIAL_OVERLAP,
             E::Overflow { .. } => info.kind = BC_ERROR_KIND_OVERFLOW,

@@ -524,7 +524,7 @@ pub(crate) fn with<const K: usize, R>(
         let (index, generation) = decode(h);
         found[i] = (index, generation, slot(index));
     }
-    // Lock order: by slot index (K is at most 3: an insertion sort of positions).
+    // Lock order: by slot index (K is at most 4: an insertion sort of positions).
     let mut order: [usize; K] = std::array::from_fn(|i| i);
     for i in 1..K {
         let mut j = i;

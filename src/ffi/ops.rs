@@ -1,16 +1,66 @@
-//! Elementwise arithmetic: out of place, in place, and into a caller's `out`.
+//! Elementwise operations: out of place, in place, and into a caller's `out`; and `where`.
 use super::boundary::call;
 use super::handle::{self, bc_tensor, hand_out, out_handle};
 use super::settings::{emit, options};
 use super::status::FfiError;
 use crate::engine::{ops, BinaryOp};
 
-/// Operation codes for `bc_binary*`.
+/// `a + b` (bools: or).
+///
+/// The `BC_OP_*` codes name the operations of `bc_binary*`, with PyTorch's semantics
+/// (`torch.<name>`): integer arithmetic wraps; float16 and bfloat16 compute in float32 and round
+/// each operation.
 pub const BC_OP_ADD: i32 = 0;
+/// `a - b` (not bool).
 pub const BC_OP_SUB: i32 = 1;
+/// `a * b` (bools: and).
 pub const BC_OP_MUL: i32 = 2;
 /// True division: integer and bool operands give float32.
 pub const BC_OP_DIV: i32 = 3;
+/// `a == b` (bool result).
+pub const BC_OP_EQ: i32 = 4;
+/// `a != b` (bool result; true where either is NaN).
+pub const BC_OP_NE: i32 = 5;
+/// `a < b` (bool result).
+pub const BC_OP_LT: i32 = 6;
+/// `a <= b` (bool result).
+pub const BC_OP_LE: i32 = 7;
+/// `a > b` (bool result).
+pub const BC_OP_GT: i32 = 8;
+/// `a >= b` (bool result).
+pub const BC_OP_GE: i32 = 9;
+/// The larger element; NaN where either is NaN; bools: or.
+pub const BC_OP_MAXIMUM: i32 = 10;
+/// The smaller element; NaN where either is NaN; bools: and.
+pub const BC_OP_MINIMUM: i32 = 11;
+/// `a` to the power `b` (not bool). Integers: repeated squaring, wrapping; a negative exponent gives 1 for a base of 1, +-1 for -1, else 0.
+pub const BC_OP_POW: i32 = 12;
+/// Python's `a % b`: the sign of `b` (not bool). An integer zero divisor is `BC_ERR_VALUE`.
+pub const BC_OP_REMAINDER: i32 = 13;
+/// C's `fmod(a, b)`: the sign of `a` (not bool). An integer zero divisor is `BC_ERR_VALUE`.
+pub const BC_OP_FMOD: i32 = 14;
+/// Python's `a // b`, rounded down (not bool). An integer zero divisor is `BC_ERR_VALUE`.
+pub const BC_OP_FLOOR_DIVIDE: i32 = 15;
+/// Both non-zero (bool result; NaN is true).
+pub const BC_OP_LOGICAL_AND: i32 = 16;
+/// Either non-zero (bool result).
+pub const BC_OP_LOGICAL_OR: i32 = 17;
+/// Exactly one non-zero (bool result).
+pub const BC_OP_LOGICAL_XOR: i32 = 18;
+/// `a & b`, integers and bool only.
+pub const BC_OP_BITWISE_AND: i32 = 19;
+/// `a | b`, integers and bool only.
+pub const BC_OP_BITWISE_OR: i32 = 20;
+/// `a ^ b`, integers and bool only.
+pub const BC_OP_BITWISE_XOR: i32 = 21;
+/// `a << b`, integers only; 0 when `b` is negative or at least the bit width.
+pub const BC_OP_BITWISE_LEFT_SHIFT: i32 = 22;
+/// `a >> b` (arithmetic when signed), integers only; a shift by a negative amount or at least the bit width leaves the sign (or 0).
+pub const BC_OP_BITWISE_RIGHT_SHIFT: i32 = 23;
+/// `atan2(a, b)`; integers and bool compute in float32.
+pub const BC_OP_ATAN2: i32 = 24;
+/// `hypot(a, b)`, floating types only.
+pub const BC_OP_HYPOT: i32 = 25;
 
 fn op_in(code: i32) -> Result<BinaryOp, FfiError> {
     usize::try_from(code)
@@ -19,18 +69,24 @@ fn op_in(code: i32) -> Result<BinaryOp, FfiError> {
         .ok_or_else(|| FfiError::invalid(format_args!("unknown op code {code}")))
 }
 
-/// `*out = a op b` in a new tensor of the broadcast shape and PyTorch's result type.
+/// `*out = a op b` in a new tensor of the broadcast shape and PyTorch's result type, for `op` a
+/// `BC_OP_*` code.
 ///
-/// Shapes broadcast (docs/semantics.md, sections 1-2); the result type follows PyTorch 2.x's
-/// `result_type` (0-d operands only raise the category; integer division gives float32; section
-/// 6). Under the switches of `bc_set_broadcast_warning` / `bc_set_legacy_fallback` (section 5),
-/// warnings go to the warning handler.
-/// On success the caller owns `*out`; on failure `*out` is NULL.
+/// Shapes broadcast (docs/semantics.md, sections 1-2). The operands promote as PyTorch 2.x's
+/// `result_type` (0-d operands only raise the category; section 6) to the type the operation
+/// computes in, except that `BC_OP_DIV` and `BC_OP_ATAN2` compute integers and bool in float32.
+/// Comparisons and logical operations give bool; the others give the computation type. Under the
+/// switches of `bc_set_broadcast_warning` / `bc_set_legacy_fallback` (section 5), warnings go to
+/// the warning handler. On success the caller owns `*out` (free it with `bc_tensor_free`); on
+/// failure `*out` is NULL.
 ///
 /// # Returns
 /// `BC_OK`; `BC_ERR_SHAPE` (`The size of tensor a (A) must match the size of tensor b (B) at
-/// non-singleton dimension D`); `BC_ERR_DTYPE` (bool subtraction); `BC_ERR_INVALID_ARG` (unknown
-/// op); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
+/// non-singleton dimension D`); `BC_ERR_DTYPE` (bool subtraction, or no kernel for the
+/// computation type: `"bitwise_and_cpu" not implemented for 'Float'`); `BC_ERR_VALUE`
+/// (`ZeroDivisionError`: integer `BC_OP_REMAINDER`, `BC_OP_FMOD` or `BC_OP_FLOOR_DIVIDE` with a
+/// zero divisor element; nothing is written); `BC_ERR_INVALID_ARG` (unknown op);
+/// `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
 ///
 /// # Safety
 /// `out` must be valid for one write.
@@ -56,18 +112,21 @@ pub unsafe extern "C" fn bc_binary(
     })
 }
 
-/// `target op= other` (PyTorch's `self op= other`), written into `target`'s elements. Allowed
-/// exactly when `other` broadcasts to `target`'s shape (docs/semantics.md, section 4) and the
-/// result type can be cast to `target`'s type (section 6). `target` may not have elements sharing
-/// memory (e.g. an expanded view), nor partly overlap `other` (section 8); exactly the same view
-/// (`x += x`) is fine. When the call fails, `target` is unchanged.
+/// `target op= other` (PyTorch's `self.op_(other)`; for `BC_OP_MAXIMUM` / `BC_OP_MINIMUM`,
+/// `torch.maximum(self, other, out=self)`), written into `target`'s elements. Allowed exactly
+/// when `other` broadcasts to `target`'s shape (docs/semantics.md, section 4) and the result type
+/// can be cast to `target`'s type (section 6; comparisons and logical operations write 0 or 1 in
+/// `target`'s type). `target` may not have elements sharing memory (e.g. an expanded view), nor
+/// partly overlap `other` (section 8); exactly the same view (`x += x`) is fine. When the call
+/// fails, `target` is unchanged.
 ///
 /// # Returns
 /// `BC_OK`; `BC_ERR_SHAPE` (`The expanded size of the tensor (T) must match the existing size (S)
 /// at non-singleton dimension D.`, or `output with shape [..] doesn't match the broadcast shape
 /// [..]` when `other` has more dimensions); `BC_ERR_DTYPE` (`result type Float can't be cast to
-/// the desired output type Int`); `BC_ERR_OVERLAP`; `BC_ERR_INVALID_ARG`; `BC_ERR_NULL_ARG`;
-/// `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+/// the desired output type Int`, and as `bc_binary`); `BC_ERR_VALUE` (as `bc_binary`);
+/// `BC_ERR_OVERLAP`; `BC_ERR_READ_ONLY` (`target`'s memory was shared read-only);
+/// `BC_ERR_INVALID_ARG`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
 ///
 /// Must not run while another thread reads or writes `target`'s elements.
 #[must_use]
@@ -232,4 +291,824 @@ pub extern "C" fn bc_div_inplace(target: *mut bc_tensor, other: *const bc_tensor
 #[no_mangle]
 pub extern "C" fn bc_div_out(a: *const bc_tensor, b: *const bc_tensor, out: *mut bc_tensor) -> i32 {
     bc_binary_out(BC_OP_DIV, a, b, out)
+}
+
+/// `*out = a == b` in a new tensor: `bc_binary` with `BC_OP_EQ`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_eq(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_EQ, a, b, out) }
+}
+
+/// `target = (target == other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_EQ`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_eq_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_EQ, target, other)
+}
+
+/// `out = a == b` into the caller's `out`: `bc_binary_out` with `BC_OP_EQ`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_eq_out(a: *const bc_tensor, b: *const bc_tensor, out: *mut bc_tensor) -> i32 {
+    bc_binary_out(BC_OP_EQ, a, b, out)
+}
+
+/// `*out = a != b` in a new tensor: `bc_binary` with `BC_OP_NE`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_ne(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_NE, a, b, out) }
+}
+
+/// `target = (target != other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_NE`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_ne_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_NE, target, other)
+}
+
+/// `out = a != b` into the caller's `out`: `bc_binary_out` with `BC_OP_NE`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_ne_out(a: *const bc_tensor, b: *const bc_tensor, out: *mut bc_tensor) -> i32 {
+    bc_binary_out(BC_OP_NE, a, b, out)
+}
+
+/// `*out = a < b` in a new tensor: `bc_binary` with `BC_OP_LT`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_lt(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_LT, a, b, out) }
+}
+
+/// `target = (target < other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_LT`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_lt_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_LT, target, other)
+}
+
+/// `out = a < b` into the caller's `out`: `bc_binary_out` with `BC_OP_LT`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_lt_out(a: *const bc_tensor, b: *const bc_tensor, out: *mut bc_tensor) -> i32 {
+    bc_binary_out(BC_OP_LT, a, b, out)
+}
+
+/// `*out = a <= b` in a new tensor: `bc_binary` with `BC_OP_LE`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_le(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_LE, a, b, out) }
+}
+
+/// `target = (target <= other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_LE`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_le_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_LE, target, other)
+}
+
+/// `out = a <= b` into the caller's `out`: `bc_binary_out` with `BC_OP_LE`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_le_out(a: *const bc_tensor, b: *const bc_tensor, out: *mut bc_tensor) -> i32 {
+    bc_binary_out(BC_OP_LE, a, b, out)
+}
+
+/// `*out = a > b` in a new tensor: `bc_binary` with `BC_OP_GT`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_gt(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_GT, a, b, out) }
+}
+
+/// `target = (target > other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_GT`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_gt_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_GT, target, other)
+}
+
+/// `out = a > b` into the caller's `out`: `bc_binary_out` with `BC_OP_GT`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_gt_out(a: *const bc_tensor, b: *const bc_tensor, out: *mut bc_tensor) -> i32 {
+    bc_binary_out(BC_OP_GT, a, b, out)
+}
+
+/// `*out = a >= b` in a new tensor: `bc_binary` with `BC_OP_GE`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_ge(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_GE, a, b, out) }
+}
+
+/// `target = (target >= other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_GE`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_ge_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_GE, target, other)
+}
+
+/// `out = a >= b` into the caller's `out`: `bc_binary_out` with `BC_OP_GE`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_ge_out(a: *const bc_tensor, b: *const bc_tensor, out: *mut bc_tensor) -> i32 {
+    bc_binary_out(BC_OP_GE, a, b, out)
+}
+
+/// `*out = maximum(a, b)` in a new tensor: `bc_binary` with `BC_OP_MAXIMUM`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_maximum(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_MAXIMUM, a, b, out) }
+}
+
+/// `target = maximum(target, other)` in place: `bc_binary_inplace` with `BC_OP_MAXIMUM`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_maximum_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_MAXIMUM, target, other)
+}
+
+/// `out = maximum(a, b)` into the caller's `out`: `bc_binary_out` with `BC_OP_MAXIMUM`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_maximum_out(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut bc_tensor,
+) -> i32 {
+    bc_binary_out(BC_OP_MAXIMUM, a, b, out)
+}
+
+/// `*out = minimum(a, b)` in a new tensor: `bc_binary` with `BC_OP_MINIMUM`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_minimum(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_MINIMUM, a, b, out) }
+}
+
+/// `target = minimum(target, other)` in place: `bc_binary_inplace` with `BC_OP_MINIMUM`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_minimum_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_MINIMUM, target, other)
+}
+
+/// `out = minimum(a, b)` into the caller's `out`: `bc_binary_out` with `BC_OP_MINIMUM`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_minimum_out(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut bc_tensor,
+) -> i32 {
+    bc_binary_out(BC_OP_MINIMUM, a, b, out)
+}
+
+/// `*out = a ** b` in a new tensor: `bc_binary` with `BC_OP_POW`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_pow(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_POW, a, b, out) }
+}
+
+/// `target **= other` in place: `bc_binary_inplace` with `BC_OP_POW`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_pow_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_POW, target, other)
+}
+
+/// `out = a ** b` into the caller's `out`: `bc_binary_out` with `BC_OP_POW`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_pow_out(a: *const bc_tensor, b: *const bc_tensor, out: *mut bc_tensor) -> i32 {
+    bc_binary_out(BC_OP_POW, a, b, out)
+}
+
+/// `*out = a % b (Python: the sign of b)` in a new tensor: `bc_binary` with `BC_OP_REMAINDER`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_remainder(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_REMAINDER, a, b, out) }
+}
+
+/// `target %= other` in place: `bc_binary_inplace` with `BC_OP_REMAINDER`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_remainder_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_REMAINDER, target, other)
+}
+
+/// `out = a % b (Python: the sign of b)` into the caller's `out`: `bc_binary_out` with `BC_OP_REMAINDER`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_remainder_out(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut bc_tensor,
+) -> i32 {
+    bc_binary_out(BC_OP_REMAINDER, a, b, out)
+}
+
+/// `*out = fmod(a, b) (C: the sign of a)` in a new tensor: `bc_binary` with `BC_OP_FMOD`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_fmod(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_FMOD, a, b, out) }
+}
+
+/// `target = fmod(target, other)` in place: `bc_binary_inplace` with `BC_OP_FMOD`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_fmod_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_FMOD, target, other)
+}
+
+/// `out = fmod(a, b) (C: the sign of a)` into the caller's `out`: `bc_binary_out` with `BC_OP_FMOD`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_fmod_out(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut bc_tensor,
+) -> i32 {
+    bc_binary_out(BC_OP_FMOD, a, b, out)
+}
+
+/// `*out = a // b (rounded down)` in a new tensor: `bc_binary` with `BC_OP_FLOOR_DIVIDE`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_floor_divide(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_FLOOR_DIVIDE, a, b, out) }
+}
+
+/// `target //= other` in place: `bc_binary_inplace` with `BC_OP_FLOOR_DIVIDE`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_floor_divide_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_FLOOR_DIVIDE, target, other)
+}
+
+/// `out = a // b (rounded down)` into the caller's `out`: `bc_binary_out` with `BC_OP_FLOOR_DIVIDE`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_floor_divide_out(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut bc_tensor,
+) -> i32 {
+    bc_binary_out(BC_OP_FLOOR_DIVIDE, a, b, out)
+}
+
+/// `*out = a && b` in a new tensor: `bc_binary` with `BC_OP_LOGICAL_AND`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_logical_and(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_LOGICAL_AND, a, b, out) }
+}
+
+/// `target = (target && other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_LOGICAL_AND`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_logical_and_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_LOGICAL_AND, target, other)
+}
+
+/// `out = a && b` into the caller's `out`: `bc_binary_out` with `BC_OP_LOGICAL_AND`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_logical_and_out(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut bc_tensor,
+) -> i32 {
+    bc_binary_out(BC_OP_LOGICAL_AND, a, b, out)
+}
+
+/// `*out = a || b` in a new tensor: `bc_binary` with `BC_OP_LOGICAL_OR`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_logical_or(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_LOGICAL_OR, a, b, out) }
+}
+
+/// `target = (target || other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_LOGICAL_OR`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_logical_or_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_LOGICAL_OR, target, other)
+}
+
+/// `out = a || b` into the caller's `out`: `bc_binary_out` with `BC_OP_LOGICAL_OR`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_logical_or_out(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut bc_tensor,
+) -> i32 {
+    bc_binary_out(BC_OP_LOGICAL_OR, a, b, out)
+}
+
+/// `*out = logical_xor(a, b)` in a new tensor: `bc_binary` with `BC_OP_LOGICAL_XOR`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_logical_xor(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_LOGICAL_XOR, a, b, out) }
+}
+
+/// `target = logical_xor(target, other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_LOGICAL_XOR`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_logical_xor_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_LOGICAL_XOR, target, other)
+}
+
+/// `out = logical_xor(a, b)` into the caller's `out`: `bc_binary_out` with `BC_OP_LOGICAL_XOR`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_logical_xor_out(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut bc_tensor,
+) -> i32 {
+    bc_binary_out(BC_OP_LOGICAL_XOR, a, b, out)
+}
+
+/// `*out = a & b` in a new tensor: `bc_binary` with `BC_OP_BITWISE_AND`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_bitwise_and(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_BITWISE_AND, a, b, out) }
+}
+
+/// `target &= other` in place: `bc_binary_inplace` with `BC_OP_BITWISE_AND`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_bitwise_and_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_BITWISE_AND, target, other)
+}
+
+/// `out = a & b` into the caller's `out`: `bc_binary_out` with `BC_OP_BITWISE_AND`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_bitwise_and_out(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut bc_tensor,
+) -> i32 {
+    bc_binary_out(BC_OP_BITWISE_AND, a, b, out)
+}
+
+/// `*out = a | b` in a new tensor: `bc_binary` with `BC_OP_BITWISE_OR`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_bitwise_or(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_BITWISE_OR, a, b, out) }
+}
+
+/// `target |= other` in place: `bc_binary_inplace` with `BC_OP_BITWISE_OR`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_bitwise_or_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_BITWISE_OR, target, other)
+}
+
+/// `out = a | b` into the caller's `out`: `bc_binary_out` with `BC_OP_BITWISE_OR`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_bitwise_or_out(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut bc_tensor,
+) -> i32 {
+    bc_binary_out(BC_OP_BITWISE_OR, a, b, out)
+}
+
+/// `*out = a ^ b` in a new tensor: `bc_binary` with `BC_OP_BITWISE_XOR`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_bitwise_xor(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_BITWISE_XOR, a, b, out) }
+}
+
+/// `target ^= other` in place: `bc_binary_inplace` with `BC_OP_BITWISE_XOR`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_bitwise_xor_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_BITWISE_XOR, target, other)
+}
+
+/// `out = a ^ b` into the caller's `out`: `bc_binary_out` with `BC_OP_BITWISE_XOR`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_bitwise_xor_out(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut bc_tensor,
+) -> i32 {
+    bc_binary_out(BC_OP_BITWISE_XOR, a, b, out)
+}
+
+/// `*out = a << b` in a new tensor: `bc_binary` with `BC_OP_BITWISE_LEFT_SHIFT`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_bitwise_left_shift(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_BITWISE_LEFT_SHIFT, a, b, out) }
+}
+
+/// `target <<= other` in place: `bc_binary_inplace` with `BC_OP_BITWISE_LEFT_SHIFT`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_bitwise_left_shift_inplace(
+    target: *mut bc_tensor,
+    other: *const bc_tensor,
+) -> i32 {
+    bc_binary_inplace(BC_OP_BITWISE_LEFT_SHIFT, target, other)
+}
+
+/// `out = a << b` into the caller's `out`: `bc_binary_out` with `BC_OP_BITWISE_LEFT_SHIFT`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_bitwise_left_shift_out(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut bc_tensor,
+) -> i32 {
+    bc_binary_out(BC_OP_BITWISE_LEFT_SHIFT, a, b, out)
+}
+
+/// `*out = a >> b` in a new tensor: `bc_binary` with `BC_OP_BITWISE_RIGHT_SHIFT`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_bitwise_right_shift(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_BITWISE_RIGHT_SHIFT, a, b, out) }
+}
+
+/// `target >>= other` in place: `bc_binary_inplace` with `BC_OP_BITWISE_RIGHT_SHIFT`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_bitwise_right_shift_inplace(
+    target: *mut bc_tensor,
+    other: *const bc_tensor,
+) -> i32 {
+    bc_binary_inplace(BC_OP_BITWISE_RIGHT_SHIFT, target, other)
+}
+
+/// `out = a >> b` into the caller's `out`: `bc_binary_out` with `BC_OP_BITWISE_RIGHT_SHIFT`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_bitwise_right_shift_out(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut bc_tensor,
+) -> i32 {
+    bc_binary_out(BC_OP_BITWISE_RIGHT_SHIFT, a, b, out)
+}
+
+/// `*out = atan2(a, b)` in a new tensor: `bc_binary` with `BC_OP_ATAN2`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_atan2(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_ATAN2, a, b, out) }
+}
+
+/// `target = atan2(target, other)` in place: `bc_binary_inplace` with `BC_OP_ATAN2`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_atan2_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_ATAN2, target, other)
+}
+
+/// `out = atan2(a, b)` into the caller's `out`: `bc_binary_out` with `BC_OP_ATAN2`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_atan2_out(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut bc_tensor,
+) -> i32 {
+    bc_binary_out(BC_OP_ATAN2, a, b, out)
+}
+
+/// `*out = hypot(a, b)` in a new tensor: `bc_binary` with `BC_OP_HYPOT`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_hypot(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { bc_binary(BC_OP_HYPOT, a, b, out) }
+}
+
+/// `target = hypot(target, other)` in place: `bc_binary_inplace` with `BC_OP_HYPOT`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_hypot_inplace(target: *mut bc_tensor, other: *const bc_tensor) -> i32 {
+    bc_binary_inplace(BC_OP_HYPOT, target, other)
+}
+
+/// `out = hypot(a, b)` into the caller's `out`: `bc_binary_out` with `BC_OP_HYPOT`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_hypot_out(
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut bc_tensor,
+) -> i32 {
+    bc_binary_out(BC_OP_HYPOT, a, b, out)
+}
+
+/// `*out = where(cond, a, b)` in a new tensor: `a`'s element where `cond` is true, else `b`'s
+/// (PyTorch's `torch.where`). The three broadcast together, in that order (an error names the
+/// shape so far as "tensor a"); the result type promotes `a` and `b` only. `cond` is bool, or
+/// uint8 (non-zero is true; accepted with PyTorch's deprecation warning, given to the warning
+/// handler once per process). The compatibility switches do not apply. On success the caller
+/// owns `*out` (free it with `bc_tensor_free`); on failure `*out` is NULL.
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_DTYPE` (`where expected condition to be a boolean tensor, but got a tensor
+/// with dtype Float`); `BC_ERR_SHAPE` (as `bc_binary`); `BC_ERR_NULL_ARG`;
+/// `BC_ERR_INVALID_HANDLE`; `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
+///
+/// # Safety
+/// `out` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_where(
+    cond: *const bc_tensor,
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    call(|| {
+        // SAFETY: the caller's contract.
+        let slot = unsafe { out_handle(out, "out")? };
+        let (result, warnings) = handle::with(
+            [(cond, "cond"), (a, "a"), (b, "b")],
+            ops::is_small,
+            |[cond, a, b]| ops::where_(cond, a, b),
+        )??;
+        hand_out(slot, result)?;
+        emit(&warnings);
+        Ok(())
+    })
+}
+
+/// `where(cond, a, b)` written into the caller's `out`, which must have exactly the broadcast
+/// shape and the result type (PyTorch requires the type exactly here). `out` may not have
+/// elements sharing memory, nor partly overlap an input. When the call fails, `out` is unchanged.
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_DTYPE` (`Expected out type to be Float but got Int`, or as `bc_where`);
+/// `BC_ERR_OVERLAP`; `BC_ERR_READ_ONLY`; `BC_ERR_SHAPE` (as `bc_where`, or `output with shape
+/// [..] doesn't match the broadcast shape [..]`); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`;
+/// `BC_ERR_ALLOC`.
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_where_out(
+    cond: *const bc_tensor,
+    a: *const bc_tensor,
+    b: *const bc_tensor,
+    out: *mut bc_tensor,
+) -> i32 {
+    call(|| {
+        let warnings = handle::with(
+            [(cond, "cond"), (a, "a"), (b, "b"), (out, "out")],
+            |[_, _, _, out]| ops::is_small([out]),
+            |[cond, a, b, out]| ops::where_out(cond, a, b, out),
+        )??;
+        emit(&warnings);
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The header's `BC_OP_*` constants are written out by hand (cbindgen sees no generated
+    /// ones): each must be the code of the operation it names in the engine's table.
+    #[test]
+    fn op_codes_name_the_table_rows() {
+        let codes = [
+            (BC_OP_ADD, "add"),
+            (BC_OP_SUB, "sub"),
+            (BC_OP_MUL, "mul"),
+            (BC_OP_DIV, "div"),
+            (BC_OP_EQ, "eq"),
+            (BC_OP_NE, "ne"),
+            (BC_OP_LT, "lt"),
+            (BC_OP_LE, "le"),
+            (BC_OP_GT, "gt"),
+            (BC_OP_GE, "ge"),
+            (BC_OP_MAXIMUM, "maximum"),
+            (BC_OP_MINIMUM, "minimum"),
+            (BC_OP_POW, "pow"),
+            (BC_OP_REMAINDER, "remainder"),
+            (BC_OP_FMOD, "fmod"),
+            (BC_OP_FLOOR_DIVIDE, "floor_divide"),
+            (BC_OP_LOGICAL_AND, "logical_and"),
+            (BC_OP_LOGICAL_OR, "logical_or"),
+            (BC_OP_LOGICAL_XOR, "logical_xor"),
+            (BC_OP_BITWISE_AND, "bitwise_and"),
+            (BC_OP_BITWISE_OR, "bitwise_or"),
+            (BC_OP_BITWISE_XOR, "bitwise_xor"),
+            (BC_OP_BITWISE_LEFT_SHIFT, "bitwise_left_shift"),
+            (BC_OP_BITWISE_RIGHT_SHIFT, "bitwise_right_shift"),
+            (BC_OP_ATAN2, "atan2"),
+            (BC_OP_HYPOT, "hypot"),
+        ];
+        assert_eq!(
+            codes.len(),
+            BinaryOp::ALL.len(),
+            "an operation has no BC_OP_* constant"
+        );
+        for (code, name) in codes {
+            assert_eq!(
+                op_in(code).map(BinaryOp::name).ok(),
+                Some(name),
+                "BC_OP_ code {code}"
+            );
+        }
+        assert!(op_in(codes.len() as i32).is_err() && op_in(-1).is_err());
+    }
 }

@@ -12,7 +12,8 @@ pub const BC_ERR_INVALID_ARG: i32 = 2;
 /// the shape of `self`.
 pub const BC_ERR_SHAPE: i32 = 3;
 /// A result type that cannot be cast to the written-to tensor, or an operation that is not
-/// defined for the element types (subtracting bools).
+/// defined for the element types (subtracting bools, bitwise operations on floats, a `where`
+/// condition that is not bool, ...).
 pub const BC_ERR_DTYPE: i32 = 4;
 /// A written-to tensor that overlaps itself or partly overlaps an input.
 pub const BC_ERR_OVERLAP: i32 = 5;
@@ -26,6 +27,9 @@ pub const BC_ERR_BUFFER_TOO_SMALL: i32 = 8;
 pub const BC_ERR_INTERNAL: i32 = 9;
 /// A tensor handle that is not live: already freed, or never returned by this library.
 pub const BC_ERR_INVALID_HANDLE: i32 = 10;
+/// Types and shapes are fine but the values are refused: an integer division, remainder or
+/// fmod by zero (PyTorch's `ZeroDivisionError`).
+pub const BC_ERR_VALUE: i32 = 11;
 /// A write (in place, or as `out`) to a tensor whose memory was shared read-only (imported
 /// through DLPack with the read-only flag), or a read-only tensor passed where only a writable
 /// one can go.
@@ -69,6 +73,7 @@ impl FfiError {
                 ErrorKind::Alloc => BC_ERR_ALLOC,
                 ErrorKind::InvalidArgument => BC_ERR_INVALID_ARG,
                 ErrorKind::BufferTooSmall => BC_ERR_BUFFER_TOO_SMALL,
+                ErrorKind::Value => BC_ERR_VALUE,
                 ErrorKind::ReadOnly => BC_ERR_READ_ONLY,
             },
         }
@@ -117,6 +122,7 @@ pub(crate) fn status_text(status: i32) -> &'static std::ffi::CStr {
         BC_ERR_BUFFER_TOO_SMALL => c"BC_ERR_BUFFER_TOO_SMALL: caller buffer too small",
         BC_ERR_INTERNAL => c"BC_ERR_INTERNAL: internal error caught at the boundary",
         BC_ERR_INVALID_HANDLE => c"BC_ERR_INVALID_HANDLE: not a live tensor handle",
+        BC_ERR_VALUE => c"BC_ERR_VALUE: values refused",
         BC_ERR_READ_ONLY => c"BC_ERR_READ_ONLY: the tensor is read-only",
         _ => c"unknown status",
     }

@@ -39,7 +39,35 @@ pub const BF16: i32 = 7;
 pub const F32: i32 = 8;
 pub const F64: i32 = 9;
 
-pub const OP_NAMES: [&str; 4] = ["add", "sub", "mul", "div"];
+/// The operations of `bc_binary*`, by code (`BC_OP_*`), named as in `torch`.
+pub const OP_NAMES: [&str; 26] = [
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "maximum",
+    "minimum",
+    "pow",
+    "remainder",
+    "fmod",
+    "floor_divide",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "atan2",
+    "hypot",
+];
 
 pub fn op_code(name: &str) -> i32 {
     OP_NAMES
@@ -337,7 +365,8 @@ pub fn bool_bytes_ok(bytes: &[u8]) -> bool {
     bytes.iter().all(|&b| b <= 1)
 }
 
-/// A JSON value (as the oracle writes it) as an element of `dtype`.
+/// A JSON value (as the oracle writes it: numbers, bools, and `"nan"`, `"inf"`, `"-inf"`) as an
+/// element of `dtype`.
 pub fn json_value(dtype: i32, v: &serde_json::Value) -> V {
     match dtype {
         BOOL => V::B(
@@ -351,6 +380,12 @@ pub fn json_value(dtype: i32, v: &serde_json::Value) -> V {
         _ => V::F(round_to(
             dtype,
             v.as_f64()
+                .or_else(|| match v.as_str()? {
+                    "nan" => Some(f64::NAN),
+                    "inf" => Some(f64::INFINITY),
+                    "-inf" => Some(f64::NEG_INFINITY),
+                    _ => None,
+                })
                 .unwrap_or_else(|| panic!("expected a number, got {v}")),
         )),
     }
@@ -694,6 +729,16 @@ pub fn binary_inplace(op: i32, this: &T, other: &T) -> Result<(), Err> {
 
 pub fn binary_out(op: i32, a: &T, b: &T, out: &T) -> Result<(), Err> {
     check(unsafe { bc_binary_out(op, a.ptr(), b.ptr(), out.mut_ptr()) })
+}
+
+pub fn where_new(cond: &T, a: &T, b: &T) -> Result<T, Err> {
+    let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+    let s = unsafe { bc_where(cond.ptr(), a.ptr(), b.ptr(), &mut out) };
+    take(s, out, "bc_where")
+}
+
+pub fn where_out(cond: &T, a: &T, b: &T, out: &T) -> Result<(), Err> {
+    check(unsafe { bc_where_out(cond.ptr(), a.ptr(), b.ptr(), out.mut_ptr()) })
 }
 
 pub fn add(a: &T, b: &T) -> Result<T, Err> {
