@@ -262,6 +262,7 @@ mod avx2 {
     /// # Safety
     /// The CPU must have AVX2; otherwise as `binary_run`.
     #[target_feature(enable = "avx2")]
+    #[inline(never)]
     pub(super) unsafe fn binary<T: Elem, F: ElemFn<T>>(
         ptrs: [*mut u8; 3],
         strides: [isize; 3],
@@ -325,13 +326,15 @@ mod avx2 {
                     ptrs[k].wrapping_offset(r as isize * rs[k] + c as isize * strides[k])
                 })
             };
+            // The rest run by run, through the clone above (not inlined again: once per
+            // operation and type is enough code).
             for r in 0..rows.rows {
                 if r < rb {
                     if cb < n {
-                        binary_body::<T, F, Avx2Lines>(at(r, cb), strides, n - cb, stream);
+                        binary::<T, F>(at(r, cb), strides, n - cb, stream);
                     }
                 } else {
-                    binary_body::<T, F, Avx2Lines>(at(r, 0), strides, n, stream);
+                    binary::<T, F>(at(r, 0), strides, n, stream);
                 }
             }
         }
