@@ -6,6 +6,7 @@ use std::ptr;
 pub const F32: i32 = 8;
 pub const F64: i32 = 9;
 pub const I32: i32 = 4;
+pub const BOOL: i32 = 0;
 
 /// One case of the suite.
 #[derive(Debug, Clone, Copy)]
@@ -29,7 +30,7 @@ pub enum Kind {
 }
 
 const N: i64 = 4096;
-pub const CASES: [Case; 14] = [
+pub const CASES: [Case; 30] = [
     case(
         "S1",
         F32,
@@ -148,7 +149,49 @@ pub const CASES: [Case; 14] = [
         "(3,1)+(1,3)",
     ),
     case("L2", F32, &[4], &[4], BC_OP_ADD, Kind::Plain, "(4,)+(4,)"),
+    // The further memory-bound operations on S2's shapes.
+    s2("S2.eq", F32, BC_OP_EQ, "S2 as a == b (bool)"),
+    s2("S2.ne", F32, BC_OP_NE, "S2 as a != b (bool)"),
+    s2("S2.lt", F32, BC_OP_LT, "S2 as a < b (bool)"),
+    s2("S2.le", F32, BC_OP_LE, "S2 as a <= b (bool)"),
+    s2("S2.gt", F32, BC_OP_GT, "S2 as a > b (bool)"),
+    s2("S2.ge", F32, BC_OP_GE, "S2 as a >= b (bool)"),
+    s2("S2.max", F32, BC_OP_MAXIMUM, "S2 as maximum(a, b)"),
+    s2("S2.min", F32, BC_OP_MINIMUM, "S2 as minimum(a, b)"),
+    s2(
+        "S2.land",
+        F32,
+        BC_OP_LOGICAL_AND,
+        "S2 as logical_and (bool)",
+    ),
+    s2("S2.lor", F32, BC_OP_LOGICAL_OR, "S2 as logical_or (bool)"),
+    s2(
+        "S2.lxor",
+        F32,
+        BC_OP_LOGICAL_XOR,
+        "S2 as logical_xor (bool)",
+    ),
+    s2("S2.and", I32, BC_OP_BITWISE_AND, "S2 in int32 as a & b"),
+    s2("S2.or", I32, BC_OP_BITWISE_OR, "S2 in int32 as a | b"),
+    s2("S2.xor", I32, BC_OP_BITWISE_XOR, "S2 in int32 as a ^ b"),
+    s2(
+        "S2.shl",
+        I32,
+        BC_OP_BITWISE_LEFT_SHIFT,
+        "S2 in int32 as a << b",
+    ),
+    s2(
+        "S2.shr",
+        I32,
+        BC_OP_BITWISE_RIGHT_SHIFT,
+        "S2 in int32 as a >> b",
+    ),
 ];
+
+/// A case of S2's shapes, (4096,4096) op (4096,).
+const fn s2(name: &'static str, dtype: i32, op: i32, what: &'static str) -> Case {
+    case(name, dtype, &[N, N], &[N], op, Kind::Plain, what)
+}
 
 const fn case(
     name: &'static str,
@@ -177,7 +220,16 @@ pub fn find(name: &str) -> Option<Case> {
 pub fn itemsize(dtype: i32) -> usize {
     match dtype {
         F64 => 8,
+        BOOL => 1,
         _ => 4,
+    }
+}
+
+/// The result's dtype: bool for comparisons and logical operations, else the inputs'.
+pub fn out_dtype(c: &Case) -> i32 {
+    match c.op {
+        BC_OP_EQ..=BC_OP_GE | BC_OP_LOGICAL_AND..=BC_OP_LOGICAL_XOR => BOOL,
+        _ => c.dtype,
     }
 }
 
@@ -211,11 +263,11 @@ pub fn case_bytes(c: &Case) -> f64 {
     let (na, nb) = (numel(c.a), numel(c.b));
     let no = numel(&out_shape(c.a, c.b));
     let n = if c.kind == Kind::InPlace {
-        2 * na + nb
+        (2 * na + nb) * itemsize(c.dtype)
     } else {
-        na + nb + no
+        (na + nb) * itemsize(c.dtype) + no * itemsize(out_dtype(c))
     };
-    (n * itemsize(c.dtype)) as f64
+    n as f64
 }
 
 /// The values every peer gets: element i of an input with `seed`.
@@ -311,7 +363,7 @@ pub fn inputs(c: &Case) -> Inputs {
         (from_data(c.dtype, c.a, 1), None)
     };
     let b = from_data(c.dtype, c.b, 2);
-    let out = touched(c.dtype, &out_shape(c.a, c.b));
+    let out = touched(out_dtype(c), &out_shape(c.a, c.b));
     Inputs {
         case: *c,
         a,
@@ -450,6 +502,7 @@ fn values(t: &T, dtype: i32, n: usize) -> Vec<f64> {
         .map(|b| match dtype {
             F64 => f64::from_le_bytes(b.try_into().unwrap()),
             I32 => i32::from_le_bytes(b.try_into().unwrap()) as f64,
+            BOOL => b[0] as f64,
             _ => f32::from_le_bytes(b.try_into().unwrap()) as f64,
         })
         .collect()
@@ -491,14 +544,35 @@ pub fn verify(c: &Case) -> Result<(), String> {
     };
     let expect = |k: usize| -> f64 {
         let (x, y) = (a_at(k), value(c.dtype, index(k, c.b), 2));
+        let (xi, yi) = (x as i32, y as i32);
+        let truth = |t: bool| t as u8 as f64;
         match (c.dtype, c.op) {
             (F64, _) => x + y,
-            (I32, _) => (x as i32).wrapping_add(y as i32) as f64,
+            (I32, BC_OP_BITWISE_AND) => (xi & yi) as f64,
+            (I32, BC_OP_BITWISE_OR) => (xi | yi) as f64,
+            (I32, BC_OP_BITWISE_XOR) => (xi ^ yi) as f64,
+            (I32, BC_OP_BITWISE_LEFT_SHIFT) if (0..32).contains(&yi) => (xi << yi) as f64,
+            (I32, BC_OP_BITWISE_LEFT_SHIFT) => 0.0,
+            (I32, BC_OP_BITWISE_RIGHT_SHIFT) if (0..32).contains(&yi) => (xi >> yi) as f64,
+            (I32, BC_OP_BITWISE_RIGHT_SHIFT) => (xi >> 31) as f64,
+            (I32, _) => xi.wrapping_add(yi) as f64,
             (_, BC_OP_DIV) => (x as f32 / y as f32) as f64,
+            (_, BC_OP_EQ) => truth(x == y),
+            (_, BC_OP_NE) => truth(x != y),
+            (_, BC_OP_LT) => truth(x < y),
+            (_, BC_OP_LE) => truth(x <= y),
+            (_, BC_OP_GT) => truth(x > y),
+            (_, BC_OP_GE) => truth(x >= y),
+            (_, BC_OP_MAXIMUM) => x.max(y),
+            (_, BC_OP_MINIMUM) => x.min(y),
+            (_, BC_OP_LOGICAL_AND) => truth(x != 0.0 && y != 0.0),
+            (_, BC_OP_LOGICAL_OR) => truth(x != 0.0 || y != 0.0),
+            (_, BC_OP_LOGICAL_XOR) => truth((x != 0.0) != (y != 0.0)),
             _ => (x as f32 + y as f32) as f64,
         }
     };
     let mut results = Vec::new();
+    let od = out_dtype(c);
     if c.kind == Kind::InPlace {
         inp.call(true);
         results.push(("in place", values(&inp.a, c.dtype, n)));
@@ -510,9 +584,9 @@ pub fn verify(c: &Case) -> Result<(), String> {
             "bc_binary",
         );
         let r = T(r);
-        results.push(("alloc", values(&r, c.dtype, n)));
+        results.push(("alloc", values(&r, od, n)));
         inp.call(false);
-        results.push(("out", values(&inp.out, c.dtype, n)));
+        results.push(("out", values(&inp.out, od, n)));
     }
     for (what, got) in results {
         for (k, &g) in got.iter().enumerate() {

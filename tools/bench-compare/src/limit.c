@@ -7,7 +7,7 @@
  * (-march=native is for the limit only; the library itself is built for any x86-64.)
  *
  * Protocol (one command per line on stdin, one answer line on stdout):
- *   case  <S1..S12> <alloc|out> <reps> [warm ms]   -> "ok <median ms> <variant>"  (best variant)
+ *   case  <S1..S12|S2.op> <alloc|out> <reps> [warm ms] -> "ok <median ms> <variant>" (best variant)
  *   lat   <L1|L2>   <alloc|out> <reps> [warm ms]   -> "ok <median ms> <variant>"
  *   sweep <elements> <alloc|out> <reps> [warm ms]  -> "ok <median ms> <variant>"
  *   quit
@@ -21,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include <immintrin.h>
+#include <math.h>
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -276,6 +277,54 @@ static void k_s12(void *o_, const void *a_, const void *b_, int nt) {
     } PAR_END
 }
 
+/* S2's shapes for the further memory-bound operations: a (R,C) op b (C,) with the library's
+ * semantics (NaN-propagating maximum/minimum, bool results of 0/1 bytes, shifts by a negative
+ * amount or by the width or more giving 0 left and the sign right). Streaming stores go through
+ * a 256-byte block computed in L1, whatever the result's element size. */
+#define S2OP(NAME, TI, TO, EXPR)                                                                 \
+    static inline void row_##NAME(TO *restrict o, const TI *restrict a, const TI *restrict b,   \
+                                  size_t n) {                                                   \
+        for (size_t i = 0; i < n; i++) {                                                        \
+            TI x = a[i], y = b[i];                                                              \
+            o[i] = (TO)(EXPR);                                                                  \
+        }                                                                                       \
+    }                                                                                           \
+    static inline void row_##NAME##_nt(TO *o, const TI *a, const TI *b, size_t n) {             \
+        enum { PER = 256 / sizeof(TO) };                                                        \
+        _Alignas(64) TO tmp[PER];                                                               \
+        size_t i = 0;                                                                           \
+        for (; i + PER <= n; i += PER) {                                                        \
+            row_##NAME(tmp, a + i, b + i, PER);                                                 \
+            for (int k = 0; k < 8; k++)                                                         \
+                _mm256_stream_si256((__m256i *)((char *)(o + i) + 32 * k),                      \
+                                    _mm256_load_si256((const __m256i *)((char *)tmp + 32 * k))); \
+        }                                                                                       \
+        row_##NAME(o + i, a + i, b + i, n - i);                                                 \
+    }                                                                                           \
+    static void k_s2_##NAME(void *o_, const void *a_, const void *b_, int nt) {                 \
+        TO *o = o_; const TI *a = a_, *b = b_;                                                  \
+        PAR_BEGIN FOR_STATIC for (long r = 0; r < R; r++) {                                     \
+            if (nt) row_##NAME##_nt(o + r * C, a + r * C, b, C);                                \
+            else row_##NAME(o + r * C, a + r * C, b, C);                                        \
+        } PAR_END                                                                               \
+    }
+S2OP(eq, float, uint8_t, x == y)
+S2OP(ne, float, uint8_t, x != y)
+S2OP(lt, float, uint8_t, x < y)
+S2OP(le, float, uint8_t, x <= y)
+S2OP(gt, float, uint8_t, x > y)
+S2OP(ge, float, uint8_t, x >= y)
+S2OP(max, float, float, (x != x || y != y) ? NAN : (x < y ? y : x))
+S2OP(min, float, float, (x != x || y != y) ? NAN : (y < x ? y : x))
+S2OP(land, float, uint8_t, (x != 0.0f) & (y != 0.0f))
+S2OP(lor, float, uint8_t, (x != 0.0f) | (y != 0.0f))
+S2OP(lxor, float, uint8_t, (x != 0.0f) ^ (y != 0.0f))
+S2OP(and, int32_t, int32_t, x & y)
+S2OP(or, int32_t, int32_t, x | y)
+S2OP(xor, int32_t, int32_t, x ^ y)
+S2OP(shl, int32_t, int32_t, (uint32_t)y < 32 ? (int32_t)((uint32_t)x << y) : 0)
+S2OP(shr, int32_t, int32_t, (uint32_t)y < 32 ? x >> y : x >> 31)
+
 /* sweep: (n,1024)+(1024,); serial below 65,536 elements (a parallel region costs more) */
 static long sw_rows;
 static void k_sweep(void *o_, const void *a_, const void *b_, int nt) {
@@ -314,23 +363,40 @@ typedef struct {
     int esize, is_float, inplace, nt_ok;
     long out_n, in_a, in_b;
     kern_t kern;
+    int osize; /* the result's element size */
 } case_t;
 
 static const case_t CASES[] = {
-    {"S1", 4, 1, 0, 1, NN, NN, NN, k_s1},
-    {"S2", 4, 1, 0, 1, NN, NN, C, k_s2},
-    {"S3", 4, 1, 0, 1, NN, NN, R, k_s3},
-    {"S4", 4, 1, 0, 1, NN, R, C, k_s4},
-    {"S5", 4, 1, 0, 1, NN, NN, 1, k_s5},
-    {"S6", 4, 1, 0, 1, S6N * S6C * S6HW, S6N * S6C * S6HW, S6C, k_s6},
-    {"S7", 4, 1, 0, 1, S7N * S7C * S7L, S7N * S7C * S7L, S7C, k_s7},
-    {"S8", 4, 1, 0, 1, NN, NN, NN, k_s8},
-    {"S9", 4, 1, 1, 0, NN, NN, C, k_s9},
-    {"S10", 8, 2, 0, 1, NN, NN, C, k_s10},
-    {"S11", 4, 0, 0, 1, NN, NN, C, k_s11},
-    {"S12", 4, 1, 0, 1, NN, NN, C, k_s12},
-    {"L1", 4, 1, 0, 0, 9, 3, 3, k_l1},
-    {"L2", 4, 1, 0, 0, 4, 4, 4, k_l2},
+    {"S1", 4, 1, 0, 1, NN, NN, NN, k_s1, 4},
+    {"S2", 4, 1, 0, 1, NN, NN, C, k_s2, 4},
+    {"S3", 4, 1, 0, 1, NN, NN, R, k_s3, 4},
+    {"S4", 4, 1, 0, 1, NN, R, C, k_s4, 4},
+    {"S5", 4, 1, 0, 1, NN, NN, 1, k_s5, 4},
+    {"S6", 4, 1, 0, 1, S6N * S6C * S6HW, S6N * S6C * S6HW, S6C, k_s6, 4},
+    {"S7", 4, 1, 0, 1, S7N * S7C * S7L, S7N * S7C * S7L, S7C, k_s7, 4},
+    {"S8", 4, 1, 0, 1, NN, NN, NN, k_s8, 4},
+    {"S9", 4, 1, 1, 0, NN, NN, C, k_s9, 4},
+    {"S10", 8, 2, 0, 1, NN, NN, C, k_s10, 8},
+    {"S11", 4, 0, 0, 1, NN, NN, C, k_s11, 4},
+    {"S12", 4, 1, 0, 1, NN, NN, C, k_s12, 4},
+    {"L1", 4, 1, 0, 0, 9, 3, 3, k_l1, 4},
+    {"L2", 4, 1, 0, 0, 4, 4, 4, k_l2, 4},
+    {"S2.eq", 4, 1, 0, 1, NN, NN, C, k_s2_eq, 1},
+    {"S2.ne", 4, 1, 0, 1, NN, NN, C, k_s2_ne, 1},
+    {"S2.lt", 4, 1, 0, 1, NN, NN, C, k_s2_lt, 1},
+    {"S2.le", 4, 1, 0, 1, NN, NN, C, k_s2_le, 1},
+    {"S2.gt", 4, 1, 0, 1, NN, NN, C, k_s2_gt, 1},
+    {"S2.ge", 4, 1, 0, 1, NN, NN, C, k_s2_ge, 1},
+    {"S2.max", 4, 1, 0, 1, NN, NN, C, k_s2_max, 4},
+    {"S2.min", 4, 1, 0, 1, NN, NN, C, k_s2_min, 4},
+    {"S2.land", 4, 1, 0, 1, NN, NN, C, k_s2_land, 1},
+    {"S2.lor", 4, 1, 0, 1, NN, NN, C, k_s2_lor, 1},
+    {"S2.lxor", 4, 1, 0, 1, NN, NN, C, k_s2_lxor, 1},
+    {"S2.and", 4, 0, 0, 1, NN, NN, C, k_s2_and, 4},
+    {"S2.or", 4, 0, 0, 1, NN, NN, C, k_s2_or, 4},
+    {"S2.xor", 4, 0, 0, 1, NN, NN, C, k_s2_xor, 4},
+    {"S2.shl", 4, 0, 0, 1, NN, NN, C, k_s2_shl, 4},
+    {"S2.shr", 4, 0, 0, 1, NN, NN, C, k_s2_shr, 4},
 };
 
 #define HUGE_SZ ((size_t)2 << 20)
@@ -388,14 +454,14 @@ static void setup(const case_t *c, long sweep_elems) {
     if (cur == c && cur_sweep == sweep_elems) return;
     release();
     cur = c; cur_sweep = sweep_elems;
-    size_t e = (size_t)c->esize;
-    A = xalloc((size_t)c->in_a * e); B = xalloc((size_t)c->in_b * e + 64); O = xalloc((size_t)c->out_n * e);
+    size_t e = (size_t)c->esize, oe = (size_t)c->osize;
+    A = xalloc((size_t)c->in_a * e); B = xalloc((size_t)c->in_b * e + 64); O = xalloc((size_t)c->out_n * oe);
     fill(A, c->in_a, c, 1); fill(B, c->in_b, c, 2);
-    memset(O, 0, (size_t)c->out_n * e);
+    memset(O, 0, (size_t)c->out_n * oe);
 }
 
 static void answer(const case_t *c, const char *variant, int reps, double min_batch_ms) {
-    size_t ob = (size_t)c->out_n * c->esize;
+    size_t ob = (size_t)c->out_n * c->osize;
     double best = 1e300; const char *which = "-";
     if (c->inplace) {
         run_t r = {c, A, B, A, 0, 0, ob};
@@ -436,7 +502,7 @@ int main(void) {
             long elems = atol(name);
             long rows = elems / 1024 > 0 ? elems / 1024 : 1;
             static case_t sc;
-            sc = (case_t){"SW", 4, 1, 0, 1, rows * 1024, rows * 1024, 1024, k_sweep};
+            sc = (case_t){"SW", 4, 1, 0, 1, rows * 1024, rows * 1024, 1024, k_sweep, 4};
             sw_rows = rows;
             if (cur_sweep != rows * 1024) { release(); }
             setup(&sc, rows * 1024);

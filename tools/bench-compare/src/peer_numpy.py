@@ -2,10 +2,11 @@
 """NumPy peer for bench-compare: the same cases, inputs and protocol as limit.c.
 
 One command per line on stdin, one answer line on stdout:
-  case  <S1..S12|L1|L2> <alloc|out> <reps> [warm ms]  -> "ok <median ms> <variant>"
+  case  <S1..S12|S2.op|L1|L2> <alloc|out> <reps> [warm ms]  -> "ok <median ms> <variant>"
   sweep <elements> <alloc|out> <reps> [warm ms]       -> "ok <median ms> <variant>"
   quit
-alloc = `a + b` (a new array per call); out = `np.add(a, b, out=o)` into a reused, touched array;
+alloc = `f(a, b)` (a new array per call, f = np.add, ...); out = `f(a, b, out=o)` into a reused,
+touched array;
 S9 is `np.add(a, b, out=a)` for both. NumPy runs on one thread. Timing as limit.c: a sample is a
 batch of K calls lasting >= min_batch_ms; the answer is the median per-call time of <reps>
 samples after a warm-up of at least two samples and [warm ms].
@@ -35,6 +36,16 @@ CASES = {
     "L1": ("f4", (3, 1), (1, 3), "add", "plain"),
     "L2": ("f4", (4,), (4,), "add", "plain"),
 }
+# The further memory-bound operations on S2's shapes (bool results for comparisons and logic).
+for _name, _dt, _op in [
+    ("eq", "f4", "equal"), ("ne", "f4", "not_equal"), ("lt", "f4", "less"),
+    ("le", "f4", "less_equal"), ("gt", "f4", "greater"), ("ge", "f4", "greater_equal"),
+    ("max", "f4", "maximum"), ("min", "f4", "minimum"), ("land", "f4", "logical_and"),
+    ("lor", "f4", "logical_or"), ("lxor", "f4", "logical_xor"), ("and", "i4", "bitwise_and"),
+    ("or", "i4", "bitwise_or"), ("xor", "i4", "bitwise_xor"), ("shl", "i4", "left_shift"),
+    ("shr", "i4", "right_shift"),
+]:
+    CASES["S2." + _name] = (_dt, (N, N), (N,), _op, "plain")
 
 
 def fill(shape, dt, seed):
@@ -82,9 +93,9 @@ def build_case(name):
     else:
         a = fill(ash, dt, 1)
     b = fill(bsh, dt, 2)
-    o = np.zeros(np.broadcast_shapes(a.shape, b.shape), dtype=dt)
+    ufunc = {"add": np.add, "div": np.divide}.get(op) or getattr(np, op)
+    o = np.zeros(np.broadcast_shapes(a.shape, b.shape), dtype=ufunc(a.flat[:1], b.flat[:1]).dtype)
     o.fill(0)
-    ufunc = np.add if op == "add" else np.divide
     return {"np": np, "a": a, "b": b, "o": o, "f": ufunc, "kind": kind}
 
 
