@@ -9,7 +9,10 @@
 //! Semantics of the reference (docs/semantics.md, sections 1-8):
 //! * result shape: NumPy broadcasting; in place: `other` must broadcast to `self`'s shape.
 //! * result dtype: PyTorch `result_type` (a 0-d operand only raises the category
-//!   bool < integer < floating); true division of integers/bools gives float32.
+//!   bool < integer < floating); true division of integers/bools gives float32; comparisons and
+//!   logical operations give bool (0/1 in the written tensor's type in place).
+//! * operations: add, sub, mul, div, and (half of the cases) the comparisons, maximum/minimum
+//!   (NaN wins), logical and bitwise operations (bitwise ones refuse floating types).
 //! * each input is cast to the computation (result) dtype, the operation is done in that dtype
 //!   (integers wrap; bool add = or, mul = and; float16/bfloat16 are computed in float32 and rounded
 //!   once), then the value is cast to the written-to tensor's dtype (in place / out=).
@@ -169,6 +172,33 @@ const ADD: i32 = 0;
 const SUB: i32 = 1;
 const MUL: i32 = 2;
 const DIV: i32 = 3;
+/// The further operations the reference computes (the others are checked against the PyTorch
+/// data only): comparisons, maximum/minimum, logical and bitwise operations.
+const MORE_OPS: [i32; 14] = [
+    BC_OP_EQ,
+    BC_OP_NE,
+    BC_OP_LT,
+    BC_OP_LE,
+    BC_OP_GT,
+    BC_OP_GE,
+    BC_OP_MAXIMUM,
+    BC_OP_MINIMUM,
+    BC_OP_LOGICAL_AND,
+    BC_OP_LOGICAL_OR,
+    BC_OP_LOGICAL_XOR,
+    BC_OP_BITWISE_AND,
+    BC_OP_BITWISE_OR,
+    BC_OP_BITWISE_XOR,
+];
+
+/// Comparisons and logical operations give bool.
+fn bool_result(op: i32) -> bool {
+    (BC_OP_EQ..=BC_OP_GE).contains(&op) || (BC_OP_LOGICAL_AND..=BC_OP_LOGICAL_XOR).contains(&op)
+}
+
+fn bitwise(op: i32) -> bool {
+    (BC_OP_BITWISE_AND..=BC_OP_BITWISE_XOR).contains(&op)
+}
 
 const ALL_DTYPES: [i32; 10] = [BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64];
 
@@ -309,6 +339,9 @@ fn cast(v: V, to: i32) -> V {
 
 /// `a op b`, both already of dtype `ct` (the computation dtype).
 fn compute(op: i32, a: V, b: V, ct: i32) -> V {
+    if MORE_OPS.contains(&op) {
+        return compute_more(op, a, b);
+    }
     match ct {
         BOOL => {
             let (x, y) = match (a, b) {
@@ -358,6 +391,60 @@ fn compute(op: i32, a: V, b: V, ct: i32) -> V {
             })
         }
         _ => panic!("compute in {ct}"),
+    }
+}
+
+/// The operations of `MORE_OPS` on two values of one dtype: compared exactly (integers as
+/// integers, floats as their f64 values; NaN unordered), truth is "non-zero" (NaN is true).
+fn compute_more(op: i32, a: V, b: V) -> V {
+    use std::cmp::Ordering::*;
+    let order = match (a, b) {
+        (V::B(x), V::B(y)) => Some(x.cmp(&y)),
+        (V::I(x), V::I(y)) => Some(x.cmp(&y)),
+        (V::F(x), V::F(y)) => x.partial_cmp(&y),
+        _ => panic!("compute on mixed values {a:?} {b:?}"),
+    };
+    let truth = |v: V| match v {
+        V::B(x) => x,
+        V::I(x) => x != 0,
+        V::F(x) => x != 0.0,
+    };
+    let bits = |f: fn(i64, i64) -> i64| match (a, b) {
+        (V::B(x), V::B(y)) => V::B(f(x as i64, y as i64) != 0),
+        (V::I(x), V::I(y)) => V::I(f(x, y)), // bitwise results stay in the type
+        _ => panic!("bitwise operation on {a:?} {b:?}"),
+    };
+    let nan = matches!(a, V::F(x) if x.is_nan()) || matches!(b, V::F(y) if y.is_nan());
+    match op {
+        BC_OP_EQ => V::B(order == Some(Equal)),
+        BC_OP_NE => V::B(order != Some(Equal)),
+        BC_OP_LT => V::B(order == Some(Less)),
+        BC_OP_LE => V::B(matches!(order, Some(Less | Equal))),
+        BC_OP_GT => V::B(order == Some(Greater)),
+        BC_OP_GE => V::B(matches!(order, Some(Greater | Equal))),
+        BC_OP_MAXIMUM | BC_OP_MINIMUM if nan => V::F(f64::NAN),
+        // Between equal values (0.0 and -0.0) the first.
+        BC_OP_MAXIMUM => {
+            if order == Some(Less) {
+                b
+            } else {
+                a
+            }
+        }
+        BC_OP_MINIMUM => {
+            if order == Some(Greater) {
+                b
+            } else {
+                a
+            }
+        }
+        BC_OP_LOGICAL_AND => V::B(truth(a) && truth(b)),
+        BC_OP_LOGICAL_OR => V::B(truth(a) || truth(b)),
+        BC_OP_LOGICAL_XOR => V::B(truth(a) != truth(b)),
+        BC_OP_BITWISE_AND => bits(|x, y| x & y),
+        BC_OP_BITWISE_OR => bits(|x, y| x | y),
+        BC_OP_BITWISE_XOR => bits(|x, y| x ^ y),
+        _ => panic!("compute_more: op {op}"),
     }
 }
 
@@ -878,7 +965,11 @@ fn same_view(x: &Opnd, y: &Opnd) -> bool {
 }
 
 fn run_case(r: &mut Rng) -> (String, Result<usize, String>) {
-    let op = r.below(4) as i32;
+    let op = if r.chance(1, 2) {
+        r.below(4) as i32
+    } else {
+        r.pick(&MORE_OPS)
+    };
     let mode = r.pick(&[Mode::OutOfPlace, Mode::InPlace, Mode::Out]);
     let da = gen_dtype(r);
     let mut db = if r.chance(1, 2) { da } else { gen_dtype(r) };
@@ -928,6 +1019,8 @@ fn run_case(r: &mut Rng) -> (String, Result<usize, String>) {
 
     let rt = result_type(da, sa.is_empty(), db, sb.is_empty());
     let ct = compute_type(op, rt);
+    // what the operation gives (bool, or the computation type)
+    let res = if bool_result(op) { BOOL } else { ct };
     if !alias {
         fit_into(r, &mut a, ct);
         if share_b {
@@ -940,13 +1033,13 @@ fn run_case(r: &mut Rng) -> (String, Result<usize, String>) {
     // (out=: usually the result dtype; sometimes another one, which PyTorch accepts when the
     // result's category is not higher, computing in the result dtype and casting)
     let wd = match mode {
-        Mode::OutOfPlace => ct,
+        Mode::OutOfPlace => res,
         Mode::InPlace => da,
         Mode::Out => {
             if r.chance(1, 4) {
                 gen_dtype(r)
             } else {
-                ct
+                res
             }
         }
     };
@@ -975,7 +1068,7 @@ fn run_case(r: &mut Rng) -> (String, Result<usize, String>) {
 
     // ---- description (for failures) ----
     let mut desc = format!(
-        "  op {} ({}), mode {:?}{}{}, result dtype {} computed in {} written as {}\n",
+        "  op {} ({}), mode {:?}{}{}, promoted dtype {} computed in {} written as {}\n",
         OP_NAMES[op as usize],
         op,
         mode,
@@ -1018,12 +1111,12 @@ fn run_case(r: &mut Rng) -> (String, Result<usize, String>) {
             if let Err(m) = &bshape {
                 errs.push((BC_ERR_SHAPE, m.clone()));
             }
-            if category(ct) > category(wd) {
+            if category(res) > category(wd) {
                 errs.push((
                     BC_ERR_DTYPE,
                     format!(
                         "result type {} can't be cast to the desired output type {}",
-                        torch_name(ct),
+                        torch_name(res),
                         torch_name(wd)
                     ),
                 ));
@@ -1033,12 +1126,12 @@ fn run_case(r: &mut Rng) -> (String, Result<usize, String>) {
             if let Err(m) = ref_inplace_shape(&sa, &sb) {
                 errs.push((BC_ERR_SHAPE, m));
             }
-            if category(ct) > category(da) {
+            if category(res) > category(da) {
                 errs.push((
                     BC_ERR_DTYPE,
                     format!(
                         "result type {} can't be cast to the desired output type {}",
-                        torch_name(ct),
+                        torch_name(res),
                         torch_name(da)
                     ),
                 ));
@@ -1047,6 +1140,16 @@ fn run_case(r: &mut Rng) -> (String, Result<usize, String>) {
                 errs.push((BC_ERR_OVERLAP, MSG_INTERNAL_OVERLAP.to_string()));
             }
         }
+    }
+    if bitwise(op) && category(ct) == 2 {
+        errs.push((
+            BC_ERR_DTYPE,
+            format!(
+                "\"{}_cpu\" not implemented for '{}'",
+                OP_NAMES[op as usize],
+                torch_name(ct)
+            ),
+        ));
     }
     let mut optional: Vec<(i32, String)> = vec![];
     // self with a stride-0 dim of size > 1 but no elements: refusing is as right as accepting
@@ -1225,11 +1328,11 @@ fn run_case(r: &mut Rng) -> (String, Result<usize, String>) {
                         if shape != want_shape {
                             return Err(format!("result shape {shape:?}, expected {want_shape:?}"));
                         }
-                        if dtype != ct {
+                        if dtype != res {
                             return Err(format!(
                                 "result dtype {}, expected {}",
                                 lib_dtype_name(dtype),
-                                dtype_str(ct)
+                                dtype_str(res)
                             ));
                         }
                         let want: Vec<V> = (0..numel(&want_shape))
@@ -1238,7 +1341,7 @@ fn run_case(r: &mut Rng) -> (String, Result<usize, String>) {
                                 eval(&broadcast_index(&idx, &sa), &broadcast_index(&idx, &sb))
                             })
                             .collect();
-                        if let Some(p) = compare(ct, &vals, &want, ulps) {
+                        if let Some(p) = compare(res, &vals, &want, ulps) {
                             return Err(format!("result values: {p}"));
                         }
                         unchanged("a", &abuf.bytes, &a0, a.dtype)?;
