@@ -365,6 +365,25 @@ static inline bc_tensor *check_sentinel(void) {
 #define SENTINEL (check_sentinel())
 
 /* Read a float32 tensor into `buf` (n elements); false when that fails. */
+/* Make a tensor of any dtype from row-major raw data (reported, and NULL, on failure). */
+static inline bc_tensor *make_raw(int32_t dtype, const int64_t *shape, size_t ndim, const void *data,
+                                  size_t nbytes) {
+    bc_tensor *t = NULL;
+    int32_t s = bc_tensor_from_data(dtype, shape, ndim, data, nbytes, &t);
+    if (s != BC_OK) {
+        CHECK_OK(s);
+        printf("        (making a %s tensor)\n", bc_dtype_name(dtype));
+    }
+    return t;
+}
+
+/* Read a tensor's row-major raw bytes; returns false (and reports) on failure. */
+static inline bool read_raw(const bc_tensor *t, void *buf, size_t nbytes) {
+    int32_t s = bc_tensor_copy_to(t, buf, nbytes);
+    if (s != BC_OK) CHECK_OK(s);
+    return s == BC_OK;
+}
+
 static inline bool read_f32(const bc_tensor *t, float *buf, size_t n) {
     return bc_tensor_copy_to(t, buf, n * sizeof(float)) == BC_OK;
 }

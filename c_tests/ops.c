@@ -8,24 +8,6 @@
  */
 #include "check.h"
 
-/* Make a tensor of any dtype from row-major raw data. */
-static bc_tensor *make_raw(int32_t dtype, const int64_t *shape, size_t ndim, const void *data, size_t nbytes) {
-    bc_tensor *t = NULL;
-    int32_t s = bc_tensor_from_data(dtype, shape, ndim, data, nbytes, &t);
-    if (s != BC_OK) {
-        CHECK_OK(s);
-        printf("        (making a %s tensor)\n", bc_dtype_name(dtype));
-    }
-    return t;
-}
-
-/* Read a tensor's row-major raw bytes; returns false (and reports) on failure. */
-static bool read_raw(const bc_tensor *t, void *buf, size_t nbytes) {
-    int32_t s = bc_tensor_copy_to(t, buf, nbytes);
-    if (s != BC_OK) CHECK_OK(s);
-    return s == BC_OK;
-}
-
 /* A float32 row-major copy of any tensor, through bc_tensor_to_dtype. */
 static bool read_as_f32(const bc_tensor *t, float *buf, size_t n) {
     bc_tensor *f = NULL;

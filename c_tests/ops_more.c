@@ -9,56 +9,19 @@
  */
 #include "check.h"
 
-/* Make a tensor of any dtype from row-major raw data. */
-static bc_tensor *make_raw(int32_t dtype, const int64_t *shape, size_t ndim, const void *data, size_t nbytes) {
-    bc_tensor *t = NULL;
-    int32_t s = bc_tensor_from_data(dtype, shape, ndim, data, nbytes, &t);
-    if (s != BC_OK) {
-        CHECK_OK(s);
-        printf("        (making a %s tensor)\n", bc_dtype_name(dtype));
-    }
-    return t;
-}
-
-/* Read a tensor's row-major raw bytes; returns false (and reports) on failure. */
-static bool read_raw(const bc_tensor *t, void *buf, size_t nbytes) {
-    int32_t s = bc_tensor_copy_to(t, buf, nbytes);
-    if (s != BC_OK) CHECK_OK(s);
-    return s == BC_OK;
-}
-
-/* Check a bool tensor's bytes (each must be exactly 0 or 1). */
-#define CHECK_BOOLS(t, ...)                                                                        \
+/* Check a tensor's dtype and its row-major values, read as `ctype` (bools as 0/1 bytes). */
+#define CHECK_VALUES(t, dtype, ctype, ...)                                                         \
     do {                                                                                           \
-        const uint8_t want_[] = {__VA_ARGS__};                                                     \
-        uint8_t got_[COUNT_OF(want_)];                                                             \
-        CHECK_DTYPE((t), BC_DTYPE_BOOL);                                                           \
+        const ctype want_[] = {__VA_ARGS__};                                                       \
+        ctype got_[COUNT_OF(want_)];                                                               \
+        CHECK_DTYPE((t), (dtype));                                                                 \
         if (read_raw((t), got_, sizeof got_)) {                                                    \
             for (size_t k_ = 0; k_ < COUNT_OF(want_); k_++) CHECK_EQ_INT(got_[k_], want_[k_]);     \
         }                                                                                          \
     } while (0)
-
-/* Check an int32 tensor's values. */
-#define CHECK_I32(t, ...)                                                                          \
-    do {                                                                                           \
-        const int32_t want_[] = {__VA_ARGS__};                                                     \
-        int32_t got_[COUNT_OF(want_)];                                                             \
-        CHECK_DTYPE((t), BC_DTYPE_INT32);                                                          \
-        if (read_raw((t), got_, sizeof got_)) {                                                    \
-            for (size_t k_ = 0; k_ < COUNT_OF(want_); k_++) CHECK_EQ_INT(got_[k_], want_[k_]);     \
-        }                                                                                          \
-    } while (0)
-
-/* Check an int8 tensor's values. */
-#define CHECK_I8(t, ...)                                                                           \
-    do {                                                                                           \
-        const int8_t want_[] = {__VA_ARGS__};                                                      \
-        int8_t got_[COUNT_OF(want_)];                                                              \
-        CHECK_DTYPE((t), BC_DTYPE_INT8);                                                           \
-        if (read_raw((t), got_, sizeof got_)) {                                                    \
-            for (size_t k_ = 0; k_ < COUNT_OF(want_); k_++) CHECK_EQ_INT(got_[k_], want_[k_]);     \
-        }                                                                                          \
-    } while (0)
+#define CHECK_BOOLS(t, ...) CHECK_VALUES(t, BC_DTYPE_BOOL, uint8_t, __VA_ARGS__)
+#define CHECK_I32(t, ...) CHECK_VALUES(t, BC_DTYPE_INT32, int32_t, __VA_ARGS__)
+#define CHECK_I8(t, ...) CHECK_VALUES(t, BC_DTYPE_INT8, int8_t, __VA_ARGS__)
 
 /* The last error's info record. */
 static bc_error_info last_info(void) {

@@ -566,25 +566,11 @@ fn check_values_file(file: &str, ulps: impl Fn(i32, &Value) -> i64) {
             } else {
                 binary(op, &ta, &tb).map(Some)
             };
-            if let Some(err) = row.get("error") {
-                if let Some(p) = expect_error(
-                    got,
-                    row["kind"].as_str().unwrap(),
-                    err.as_str().unwrap(),
-                    true,
-                ) {
-                    f.add(line, row, format!("{call}: {p}"));
-                }
-            } else {
-                match got {
-                    Err(e) => f.add(line, row, format!("{call}: expected success, got {e}")),
-                    Ok(out) => {
-                        let t = out.as_ref().unwrap_or(&ta);
-                        if let Some(p) = check_result(t, &row["result"], ulps, ties) {
-                            f.add(line, row, format!("{call}: {p}"));
-                        }
-                    }
-                }
+            let problem = check_outcome(got, row, |out| {
+                check_result(out.as_ref().unwrap_or(&ta), &row["result"], ulps, ties)
+            });
+            if let Some(p) = problem {
+                f.add(line, row, format!("{call}: {p}"));
             }
             drop(tb);
             drop(ta);
@@ -624,6 +610,27 @@ fn check_values_file(file: &str, ulps: impl Fn(i32, &Value) -> i64) {
         }
     }
     f.finish();
+}
+
+/// A call's outcome against a row: the row's `error` (the status of its `kind`, the exact text),
+/// or success, then checked by `ok`.
+fn check_outcome<X>(
+    got: Result<X, Err>,
+    row: &Value,
+    ok: impl FnOnce(X) -> Option<String>,
+) -> Option<String> {
+    match row.get("error") {
+        Some(err) => expect_error(
+            got,
+            row["kind"].as_str().unwrap(),
+            err.as_str().unwrap(),
+            true,
+        ),
+        None => match got {
+            Err(e) => Some(format!("expected success, got {e}")),
+            Ok(x) => ok(x),
+        },
+    }
 }
 
 /// A result tensor against a row's `result` (`dtype`, `shape`, `data`); bool results must hold
@@ -893,33 +900,19 @@ fn where_() {
             take_warnings();
             let got = where_new(&tc, &ta, &tb);
             let warnings = take_warnings();
-            if let Some(err) = row.get("error") {
-                if let Some(p) = expect_error(
-                    got,
-                    row["kind"].as_str().unwrap(),
-                    err.as_str().unwrap(),
-                    true,
-                ) {
-                    f.add(line, row, format!("bc_where: {p}"));
+            let problem = check_outcome(got, row, |t| {
+                if let Some(p) = check_result(&t, &row["result"], 0, false) {
+                    return Some(p);
                 }
-            } else {
-                match got {
-                    Err(e) => f.add(line, row, format!("bc_where: expected success, got {e}")),
-                    Ok(t) => {
-                        if let Some(p) = check_result(&t, &row["result"], 0, false) {
-                            f.add(line, row, format!("bc_where: {p}"));
-                        }
-                        let out = T::zeros(t.dtype(), &t.shape()).expect("out");
-                        match where_out(&tc, &ta, &tb, &out) {
-                            Err(e) => f.add(line, row, format!("bc_where_out: {e}")),
-                            Ok(()) => {
-                                if let Some(p) = check_result(&out, &row["result"], 0, false) {
-                                    f.add(line, row, format!("bc_where_out: {p}"));
-                                }
-                            }
-                        }
-                    }
+                let out = T::zeros(t.dtype(), &t.shape()).expect("out");
+                match where_out(&tc, &ta, &tb, &out) {
+                    Err(e) => Some(format!("then bc_where_out: {e}")),
+                    Ok(()) => check_result(&out, &row["result"], 0, false)
+                        .map(|p| format!("then bc_where_out: {p}")),
                 }
+            });
+            if let Some(p) = problem {
+                f.add(line, row, format!("bc_where: {p}"));
             }
             let want_warning = row.get("warning").and_then(Value::as_str);
             let expect: Vec<&str> = match want_warning {

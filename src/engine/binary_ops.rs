@@ -318,17 +318,24 @@ scalar_fn! {
     }
 }
 
-/// A comparison: the same expression for every kind of element (NaN compares unequal and
-/// unordered, `-0.0 == 0.0`, `false < true`).
-macro_rules! comparison {
-    ($(#[$m:meta])* $name:ident, $a:ident, $b:ident => $e:expr) => {
+/// A predicate (bool result) written once for every kind of element, on the elements as
+/// `values` (compared as they are; bools as 0 < 1) or as `truths` (non-zero, NaN included, is
+/// true).
+macro_rules! predicate {
+    ($(#[$m:meta])* $name:ident on $view:ident, $a:ident, $b:ident => $e:expr) => {
         scalar_fn! {
             $(#[$m])*
             $name -> Bool {
-                int<I>($a, $b) => Bool8::of($e),
-                float<F>($a, $b) => Bool8::of($e),
+                int<I>(x, y) => {
+                    let ($a, $b) = (view!($view, x), view!($view, y));
+                    Bool8::of($e)
+                },
+                float<F>(x, y) => {
+                    let ($a, $b) = (view!($view, x), view!($view, y));
+                    Bool8::of($e)
+                },
                 bool(x, y) => {
-                    let ($a, $b) = (x.get() as u8, y.get() as u8);
+                    let ($a, $b) = (view!($view, x.get() as u8), view!($view, y.get() as u8));
                     Bool8::of($e)
                 },
             }
@@ -336,29 +343,50 @@ macro_rules! comparison {
     };
 }
 
-comparison!(
+macro_rules! view {
+    (values, $x:expr) => {
+        $x
+    };
+    (truths, $x:expr) => {
+        $x.is_true()
+    };
+}
+
+predicate!(
     /// `a == b`.
-    Eq, a, b => a == b
+    Eq on values, a, b => a == b
 );
-comparison!(
+predicate!(
     /// `a != b` (true when either is NaN).
-    Ne, a, b => a != b
+    Ne on values, a, b => a != b
 );
-comparison!(
+predicate!(
     /// `a < b`.
-    Lt, a, b => a < b
+    Lt on values, a, b => a < b
 );
-comparison!(
+predicate!(
     /// `a <= b`.
-    Le, a, b => a <= b
+    Le on values, a, b => a <= b
 );
-comparison!(
+predicate!(
     /// `a > b`.
-    Gt, a, b => a > b
+    Gt on values, a, b => a > b
 );
-comparison!(
+predicate!(
     /// `a >= b`.
-    Ge, a, b => a >= b
+    Ge on values, a, b => a >= b
+);
+predicate!(
+    /// Both true.
+    LogicalAnd on truths, a, b => a & b
+);
+predicate!(
+    /// Either true.
+    LogicalOr on truths, a, b => a | b
+);
+predicate!(
+    /// Exactly one true.
+    LogicalXor on truths, a, b => a ^ b
 );
 
 scalar_fn! {
@@ -496,42 +524,6 @@ fn float_floor_divide<F: Float>(a: F, b: F) -> F {
         floor
     }
 }
-
-/// A logical operation: on truth values (non-zero, NaN included, is true).
-macro_rules! logical {
-    ($(#[$m:meta])* $name:ident, $a:ident, $b:ident => $e:expr) => {
-        scalar_fn! {
-            $(#[$m])*
-            $name -> Bool {
-                int<I>(x, y) => {
-                    let ($a, $b) = (x.is_true(), y.is_true());
-                    Bool8::of($e)
-                },
-                float<F>(x, y) => {
-                    let ($a, $b) = (x.is_true(), y.is_true());
-                    Bool8::of($e)
-                },
-                bool(x, y) => {
-                    let ($a, $b) = (x.get(), y.get());
-                    Bool8::of($e)
-                },
-            }
-        }
-    };
-}
-
-logical!(
-    /// Both true.
-    LogicalAnd, a, b => a & b
-);
-logical!(
-    /// Either true.
-    LogicalOr, a, b => a | b
-);
-logical!(
-    /// Exactly one true.
-    LogicalXor, a, b => a ^ b
-);
 
 scalar_fn! {
     /// `a & b`.
