@@ -164,7 +164,7 @@ impl Visit for RunOn<'_> {
 
 /// `binary_run` over `rows.rows` runs (a tile): with AVX2, a transposed input is transposed in
 /// registers a block at a time; otherwise run by run.
-#[inline(always)]
+#[inline(never)]
 unsafe fn dispatch_rows<T: Elem, F: ElemFn<T>>(
     ptrs: [*mut u8; 3],
     strides: [isize; 3],
@@ -203,7 +203,9 @@ pub unsafe fn binary_run_with(
     debug_assert!(done.is_some(), "{op:?} has no kernel for {dtype:?}");
 }
 
-#[inline(always)]
+/// One run on the best code path this CPU has. Not inlined into [`binary_run`]: its dispatch
+/// over every operation and type stays small, so a call touches few lines of code.
+#[inline(never)]
 unsafe fn dispatch<T: Elem, F: ElemFn<T>>(
     ptrs: [*mut u8; 3],
     strides: [isize; 3],
