@@ -310,6 +310,13 @@ fn released() -> usize {
 /// The limit is lowered (a hidden hook) so that this does not take 16.7 million handles.
 #[test]
 fn handle_limit_is_an_alloc_error_and_a_failed_wrap_keeps_the_callers_memory() {
+    // In a child process: with the slot limit down, a thread of another test that is still
+    // exiting (handing its cached free slots back to the shared list) would hand out a slot.
+    const NAME: &str = "handle_limit_is_an_alloc_error_and_a_failed_wrap_keeps_the_callers_memory";
+    if !is_child(NAME) {
+        run_in_child(NAME, None);
+        return;
+    }
     let _g = serial();
     let base = full(BC_DTYPE_FLOAT32, &[2, 1], 1.0);
     /// Puts the limit back however the test ends, so a failure here does not fail the others.
@@ -439,9 +446,12 @@ fn stale_handles_stay_dead_across_generation_limits() {
         seen.push(*h);
     };
 
-    // A handle at generation 5 of a slot, freed: the stale handle of the report.
+    // A handle at generation BASE + 5 of a slot, freed: the stale handle of the report. BASE is
+    // past any generation a slot reaches in these tests (other tests use slots too: a slot found
+    // at generation 6 would hand the first new token back as `t`).
+    const BASE: u64 = 1 << 24;
     let t = full(BC_DTYPE_FLOAT64, &[1], 0.0);
-    let stale = jump(t, 5).expect("a live handle");
+    let stale = jump(t, BASE + 5).expect("a live handle");
     let mut seen = vec![t, stale];
     let mut h = stale;
     cycle(&mut h, &mut seen, 1.0);
@@ -450,8 +460,8 @@ fn stale_handles_stay_dead_across_generation_limits() {
         slot_of(stale),
         "the thread did not reuse its slot"
     );
-    // Past 2^32 + 5, where a 32-bit generation made the stale token again.
-    h = jump(h, (1 << 32) + 2).unwrap();
+    // Past 2^32 + BASE + 5, where a 32-bit generation made the stale token again.
+    h = jump(h, (1 << 32) + BASE + 2).unwrap();
     seen.push(h);
     for v in 2..8 {
         cycle(&mut h, &mut seen, v as f64);
