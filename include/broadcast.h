@@ -237,8 +237,8 @@
  * `a + b` (bools: or).
  *
  * The `BC_OP_*` codes name the operations of `bc_binary*`, with PyTorch's semantics
- * (`torch.<name>`): integer arithmetic wraps; float16 and bfloat16 compute in float32 and round
- * each operation.
+ * (`torch.<name>`; docs/semantics.md, section 11): integer arithmetic wraps; float16 and bfloat16
+ * compute in float32 and round each operation.
  */
 #define BC_OP_ADD 0
 
@@ -1639,10 +1639,10 @@ int32_t bc_hypot_out(const struct bc_tensor *a,
 
 /**
  * `*out = where(cond, a, b)` in a new tensor: `a`'s element where `cond` is true, else `b`'s
- * (PyTorch's `torch.where`). The three broadcast together, in that order (an error names the
- * shape so far as "tensor a"); the result type promotes `a` and `b` only. `cond` is bool, or
- * uint8 (non-zero is true; accepted with PyTorch's deprecation warning, given to the warning
- * handler once per process). The compatibility switches do not apply. On success the caller
+ * (PyTorch's `torch.where`; docs/semantics.md, section 11). The three broadcast together, in
+ * that order (an error names the shape so far as "tensor a"); the result type promotes `a` and
+ * `b` only. `cond` is bool, or uint8 (non-zero is true; accepted with PyTorch's deprecation
+ * warning, given to the warning handler once per process). The compatibility switches do not apply. On success the caller
  * owns `*out` (free it with `bc_tensor_free`); on failure `*out` is NULL.
  *
  * # Returns

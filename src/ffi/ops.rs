@@ -8,8 +8,8 @@ use crate::engine::{ops, BinaryOp};
 /// `a + b` (bools: or).
 ///
 /// The `BC_OP_*` codes name the operations of `bc_binary*`, with PyTorch's semantics
-/// (`torch.<name>`): integer arithmetic wraps; float16 and bfloat16 compute in float32 and round
-/// each operation.
+/// (`torch.<name>`; docs/semantics.md, section 11): integer arithmetic wraps; float16 and bfloat16
+/// compute in float32 and round each operation.
 pub const BC_OP_ADD: i32 = 0;
 /// `a - b` (not bool).
 pub const BC_OP_SUB: i32 = 1;
@@ -998,10 +998,10 @@ pub extern "C" fn bc_hypot_out(
 }
 
 /// `*out = where(cond, a, b)` in a new tensor: `a`'s element where `cond` is true, else `b`'s
-/// (PyTorch's `torch.where`). The three broadcast together, in that order (an error names the
-/// shape so far as "tensor a"); the result type promotes `a` and `b` only. `cond` is bool, or
-/// uint8 (non-zero is true; accepted with PyTorch's deprecation warning, given to the warning
-/// handler once per process). The compatibility switches do not apply. On success the caller
+/// (PyTorch's `torch.where`; docs/semantics.md, section 11). The three broadcast together, in
+/// that order (an error names the shape so far as "tensor a"); the result type promotes `a` and
+/// `b` only. `cond` is bool, or uint8 (non-zero is true; accepted with PyTorch's deprecation
+/// warning, given to the warning handler once per process). The compatibility switches do not apply. On success the caller
 /// owns `*out` (free it with `bc_tensor_free`); on failure `*out` is NULL.
 ///
 /// # Returns
