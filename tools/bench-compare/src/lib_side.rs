@@ -7,6 +7,8 @@ pub const F32: i32 = 8;
 pub const F64: i32 = 9;
 pub const I32: i32 = 4;
 pub const BOOL: i32 = 0;
+pub const F16: i32 = 6;
+pub const BF16: i32 = 7;
 
 /// One case of the suite.
 #[derive(Debug, Clone, Copy)]
@@ -30,7 +32,7 @@ pub enum Kind {
 }
 
 const N: i64 = 4096;
-pub const CASES: [Case; 30] = [
+pub const CASES: [Case; 32] = [
     case(
         "S1",
         F32,
@@ -166,6 +168,8 @@ pub const CASES: [Case; 30] = [
     s2("S2.xor", I32, BC_OP_BITWISE_XOR, "S2 int32: a ^ b"),
     s2("S2.shl", I32, BC_OP_BITWISE_LEFT_SHIFT, "S2 int32: a << b"),
     s2("S2.shr", I32, BC_OP_BITWISE_RIGHT_SHIFT, "S2 int32: a >> b"),
+    s2("S2.f16", F16, BC_OP_ADD, "S2 in float16"),
+    s2("S2.bf16", BF16, BC_OP_ADD, "S2 in bfloat16"),
 ];
 
 /// A case of S2's shapes, (4096,4096) op (4096,).
@@ -201,6 +205,7 @@ pub fn itemsize(dtype: i32) -> usize {
     match dtype {
         F64 => 8,
         BOOL => 1,
+        F16 | BF16 => 2,
         _ => 4,
     }
 }
@@ -266,6 +271,8 @@ fn filled_bytes(dtype: i32, n: usize, seed: usize) -> Vec<u8> {
         match dtype {
             F64 => out.extend_from_slice(&v.to_le_bytes()),
             I32 => out.extend_from_slice(&(v as i32).to_le_bytes()),
+            F16 => out.extend_from_slice(&half::f16::from_f64(v).to_le_bytes()),
+            BF16 => out.extend_from_slice(&half::bf16::from_f64(v).to_le_bytes()),
             _ => out.extend_from_slice(&(v as f32).to_le_bytes()),
         }
     }
@@ -483,6 +490,8 @@ fn values(t: &T, dtype: i32, n: usize) -> Vec<f64> {
             F64 => f64::from_le_bytes(b.try_into().unwrap()),
             I32 => i32::from_le_bytes(b.try_into().unwrap()) as f64,
             BOOL => b[0] as f64,
+            F16 => half::f16::from_le_bytes(b.try_into().unwrap()).to_f64(),
+            BF16 => half::bf16::from_le_bytes(b.try_into().unwrap()).to_f64(),
             _ => f32::from_le_bytes(b.try_into().unwrap()) as f64,
         })
         .collect()
@@ -536,6 +545,9 @@ pub fn verify(c: &Case) -> Result<(), String> {
             (I32, BC_OP_BITWISE_RIGHT_SHIFT) if (0..32).contains(&yi) => (xi >> yi) as f64,
             (I32, BC_OP_BITWISE_RIGHT_SHIFT) => (xi >> 31) as f64,
             (I32, _) => xi.wrapping_add(yi) as f64,
+            // In float32, rounded once (x and y are exact in both 16-bit types).
+            (F16, _) => half::f16::from_f32(x as f32 + y as f32).to_f64(),
+            (BF16, _) => half::bf16::from_f32(x as f32 + y as f32).to_f64(),
             (_, BC_OP_DIV) => (x as f32 / y as f32) as f64,
             (_, BC_OP_EQ) => truth(x == y),
             (_, BC_OP_NE) => truth(x != y),

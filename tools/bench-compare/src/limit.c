@@ -10,6 +10,7 @@
  *   case  <S1..S12|S2.op> <alloc|out> <reps> [warm ms] -> "ok <median ms> <variant>" (best variant)
  *   lat   <L1|L2>   <alloc|out> <reps> [warm ms]   -> "ok <median ms> <variant>"
  *   sweep <elements> <alloc|out> <reps> [warm ms]  -> "ok <median ms> <variant>"
+ *   expr  <E1|E2>   <alloc|out> <reps> [warm ms]   -> "ok <median ms> <variant>"  (fused loops)
  *   quit
  * "alloc" is the best of the variants that allocate their result per call: fresh (64-byte
  * aligned_alloc, 4 KiB pages) and fresh-thp (2 MiB aligned + MADV_HUGEPAGE from 4 MiB up), each
@@ -325,6 +326,70 @@ S2OP(xor, int32_t, int32_t, x ^ y)
 S2OP(shl, int32_t, int32_t, (uint32_t)y < 32 ? (int32_t)((uint32_t)x << y) : 0)
 S2OP(shr, int32_t, int32_t, (uint32_t)y < 32 ? x >> y : x >> 31)
 
+/* S2 in float16 and bfloat16 (S2.f16, S2.bf16): each element widened to float32, added, and
+ * rounded to nearest even once, as PyTorch and the library compute. float16 through F16C
+ * (vcvtph2ps / vcvtps2ph); bfloat16 by integer shifts, with the same rounding and quiet NaNs. */
+#ifdef __AVX512F__
+#define HW 16
+typedef __m512 hvec;
+typedef __m256i hbits;
+#define h_ldbits(p) _mm256_loadu_si256((const __m256i *)(p))
+#define h_stbits(p, v) _mm256_storeu_si256((__m256i *)(p), (v))
+#define h_ntbits(p, v) _mm256_stream_si256((__m256i *)(p), (v))
+#define h_add _mm512_add_ps
+static inline hvec h_wide_f16(hbits h) { return _mm512_cvtph_ps(h); }
+static inline hbits h_narrow_f16(hvec v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
+static inline hvec h_wide_bf16(hbits h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+static inline hbits h_narrow_bf16(hvec v) {
+    __m512i u = _mm512_castps_si512(v);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)),
+                                            _mm512_set1_epi32(0x7F800000));
+    r = _mm512_mask_blend_epi32(nan, r, _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
+    return _mm512_cvtepi32_epi16(r);
+}
+#else
+#define HW 8
+typedef __m256 hvec;
+typedef __m128i hbits;
+#define h_ldbits(p) _mm_loadu_si128((const __m128i *)(p))
+#define h_stbits(p, v) _mm_storeu_si128((__m128i *)(p), (v))
+#define h_ntbits(p, v) _mm_stream_si128((__m128i *)(p), (v))
+#define h_add _mm256_add_ps
+static inline hvec h_wide_f16(hbits h) { return _mm256_cvtph_ps(h); }
+static inline hbits h_narrow_f16(hvec v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
+static inline hvec h_wide_bf16(hbits h) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+static inline hbits h_narrow_bf16(hvec v) {
+    __m256i u = _mm256_castps_si256(v);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), lsb), 16);
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)),
+                                     _mm256_set1_epi32(0x7F800000));
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40)), nan);
+    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+}
+#endif
+/* one row of C elements (a multiple of HW, 64-byte aligned): o = a + b */
+#define HROW(SUF)                                                                                 \
+    static void k_s2_##SUF(void *o_, const void *a_, const void *b_, int nt) {                   \
+        uint16_t *o = o_; const uint16_t *a = a_, *b = b_;                                       \
+        PAR_BEGIN FOR_STATIC for (long r = 0; r < R; r++) {                                      \
+            uint16_t *orow = o + r * C; const uint16_t *arow = a + r * C;                        \
+            for (long i = 0; i < C; i += HW) {                                                   \
+                hbits v = h_narrow_##SUF(h_add(h_wide_##SUF(h_ldbits(arow + i)),                 \
+                                               h_wide_##SUF(h_ldbits(b + i))));                  \
+                if (nt) h_ntbits(orow + i, v); else h_stbits(orow + i, v);                       \
+            }                                                                                    \
+        } PAR_END                                                                                \
+    }
+HROW(f16)
+HROW(bf16)
+
 /* sweep: (n,1024)+(1024,); serial below 65,536 elements (a parallel region costs more) */
 static long sw_rows;
 static void k_sweep(void *o_, const void *a_, const void *b_, int nt) {
@@ -360,7 +425,7 @@ __attribute__((noinline)) static void k_l2(void *o_, const void *a_, const void 
 /* ------------------------------------------------------------------ driver */
 typedef struct {
     const char *name;
-    int esize, is_float, inplace, nt_ok;
+    int esize, is_float /* 0 int32, 1 float32, 2 float64, 3 float16, 4 bfloat16 */, inplace, nt_ok;
     long out_n, in_a, in_b;
     kern_t kern;
     int osize; /* the result's element size */
@@ -397,6 +462,8 @@ static const case_t CASES[] = {
     {"S2.xor", 4, 0, 0, 1, NN, NN, C, k_s2_xor, 4},
     {"S2.shl", 4, 0, 0, 1, NN, NN, C, k_s2_shl, 4},
     {"S2.shr", 4, 0, 0, 1, NN, NN, C, k_s2_shr, 4},
+    {"S2.f16", 2, 3, 0, 1, NN, NN, C, k_s2_f16, 2},
+    {"S2.bf16", 2, 4, 0, 1, NN, NN, C, k_s2_bf16, 2},
 };
 
 #define HUGE_SZ ((size_t)2 << 20)
@@ -422,6 +489,8 @@ static void fill(void *p, long n, const case_t *c, int seed) {
     for (long i = 0; i < n; i++) {
         double v = (double)((i * 7 + seed) % 97) * 0.25 + 1.0;
         if (c->is_float == 1) ((float *)p)[i] = (float)v;
+        else if (c->is_float == 3) ((uint16_t *)p)[i] = _cvtss_sh((float)v, 0);
+        else if (c->is_float == 4) { float f = (float)v; uint32_t u; memcpy(&u, &f, 4); ((uint16_t *)p)[i] = (uint16_t)(u >> 16); }
         else if (c->is_float == 2) ((double *)p)[i] = v;
         else ((int32_t *)p)[i] = (int32_t)((i * 7 + seed) % 97) + 1;
     }
@@ -488,6 +557,89 @@ static void answer(const case_t *c, const char *variant, int reps, double min_ba
     fflush(stdout);
 }
 
+/* ------------------------------------------------------------------ fused expressions */
+/* E1: o = a * b + c, a (M,M), b (M,), c (M,1). E2: o = maximum((x - m) / s * g + t, 0), x (M,M),
+ * m and s (M,1), g and t (M,). One pass each, float32, every operation rounded on its own (no
+ * fused multiply-add: the library and the separate calls round the product). Inputs are filled as
+ * the library's and NumPy's are (input k with seed k + 1). */
+#define EM 2048L
+typedef struct {
+    const char *name;
+    int ninputs;
+    long sizes[5];
+    void (*row)(float *o, const float *const *in, long r);
+} expr_t;
+__attribute__((optimize("fp-contract=off"))) static void row_e1(float *restrict o, const float *const *in, long r) {
+    const float *restrict a = in[0] + r * EM, *restrict b = in[1];
+    const float cr = in[2][r];
+    for (long i = 0; i < EM; i++) o[i] = a[i] * b[i] + cr;
+}
+__attribute__((optimize("fp-contract=off"))) static void row_e2(float *restrict o, const float *const *in, long r) {
+    const float *restrict x = in[0] + r * EM, *restrict g = in[3], *restrict t = in[4];
+    const float mr = in[1][r], sr = in[2][r];
+    for (long i = 0; i < EM; i++) {
+        float v = (x[i] - mr) / sr * g[i] + t[i];
+        o[i] = (v != v) ? v : (v < 0.0f ? 0.0f : v); /* maximum(v, 0), NaN-propagating */
+    }
+}
+static const expr_t EXPRS[] = {
+    {"E1", 3, {EM * EM, EM, EM}, row_e1},
+    {"E2", 5, {EM * EM, EM, EM, EM, EM}, row_e2},
+};
+static const expr_t *ecur;
+static float *EIN[5], *EOUT;
+typedef struct {
+    const expr_t *e;
+    int nt, mode; /* mode 0 into EOUT, 1 fresh, 2 fresh-thp */
+} erun_t;
+static void expr_kernel(const expr_t *e, float *o, int nt) {
+    PAR_BEGIN FOR_STATIC for (long r = 0; r < EM; r++) {
+        if (!nt) { e->row(o + r * EM, (const float *const *)EIN, r); continue; }
+        /* streaming: the row computed into L1, then written with non-temporal stores */
+        _Alignas(64) float tmp[EM];
+        e->row(tmp, (const float *const *)EIN, r);
+        for (long i = 0; i < EM; i += 8) _mm256_stream_ps(o + r * EM + i, _mm256_load_ps(tmp + i));
+    } PAR_END
+}
+static void expr_once(void *ctx) {
+    erun_t *r = ctx;
+    size_t ob = (size_t)EM * EM * sizeof(float);
+    if (r->mode == 0) { expr_kernel(r->e, EOUT, r->nt); __asm__ volatile("" ::: "memory"); return; }
+    float *o = alloc_out(ob, r->mode == 2);
+    expr_kernel(r->e, o, r->nt);
+    __asm__ volatile("" ::"r"(o) : "memory");
+    free(o);
+}
+static void expr_release(void) {
+    for (int k = 0; k < 5; k++) { free(EIN[k]); EIN[k] = NULL; }
+    free(EOUT); EOUT = NULL; ecur = NULL;
+}
+static void expr_answer(const expr_t *e, const char *variant, int reps) {
+    if (ecur != e) {
+        expr_release();
+        release(); /* one set of inputs in memory at a time */
+        ecur = e;
+        for (int k = 0; k < e->ninputs; k++) {
+            EIN[k] = xalloc((size_t)e->sizes[k] * sizeof(float));
+            for (long i = 0; i < e->sizes[k]; i++)
+                EIN[k][i] = (float)((double)((i * 7 + k + 1) % 97) * 0.25 + 1.0);
+        }
+        EOUT = xalloc((size_t)EM * EM * sizeof(float));
+        memset(EOUT, 0, (size_t)EM * EM * sizeof(float));
+    }
+    static const char *names[3][2] = {{"pre", "pre-nt"}, {"fresh", "fresh-nt"}, {"fresh-thp", "fresh-thp-nt"}};
+    double best = 1e300; const char *which = "-";
+    int out = !strcmp(variant, "out");
+    for (int mode = out ? 0 : 1; mode <= (out ? 0 : 2); mode++)
+        for (int nt = 0; nt <= 1; nt++) {
+            erun_t r = {e, nt, mode};
+            double m = measure(expr_once, &r, 2, reps, 1.0);
+            if (m < best) { best = m; which = names[mode][nt]; }
+        }
+    printf("ok %.6g %s\n", best, which);
+    fflush(stdout);
+}
+
 int main(void) {
     char line[256];
     while (fgets(line, sizeof line, stdin)) {
@@ -498,6 +650,15 @@ int main(void) {
             if (!strncmp(line, "quit", 4)) break;
             printf("err bad command\n"); fflush(stdout); continue;
         }
+        if (!strcmp(cmd, "expr")) {
+            const expr_t *e = NULL;
+            for (size_t i = 0; i < sizeof EXPRS / sizeof EXPRS[0]; i++)
+                if (!strcmp(EXPRS[i].name, name)) e = &EXPRS[i];
+            if (!e) { printf("err unknown expression\n"); fflush(stdout); continue; }
+            expr_answer(e, variant, reps);
+            continue;
+        }
+        expr_release();
         if (!strcmp(cmd, "sweep")) {
             long elems = atol(name);
             long rows = elems / 1024 > 0 ? elems / 1024 : 1;
@@ -517,5 +678,6 @@ int main(void) {
         answer(c, variant, reps, !strcmp(cmd, "lat") ? 2.0 : 1.0);
     }
     release();
+    expr_release();
     return 0;
 }

@@ -1,6 +1,6 @@
-//! bench-compare: libbroadcast (through its C ABI) against the hand-written C limit and NumPy, in
-//! one run, measurements interleaved (library, limit, NumPy, then the next round in another
-//! order), printing a table of times and ratios.
+//! bench-compare: libbroadcast (through its C ABI) against the hand-written C limit, NumPy and
+//! PyTorch, in one run, measurements interleaved (library, limit, NumPy, PyTorch, then the next
+//! round in another order), printing a table of times and ratios.
 //!
 //! Usage: `cargo run --release -p bench-compare -- [options]` (or `make bench`)
 //!   --smoke           a few seconds: S2, S2.lt, S2.and, L2 and three sweep sizes, one round,
@@ -12,7 +12,9 @@
 //!   --threads N       threads for the library and the limit (default 2)
 //!   --cases LIST      comma-separated, e.g. S1,S8,L1 (default: all)
 //!   --sweep LIST      sweep sizes in elements, e.g. 1e3,1e5 (default: 1e3 ... 1e8); "none" skips
-//!   --no-limit / --no-numpy   leave a peer out
+//!   --no-limit / --no-numpy / --no-torch   leave a peer out (NumPy and PyTorch are measured
+//!                     when `$PYTHON` (default `python3`) imports them; /work/torchenv/bin/python
+//!                     has both on the development machine)
 //!   --markdown FILE   also write the tables (with date and machine) to FILE
 //!   --csv FILE        every measurement of every round, for scripts/perf_plot.py
 //!   --skip-verify     do not check the library's results before timing
@@ -110,6 +112,7 @@ struct Options {
     sweep: Vec<usize>,
     limit: bool,
     numpy: bool,
+    torch: bool,
     markdown: Option<String>,
     csv: Option<String>,
     verify: bool,
@@ -145,6 +148,7 @@ fn parse_args() -> Options {
         },
         limit: true,
         numpy: true,
+        torch: true,
         markdown: None,
         csv: None,
         verify: true,
@@ -182,6 +186,7 @@ fn parse_args() -> Options {
             }
             "--no-limit" => o.limit = false,
             "--no-numpy" => o.numpy = false,
+            "--no-torch" => o.torch = false,
             "--markdown" => o.markdown = Some(value()),
             "--csv" => o.csv = Some(value()),
             "--skip-verify" => o.verify = false,
@@ -289,6 +294,17 @@ fn main() {
     } else {
         (None, None)
     };
+    let (mut torch, torch_version) = if o.torch {
+        match peers::start_torch(o.threads) {
+            Ok((p, v)) => (Some(p), Some(v)),
+            Err(e) => {
+                eprintln!("bench-compare: no PyTorch column: {e}");
+                (None, None)
+            }
+        }
+    } else {
+        (None, None)
+    };
 
     if o.verify {
         for c in &o.cases {
@@ -330,9 +346,16 @@ fn main() {
                     bytes,
                     cmd: &cmd,
                 };
-                m.run(&mut res, round, [&mut limit, &mut numpy], || {
-                    lib_side::time_case(&inp, alloc, o.reps, o.warm_ms)
-                });
+                m.run(
+                    &mut res,
+                    round,
+                    &mut [
+                        ("limit", &mut limit),
+                        ("numpy", &mut numpy),
+                        ("torch", &mut torch),
+                    ],
+                    || lib_side::time_case(&inp, alloc, o.reps, o.warm_ms),
+                );
             }
         }
         for &elems in &o.sweep {
@@ -352,20 +375,34 @@ fn main() {
                     bytes,
                     cmd: &cmd,
                 };
-                m.run(&mut res, round, [&mut limit, &mut numpy], || {
-                    lib_side::time_sweep(&inp, alloc, reps, o.warm_ms)
-                });
+                m.run(
+                    &mut res,
+                    round,
+                    &mut [
+                        ("limit", &mut limit),
+                        ("numpy", &mut numpy),
+                        ("torch", &mut torch),
+                    ],
+                    || lib_side::time_sweep(&inp, alloc, reps, o.warm_ms),
+                );
             }
         }
     }
     drop(limit);
     drop(numpy);
+    drop(torch);
 
     let tables = report(&o, &res, &alloc_report);
     println!("{tables}");
     eprintln!("bench-compare: {:.1} s", started.elapsed().as_secs_f64());
     if let Some(path) = &o.markdown {
-        let head = header(&o, numpy_version.as_deref(), &load_start, &loadavg());
+        let head = header(
+            &o,
+            numpy_version.as_deref(),
+            torch_version.as_deref(),
+            &load_start,
+            &loadavg(),
+        );
         let plot = "![Throughput against size: libbroadcast, the C limit and NumPy](docs/perf/sweep.png)\n\n\
                     (Plot: `python3 scripts/perf_plot.py docs/perf/results.csv docs/perf/sweep.png`; \
                     the whole report: `bash scripts/perf_report.sh`.)\n";
@@ -391,37 +428,42 @@ struct Measurement<'a> {
 }
 
 impl Measurement<'_> {
-    /// Takes the three measurements, in an order that rotates from round to round (so no side
-    /// always goes first), records them and prints them.
+    /// Takes the measurements (the library's and each peer's), in an order that rotates from
+    /// round to round (so no side always goes first), records them and prints them.
     fn run(
         &self,
         res: &mut Results,
         round: usize,
-        [limit, numpy]: [&mut Option<Peer>; 2],
+        peers: &mut [(&'static str, &mut Option<Peer>)],
         lib: impl FnOnce() -> f64,
     ) {
         let mut lib = Some(lib);
-        for step in 0..3 {
-            let (name, peer) = match (step + round) % 3 {
+        let sides = peers.len() + 1;
+        for step in 0..sides {
+            match (step + round) % sides {
                 0 => {
                     let ms = (lib.take().expect("the library goes once"))();
                     res.add(self.key, "lib", round, ms, self.variant, self.bytes);
-                    continue;
                 }
-                1 => ("limit", &mut *limit),
-                _ => ("numpy", &mut *numpy),
-            };
-            if let Some(a) = ask(peer, self.cmd) {
-                res.add(self.key, name, round, a.ms, &a.variant, self.bytes);
+                k => {
+                    let (name, peer) = &mut peers[k - 1];
+                    if let Some(a) = ask(peer, self.cmd) {
+                        res.add(self.key, name, round, a.ms, &a.variant, self.bytes);
+                    }
+                }
             }
         }
-        eprintln!(
-            "  {:<20} lib {:>9.4} ms  limit {:>9.4} ms  numpy {:>9.4} ms",
+        let mut line = format!(
+            "  {:<20} lib {:>9.4} ms",
             self.key,
-            last(res, self.key, "lib"),
-            last(res, self.key, "limit"),
-            last(res, self.key, "numpy")
+            last(res, self.key, "lib")
         );
+        for (name, peer) in peers.iter() {
+            if peer.is_some() {
+                line += &format!("  {name} {:>9.4} ms", last(res, self.key, name));
+            }
+        }
+        eprintln!("{line}");
     }
 }
 
@@ -449,7 +491,13 @@ fn loadavg() -> String {
         .unwrap_or_else(|| "?".to_string())
 }
 
-fn header(o: &Options, numpy: Option<&str>, load_start: &str, load_end: &str) -> String {
+fn header(
+    o: &Options,
+    numpy: Option<&str>,
+    torch: Option<&str>,
+    load_start: &str,
+    load_end: &str,
+) -> String {
     let lscpu = sh("lscpu", &[]);
     let field = |name: &str| {
         lscpu
@@ -463,7 +511,8 @@ fn header(o: &Options, numpy: Option<&str>, load_start: &str, load_end: &str) ->
         std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
     format!(
         "Measured {} on {} ({} CPUs{}, L2 {}, L3 {}), transparent huge pages: `{}`; {}, libbroadcast \
-         SIMD path {:?}; {} threads for libbroadcast and the limit, NumPy {} on one thread. \
+         SIMD path {:?}; {} threads for libbroadcast, the limit and PyTorch {}, NumPy {} on one \
+         thread. \
          Command: `cargo run --release -p bench-compare --{}` ({} interleaved rounds). \
          1-minute load average {} at the start, {} at the end (other jobs shared the machine).\n",
         sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
@@ -480,6 +529,7 @@ fn header(o: &Options, numpy: Option<&str>, load_start: &str, load_end: &str) ->
         sh("rustc", &["--version"]),
         kernels::simd_level(),
         o.threads,
+        torch.unwrap_or("(absent)"),
         numpy.unwrap_or("(absent)"),
         std::env::args().skip(1).fold(String::new(), |s, a| s + " " + &a),
         o.rounds,
@@ -500,7 +550,20 @@ fn fmt_ms(ms: Option<f64>) -> String {
 fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
     let mut s = String::new();
     let has = |peer: &str| res.times.keys().any(|(_, p)| p == peer);
-    let (has_limit, has_numpy) = (has("limit"), has("numpy"));
+    let (has_limit, has_numpy, has_torch) = (has("limit"), has("numpy"), has("torch"));
+    // A peer's median, "–" when it was not measured.
+    let peer_ms = |key: &str, peer: &str, present: bool| {
+        if present {
+            fmt_ms(res.median(key, peer))
+        } else {
+            "–".to_string()
+        }
+    };
+    // How many times the library's speed a peer's is (peer time ÷ lib time, same-round medians).
+    let speedup = |key: &str, peer: &str| {
+        res.ratio(key, peer)
+            .map_or("–".to_string(), |(r, _, _)| format!("{:.2}×", 1.0 / r))
+    };
     let suite: Vec<&Case> = o.cases.iter().filter(|c| c.name.starts_with('S')).collect();
     if !suite.is_empty() {
         let _ = writeln!(
@@ -509,9 +572,12 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
         );
         let _ = writeln!(
             s,
-            "| case | shapes | variant | libbroadcast | GB/s | C limit (its best variant) | lib ÷ limit | target | best peer in BASELINE ÷ its limit | NumPy | NumPy ÷ lib | met |"
+            "| case | shapes | variant | libbroadcast | GB/s | C limit (its best variant) | lib ÷ limit | target | best peer in BASELINE ÷ its limit | NumPy | NumPy ÷ lib | PyTorch | PyTorch ÷ lib | met |"
         );
-        let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(
+            s,
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        );
         for c in &suite {
             let variants: &[&str] = if c.kind == Kind::InPlace {
                 &["inplace"]
@@ -529,6 +595,12 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
                 let target = if c.name == "S8" { 1.5 } else { 1.25 };
                 let best = baseline_best(c.name).map(|b| if *v == "out" { b.out } else { b.alloc });
                 let peer_ratio = best.map(|(_, p, l)| p / l);
+                // Half precision (issue 15): faster than PyTorch, measured in this run.
+                let torch_bar = c.dtype == lib_side::F16 || c.dtype == lib_side::BF16;
+                let peer_ratio = match (peer_ratio, res.ratio(&key, "torch")) {
+                    (None, Some((t, _, _))) if torch_bar => ratio.map(|(r, _, _)| r / t),
+                    (p, _) => p,
+                };
                 let met = match ratio {
                     Some((r, _, _)) => {
                         // No BASELINE peer (the further operations): the limit target alone.
@@ -549,13 +621,9 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
                     }
                     None => "–".to_string(),
                 };
-                let np = res.median(&key, "numpy");
-                let np_ratio = res
-                    .ratio(&key, "numpy")
-                    .map_or("–".to_string(), |(r, _, _)| format!("{:.2}×", 1.0 / r));
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {} | {} | {} | {} | ≤ {target} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} | {} | {} | ≤ {target} | {} | {} | {} | {} | {} | {} |",
                     c.name,
                     c.what,
                     if *v == "inplace" { "in place" } else { v },
@@ -569,16 +637,15 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
                     ratio.map_or("–".to_string(), |(r, lo, hi)| format!(
                         "**{r:.2}** [{lo:.2}–{hi:.2}]"
                     )),
-                    best.map_or("–".to_string(), |(name, p, l)| format!(
-                        "{name}: {:.2}",
-                        p / l
-                    )),
-                    if has_numpy {
-                        fmt_ms(np)
-                    } else {
-                        "–".to_string()
+                    match best {
+                        Some((name, p, l)) => format!("{name}: {:.2}", p / l),
+                        None if torch_bar => "PyTorch, this run".to_string(),
+                        None => "–".to_string(),
                     },
-                    np_ratio,
+                    peer_ms(&key, "numpy", has_numpy),
+                    speedup(&key, "numpy"),
+                    peer_ms(&key, "torch", has_torch),
+                    speedup(&key, "torch"),
                     met
                 );
             }
@@ -588,7 +655,8 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
             "\nlimit variants: pre = into a reused buffer, -nt = streaming stores, fresh = allocated per call (4 KiB pages), \
              fresh-thp = allocated per call, 2 MiB aligned + MADV_HUGEPAGE. \"best peer in BASELINE ÷ its limit\": the best \
              peer's time over the limit's on the BASELINE machine (another CPU), the bar for \"faster than the best peer\" \
-             (lib ÷ limit below it); for S9 the bar is the limit itself (1.00)."
+             (lib ÷ limit below it); for S9 the bar is the limit itself (1.00); for the float16 and bfloat16 cases \
+             it is PyTorch measured in this run (lib ÷ PyTorch below 1)."
         );
     }
     let lat: Vec<&Case> = o.cases.iter().filter(|c| c.name.starts_with('L')).collect();
@@ -597,8 +665,8 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
             s,
             "\n### Latency through the C ABI (per call; alloc = `bc_binary` + `bc_tensor_free` of the result)\n"
         );
-        let _ = writeln!(s, "| case | shapes | variant | libbroadcast | target | C limit | lib ÷ limit | NumPy | met |");
-        let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(s, "| case | shapes | variant | libbroadcast | target | C limit | lib ÷ limit | NumPy | PyTorch | met |");
+        let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
         for c in &lat {
             for v in ["alloc", "out"] {
                 let key = format!("{} {v}", c.name);
@@ -606,7 +674,7 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
                 let met = lib.map_or("–", |ms| if ms * 1e6 <= 100.0 { "yes" } else { "no" });
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {v} | {} | ≤ 100 ns | {} ({}) | {} | {} | {} |",
+                    "| {} | {} | {v} | {} | ≤ 100 ns | {} ({}) | {} | {} | {} | {} |",
                     c.name,
                     c.what,
                     fmt_ms(lib),
@@ -614,7 +682,8 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
                     res.variant(&key, "limit"),
                     res.ratio(&key, "limit")
                         .map_or("–".to_string(), |(r, _, _)| format!("{r:.1}")),
-                    fmt_ms(res.median(&key, "numpy")),
+                    peer_ms(&key, "numpy", has_numpy),
+                    peer_ms(&key, "torch", has_torch),
                     met
                 );
             }
@@ -627,9 +696,9 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
         );
         let _ = writeln!(
             s,
-            "| elements | MB moved | lib alloc | limit alloc | ratio | lib out | limit out | ratio | NumPy alloc | NumPy out |"
+            "| elements | MB moved | lib alloc | limit alloc | ratio | lib out | limit out | ratio | NumPy alloc | NumPy out | PyTorch alloc | PyTorch out |"
         );
-        let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
         for &e in &o.sweep {
             let bytes = (2.0 * e as f64 + 1024.0) * 4.0;
             let cell = |key: &str, peer: &str| {
@@ -646,7 +715,7 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
             let (ka, ko) = (format!("SW {e} alloc"), format!("SW {e} out"));
             let _ = writeln!(
                 s,
-                "| {} | {:.3} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {:.3} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 e,
                 bytes / 1e6,
                 cell(&ka, "lib"),
@@ -657,6 +726,8 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
                 ratio(&ko),
                 cell(&ka, "numpy"),
                 cell(&ko, "numpy"),
+                cell(&ka, "torch"),
+                cell(&ko, "torch"),
             );
         }
     }

@@ -1,12 +1,12 @@
 //! The peers, as child processes answering one timing command at a time: the C limit (built here
-//! from `limit.c` with `cc -O3 -march=native -fopenmp`) and NumPy (`peer_numpy.py`), so that
+//! from `limit.c` with `cc -O3 -march=native -fopenmp`), NumPy and PyTorch (`peer_py.py`), so that
 //! their measurements interleave with the library's in one run.
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 const LIMIT_C: &str = include_str!("limit.c");
-const PEER_NUMPY: &str = include_str!("peer_numpy.py");
+const PEER_PY: &str = include_str!("peer_py.py");
 
 pub struct Peer {
     pub name: &'static str,
@@ -113,23 +113,40 @@ pub fn start_limit(threads: usize) -> Result<Peer, String> {
     Peer::start("limit", cmd)
 }
 
-/// Starts the NumPy peer when `python3 -c 'import numpy'` works; returns its version too.
+/// Starts the NumPy peer when `$PYTHON -c 'import numpy'` works; returns its version too.
 pub fn start_numpy() -> Result<(Peer, String), String> {
+    start_python("numpy", &[])
+}
+
+/// Starts the PyTorch peer (`threads` threads) when `$PYTHON -c 'import torch'` works; returns its
+/// version too.
+pub fn start_torch(threads: usize) -> Result<(Peer, String), String> {
+    start_python("torch", &["torch", &threads.to_string()])
+}
+
+/// `peer_py.py` with `args`, if `$PYTHON` (default `python3`) imports `module`.
+fn start_python(module: &'static str, args: &[&str]) -> Result<(Peer, String), String> {
     let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_string());
     let probe = Command::new(&python)
-        .args(["-c", "import numpy; print(numpy.__version__)"])
+        .args([
+            "-c",
+            &format!("import {module}; print({module}.__version__)"),
+        ])
         .output()
         .map_err(|e| format!("cannot run {python}: {e}"))?;
     if !probe.status.success() {
-        return Err("numpy is not importable".to_string());
+        return Err(format!(
+            "{module} is not importable by {python} (set PYTHON)"
+        ));
     }
     let version = String::from_utf8_lossy(&probe.stdout).trim().to_string();
-    let script = work_dir().join("bench-compare-numpy.py");
-    std::fs::write(&script, PEER_NUMPY).map_err(|e| format!("{e}"))?;
+    let script = work_dir().join("bench-compare-peer.py");
+    std::fs::write(&script, PEER_PY).map_err(|e| format!("{e}"))?;
     let mut cmd = Command::new(python);
-    cmd.arg("-u").arg(script);
-    // NumPy's elementwise operations are single-threaded; keep any BLAS threads out of the way.
+    cmd.arg("-u").arg(script).args(args);
+    // NumPy's elementwise operations are single-threaded; keep any BLAS threads out of the way
+    // (PyTorch sets its own thread count).
     cmd.env("OPENBLAS_NUM_THREADS", "1")
         .env("OMP_NUM_THREADS", "1");
-    Ok((Peer::start("numpy", cmd)?, version))
+    Ok((Peer::start(module, cmd)?, version))
 }
