@@ -23,6 +23,10 @@ pub trait IntFn: BinaryFn {
 /// The operation on floating types.
 pub trait FloatFn: BinaryFn {
     fn float<F: Float>(a: F, b: F) -> Self::Out<F>;
+    /// Whether `float` rounds once: on float16/bfloat16 it is then exactly its float32 form on
+    /// the widened operands, rounded to the type at the end (see [`ElemFn::WIDENS`]). False for
+    /// functions written as several operations, each rounded.
+    const ROUNDS_ONCE: bool;
 }
 
 /// The operation on bools.
@@ -35,6 +39,25 @@ pub trait BoolFn: BinaryFn {
 pub trait ElemFn<T: Elem>: 'static {
     type Out: Elem;
     fn call(a: T, b: T) -> Self::Out;
+    /// The same operation on float32.
+    type F32: ElemFn<f32>;
+    /// Whether, for `T` float16 or bfloat16, `call(a, b)` is exactly `F32::call` on `a` and `b`
+    /// widened to float32, rounded to `T` (or the same bool): the kernels then compute blocks in
+    /// float32 between vectorised conversions. Tested for every operation that says so.
+    const WIDENS: bool;
+}
+
+/// The [`ElemFn::F32`] of functions that have no float32 form (never called: their
+/// [`ElemFn::WIDENS`] is false).
+pub struct NoF32;
+
+impl ElemFn<f32> for NoF32 {
+    type Out = f32;
+    fn call(a: f32, _: f32) -> f32 {
+        a
+    }
+    type F32 = NoF32;
+    const WIDENS: bool = false;
 }
 
 /// `K` on integers, as an [`ElemFn`].
@@ -50,6 +73,8 @@ impl<K: IntFn, I: Int> ElemFn<I> for OnInt<K> {
     fn call(a: I, b: I) -> K::Out<I> {
         K::int(a, b)
     }
+    type F32 = NoF32;
+    const WIDENS: bool = false;
 }
 
 impl<K: FloatFn, F: Float> ElemFn<F> for OnFloat<K> {
@@ -58,6 +83,8 @@ impl<K: FloatFn, F: Float> ElemFn<F> for OnFloat<K> {
     fn call(a: F, b: F) -> K::Out<F> {
         K::float(a, b)
     }
+    type F32 = OnFloat<K>;
+    const WIDENS: bool = K::ROUNDS_ONCE;
 }
 
 impl<K: BoolFn> ElemFn<Bool8> for OnBool<K> {
@@ -66,6 +93,8 @@ impl<K: BoolFn> ElemFn<Bool8> for OnBool<K> {
     fn call(a: Bool8, b: Bool8) -> K::Out<Bool8> {
         K::bool(a, b)
     }
+    type F32 = NoF32;
+    const WIDENS: bool = false;
 }
 
 /// Something to do with an operation's scalar function for one element type (see
@@ -125,11 +154,12 @@ macro_rules! out_type {
 }
 
 /// One scalar function: `Name -> Same|Bool { int<I>(a, b) => .., float<F>(a, b) => ..,
-/// bool(a, b) => .. }`, each kind of element optional.
+/// bool(a, b) => .. }`, each kind of element optional. A float function written as several
+/// rounded operations says so: `float<F>(a, b) [rounds several times] => ..`.
 macro_rules! scalar_fn {
     ($(#[$m:meta])* $name:ident -> $out:ident {
         $(int<$I:ident>($ia:ident, $ib:ident) => $int:expr,)?
-        $(float<$F:ident>($fa:ident, $fb:ident) => $float:expr,)?
+        $(float<$F:ident>($fa:ident, $fb:ident) $([rounds $several:ident times])? => $float:expr,)?
         $(bool($ba:ident, $bb:ident) => $bool:expr,)?
     }) => {
         $(#[$m])*
@@ -148,6 +178,7 @@ macro_rules! scalar_fn {
             fn float<$F: Float>($fa: $F, $fb: $F) -> out_type!($out, $F) {
                 $float
             }
+            const ROUNDS_ONCE: bool = rounds_once!($($several)?);
         })?
         $(impl BoolFn for $name {
             #[inline(always)]
@@ -155,6 +186,15 @@ macro_rules! scalar_fn {
                 $bool
             }
         })?
+    };
+}
+
+macro_rules! rounds_once {
+    () => {
+        true
+    };
+    (several) => {
+        false
     };
 }
 
@@ -459,7 +499,8 @@ fn int_pow<I: Int>(mut a: I, mut b: I) -> I {
 
 scalar_fn! {
     /// Python's `a % b`: the remainder with the sign of `b` (integers: the divisor is never 0
-    /// here, calls with one are refused).
+    /// here, calls with one are refused). In floats it rounds once: `fmod` is exact, so only
+    /// `r + b` rounds.
     Remainder -> Same {
         int<I>(a, b) => {
             let r = a.wrapping_rem(b);
@@ -501,7 +542,7 @@ scalar_fn! {
                 q
             }
         },
-        float<F>(a, b) => float_floor_divide(a, b),
+        float<F>(a, b) [rounds several times] => float_floor_divide(a, b),
     }
 }
 

@@ -3,10 +3,17 @@
 //! input is a repeated scalar (stride 0), get loops the compiler vectorizes.
 //!
 //! On x86-64 the binary loops exist twice: for the baseline instruction set (SSE2, what the
-//! library is compiled for) and as `#[target_feature(enable = "avx2")]` clones chosen at run time
-//! when the CPU has AVX2. Both compute each element with the same scalar operation (IEEE
-//! arithmetic is exactly rounded and nothing is fused or reassociated), so results are
-//! bit-identical whichever runs.
+//! library is compiled for) and as `#[target_feature(enable = "avx2,f16c")]` clones chosen at run
+//! time when the CPU has AVX2 and F16C (every AVX2 CPU has F16C). Both compute each element with
+//! the same scalar operation (IEEE arithmetic is exactly rounded and nothing is fused or
+//! reassociated), so results are bit-identical whichever runs.
+//!
+//! float16 and bfloat16 compute each operation in float32 and round once. For the operations
+//! written that way (most; see [`ElemFn::WIDENS`]) a run is done a block at a time: the operands
+//! widened to float32 (F16C, or integer shifts for bfloat16, on the AVX2 path; see
+//! [`super::convert`]), the block computed with the operation's float32 function, the results
+//! rounded back: the same bits as element by element, without a call into the `half` crate per
+//! element.
 //!
 //! When the executor marks a computation as streaming (a result larger than the caches, see
 //! [`super::parallel`]), contiguous results are written with non-temporal stores: whole cache
@@ -14,6 +21,7 @@
 //! traffic of `c = a + b`. Values are computed exactly as in the normal path, into a small block
 //! in L1, then streamed out.
 use super::binary_ops::{BinaryOp, ElemFn, Visit};
+use super::convert::{self, HalfConv};
 use super::dtype::DType;
 use super::elem::Elem;
 use crate::with_elem;
@@ -75,19 +83,23 @@ pub(crate) fn store_fence() {
 pub enum SimdLevel {
     /// The baseline the library is compiled for (SSE2 on x86-64).
     Baseline,
-    /// 256-bit AVX2 clones.
+    /// 256-bit AVX2 clones (with F16C for float16).
     Avx2,
 }
 
 /// Which clones [`binary_run`] uses on this machine.
 pub fn simd_level() -> SimdLevel {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx2") {
-            return SimdLevel::Avx2;
-        }
+    if has_avx2() {
+        SimdLevel::Avx2
+    } else {
+        SimdLevel::Baseline
     }
-    SimdLevel::Baseline
+}
+
+/// Whether the AVX2 clones run here.
+#[inline(always)]
+fn has_avx2() -> bool {
+    convert::has_avx2_f16c()
 }
 
 /// `out[i] = a[i] op b[i]` for `n` elements; strides in bytes. `dtype` is the inputs' type (the
@@ -174,8 +186,8 @@ unsafe fn dispatch_rows<T: Elem, F: ElemFn<T>>(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2; the rest is the caller's contract.
+        if has_avx2() {
+            // SAFETY: the CPU has AVX2 and F16C; the rest is the caller's contract.
             return unsafe { avx2::binary_rows::<T, F>(ptrs, strides, rows, n, stream) };
         }
     }
@@ -214,8 +226,8 @@ unsafe fn dispatch<T: Elem, F: ElemFn<T>>(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2; the rest is this function's caller's contract.
+        if has_avx2() {
+            // SAFETY: the CPU has AVX2 and F16C; the rest is this function's caller's contract.
             return unsafe { avx2::binary::<T, F>(ptrs, strides, n, stream) };
         }
     }
@@ -231,7 +243,7 @@ unsafe fn binary_wide<T: Elem, F: ElemFn<T>>(
     stream: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: binary_run_with's caller guarantees the CPU has AVX2.
+    // SAFETY: binary_run_with's caller guarantees the CPU has AVX2 and F16C.
     unsafe {
         avx2::binary::<T, F>(ptrs, strides, n, stream)
     }
@@ -262,8 +274,8 @@ mod avx2 {
     /// The AVX2 clone: the same body, compiled with 256-bit vectors.
     ///
     /// # Safety
-    /// The CPU must have AVX2; otherwise as `binary_run`.
-    #[target_feature(enable = "avx2")]
+    /// The CPU must have AVX2 and F16C; otherwise as `binary_run`.
+    #[target_feature(enable = "avx2,f16c")]
     #[inline(never)]
     pub(super) unsafe fn binary<T: Elem, F: ElemFn<T>>(
         ptrs: [*mut u8; 3],
@@ -281,8 +293,8 @@ mod avx2 {
     /// registers: every line of every operand is then read or written whole, once.
     ///
     /// # Safety
-    /// The CPU must have AVX2; each row as `binary_run`.
-    #[target_feature(enable = "avx2")]
+    /// The CPU must have AVX2 and F16C; each row as `binary_run`.
+    #[target_feature(enable = "avx2,f16c")]
     pub(super) unsafe fn binary_rows<T: Elem, F: ElemFn<T>>(
         ptrs: [*mut u8; 3],
         strides: [isize; 3],
@@ -505,6 +517,7 @@ mod avx2 {
 
     pub(super) struct Avx2Lines;
     impl LineStore for Avx2Lines {
+        type Conv = super::convert::Avx2F16c;
         #[inline(always)]
         unsafe fn stream_block(dst: *mut u8, src: *const u8) {
             // SAFETY: the trait's contract: dst 64-byte aligned, both valid for BLOCK bytes, src
@@ -522,8 +535,11 @@ mod avx2 {
 /// Bytes computed into L1 then streamed out at a time: four cache lines.
 const BLOCK: usize = 256;
 
-/// Streams one computed block to memory.
+/// What a code path's clone uses beyond its compiler flags: how it streams a computed block to
+/// memory, and how it converts float16/bfloat16.
 trait LineStore {
+    type Conv: HalfConv;
+
     /// Copies `BLOCK` bytes from `src` to `dst` with non-temporal stores.
     ///
     /// # Safety
@@ -533,6 +549,7 @@ trait LineStore {
 
 struct BaseLines;
 impl LineStore for BaseLines {
+    type Conv = convert::Scalar;
     #[inline(always)]
     unsafe fn stream_block(dst: *mut u8, src: *const u8) {
         #[cfg(target_arch = "x86_64")]
@@ -593,6 +610,149 @@ unsafe fn stream_fill<T: Elem, S: LineStore>(out: *mut T, n: usize, f: impl Fn(u
     }
 }
 
+/// Elements of a float16/bfloat16 block computed in float32 at a time: two streamed blocks of
+/// 16-bit results, one of bools.
+const WIDE_BLOCK: usize = 256;
+
+#[repr(C, align(64))]
+struct Aligned<T>(T);
+
+/// A run of a float16 (`BF` false) or bfloat16 (`BF` true) operation whose float32 function is
+/// `W` (see [`ElemFn::WIDENS`]), [`WIDE_BLOCK`] elements at a time: both operands widened to
+/// float32 (an operand broadcast along the run once), `W` computed on the block, the results
+/// rounded back to 16 bits (or written as the bools they are). Streaming as [`stream_fill`].
+///
+/// # Safety
+/// As [`binary_run`], with operands of 16-bit elements and a result of 16-bit elements (when `W`
+/// gives float32) or bools.
+#[inline(always)]
+unsafe fn half_body<W: ElemFn<f32>, S: LineStore, const BF: bool>(
+    ptrs: [*mut u8; 3],
+    strides: [isize; 3],
+    n: usize,
+    stream: bool,
+) {
+    let mut scratch = WideScratch {
+        x: [Aligned([0f32; WIDE_BLOCK]), Aligned([0f32; WIDE_BLOCK])],
+        bits: Aligned([0u16; WIDE_BLOCK]),
+    };
+    let mut r = std::mem::MaybeUninit::<Aligned<[W::Out; WIDE_BLOCK]>>::uninit();
+    let r = r.as_mut_ptr() as *mut W::Out;
+    let osize = if W::Out::DTYPE == DType::F32 { 2 } else { 1 };
+    let contiguous = strides[0] == osize as isize;
+    // SAFETY (this block): the caller's contract; every block lies within the run.
+    unsafe {
+        // An operand broadcast along the run is widened once.
+        for k in 0..2 {
+            if strides[k + 1] == 0 {
+                let v = convert::widen1::<BF>((ptrs[k + 1] as *const u16).read());
+                scratch.x[k].0.fill(v);
+            }
+        }
+        // Streaming: whole blocks from a 64-byte aligned position go out with non-temporal
+        // stores; the head before it and the tail after the last whole block normally.
+        let stream = stream && contiguous;
+        let mut i = 0;
+        if stream {
+            let misalign = ptrs[0] as usize % 64;
+            if misalign != 0 {
+                i = ((64 - misalign) / osize).min(n);
+                wide_block::<W, S, BF>(&mut scratch, r, ptrs, strides, 0, i, false);
+            }
+        }
+        while i < n {
+            let len = WIDE_BLOCK.min(n - i);
+            wide_block::<W, S, BF>(
+                &mut scratch,
+                r,
+                ptrs,
+                strides,
+                i,
+                len,
+                stream && len == WIDE_BLOCK,
+            );
+            i += len;
+        }
+    }
+}
+
+/// The float32 operands of a [`half_body`] block, and room for 16-bit patterns.
+struct WideScratch {
+    x: [Aligned<[f32; WIDE_BLOCK]>; 2],
+    bits: Aligned<[u16; WIDE_BLOCK]>,
+}
+
+/// Elements `i..i + len` of a [`half_body`] run (`len` at most [`WIDE_BLOCK`]), the results
+/// computed into `r` (room for a block, 64-byte aligned), streamed out when `streamed` (a whole
+/// block at a 64-byte aligned position). Inlined, not a closure: it then has its caller's target
+/// features.
+///
+/// # Safety
+/// As [`half_body`].
+#[inline(always)]
+unsafe fn wide_block<W: ElemFn<f32>, S: LineStore, const BF: bool>(
+    sc: &mut WideScratch,
+    r: *mut W::Out,
+    ptrs: [*mut u8; 3],
+    strides: [isize; 3],
+    i: usize,
+    len: usize,
+    streamed: bool,
+) {
+    let narrow = W::Out::DTYPE == DType::F32;
+    debug_assert!(narrow || W::Out::DTYPE == DType::Bool);
+    let osize = if narrow { 2 } else { 1 };
+    let so = strides[0];
+    // SAFETY (this block): indices stay within the block, which lies within the run; the whole
+    // block is read before any of its results is written, so `out` may be exactly an input.
+    unsafe {
+        for k in 0..2 {
+            let s = strides[k + 1];
+            let p = ptrs[k + 1].offset(i as isize * s) as *const u16;
+            let x = sc.x[k].0.as_mut_ptr();
+            if s == 2 {
+                S::Conv::widen::<BF>(p, x, len);
+            } else if s != 0 {
+                for j in 0..len {
+                    let h = (p as *const u8).offset(j as isize * s).cast::<u16>().read();
+                    sc.bits.0[j] = h;
+                }
+                S::Conv::widen::<BF>(sc.bits.0.as_ptr(), x, len);
+            }
+        }
+        let (xa, xb) = (&sc.x[0].0, &sc.x[1].0);
+        for j in 0..len {
+            r.add(j).write(W::call(xa[j], xb[j]));
+        }
+        let o = ptrs[0].offset(i as isize * so);
+        if narrow {
+            let rf = r as *const f32;
+            if so == 2 && !streamed {
+                S::Conv::narrow::<BF>(rf, o as *mut u16, len);
+                return;
+            }
+            S::Conv::narrow::<BF>(rf, sc.bits.0.as_mut_ptr(), len);
+        }
+        let src = if narrow {
+            sc.bits.0.as_ptr() as *const u8
+        } else {
+            r as *const u8
+        };
+        if streamed {
+            for k in 0..WIDE_BLOCK * osize / BLOCK {
+                S::stream_block(o.add(k * BLOCK), src.add(k * BLOCK));
+            }
+        } else if so == osize as isize {
+            std::ptr::copy_nonoverlapping(src, o, len * osize);
+        } else {
+            for j in 0..len {
+                let d = o.offset(j as isize * so);
+                std::ptr::copy_nonoverlapping(src.add(j * osize), d, osize);
+            }
+        }
+    }
+}
+
 #[inline(always)]
 unsafe fn binary_body<T: Elem, F: ElemFn<T>, S: LineStore>(
     ptrs: [*mut u8; 3],
@@ -600,6 +760,16 @@ unsafe fn binary_body<T: Elem, F: ElemFn<T>, S: LineStore>(
     n: usize,
     stream: bool,
 ) {
+    if F::WIDENS && matches!(T::DTYPE, DType::F16 | DType::BF16) {
+        // SAFETY: the caller's contract; T is 16 bits wide, and F's result is T or bool.
+        return unsafe {
+            if T::DTYPE == DType::BF16 {
+                half_body::<F::F32, S, true>(ptrs, strides, n, stream)
+            } else {
+                half_body::<F::F32, S, false>(ptrs, strides, n, stream)
+            }
+        };
+    }
     let size = size_of::<T>() as isize;
     let osize = size_of::<F::Out>() as isize;
     let (out, a, b) = (
@@ -779,6 +949,16 @@ unsafe fn cast_typed<S: Elem, D: Elem>(ptrs: [*mut u8; 2], strides: [isize; 2], 
     // SAFETY: the caller guarantees n elements at these strides.
     unsafe {
         if so == std::mem::size_of::<D>() as isize && ss == std::mem::size_of::<S>() as isize {
+            // Between float32 and the 16-bit floats: vectorised, the same bits (`convert`).
+            let (o16, s16) = (out as *mut u16, src as *const u16);
+            let (o32, s32) = (out as *mut f32, src as *const f32);
+            match (S::DTYPE, D::DTYPE) {
+                (DType::F16, DType::F32) => return widen_run::<false>(s16, o32, n),
+                (DType::BF16, DType::F32) => return widen_run::<true>(s16, o32, n),
+                (DType::F32, DType::F16) => return narrow_run::<false>(s32, o16, n),
+                (DType::F32, DType::BF16) => return narrow_run::<true>(s32, o16, n),
+                _ => {}
+            }
             let (out, src) = (out as *mut D, src as *const S);
             for i in 0..n {
                 out.add(i).write(src.add(i).read().cast::<D>());
@@ -790,6 +970,30 @@ unsafe fn cast_typed<S: Elem, D: Elem>(ptrs: [*mut u8; 2], strides: [isize; 2], 
             }
         }
     }
+}
+
+/// `n` 16-bit floats at `src` widened into `out` (contiguous; they do not overlap).
+unsafe fn widen_run<const BF: bool>(src: *const u16, out: *mut f32, n: usize) {
+    // SAFETY: the caller's contract.
+    let (src, out) = unsafe {
+        (
+            std::slice::from_raw_parts(src, n),
+            std::slice::from_raw_parts_mut(out, n),
+        )
+    };
+    convert::widen_slice::<BF>(src, out, false)
+}
+
+/// `n` float32 at `src` rounded into 16-bit floats at `out` (contiguous; they do not overlap).
+unsafe fn narrow_run<const BF: bool>(src: *const f32, out: *mut u16, n: usize) {
+    // SAFETY: the caller's contract.
+    let (src, out) = unsafe {
+        (
+            std::slice::from_raw_parts(src, n),
+            std::slice::from_raw_parts_mut(out, n),
+        )
+    };
+    convert::narrow_slice::<BF>(src, out, false)
 }
 
 /// `out[i] = a[i] op s` computed in float32 and rounded once to `dtype`, for `n` elements;
@@ -952,6 +1156,188 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// Element `i` of operand `k` read at `strides[k]` elements, computed element by element with
+    /// the operation's scalar function: the reference for the kernels' block paths.
+    struct Elementwise<'a>([&'a [u8]; 2], [usize; 2], usize);
+
+    impl Visit for Elementwise<'_> {
+        type Output = Vec<u8>;
+        fn visit<T: Elem, F: ElemFn<T>>(self) -> Vec<u8> {
+            let Elementwise(ops, strides, n) = self;
+            let read = |k: usize, i: usize| {
+                let p = ops[k][i * strides[k] * size_of::<T>()..].as_ptr();
+                // SAFETY: the test's buffers hold every element read.
+                unsafe { (p as *const T).read_unaligned() }
+            };
+            let mut out = Vec::new();
+            for i in 0..n {
+                let r = F::call(read(0, i), read(1, i));
+                // SAFETY: `r` is a plain element of `size_of::<F::Out>()` bytes.
+                out.extend_from_slice(unsafe {
+                    std::slice::from_raw_parts(
+                        &r as *const F::Out as *const u8,
+                        size_of::<F::Out>(),
+                    )
+                });
+            }
+            out
+        }
+    }
+
+    /// float16 and bfloat16: on every code path, streaming or not, contiguous, broadcast and
+    /// strided, every operation gives the bits of its scalar function applied element by element
+    /// (blocks in float32 for those that round once), on every pair of special values (zeros of
+    /// both signs, subnormals, the extremes, infinities, quiet and signalling NaNs) and on random
+    /// values.
+    #[test]
+    fn half_blocks_match_elementwise() {
+        let specials: [(DType, [u16; 16]); 2] = [
+            (
+                DType::F16,
+                [
+                    0x0000, 0x8000, 0x0001, 0x03FF, 0x0400, 0x3C00, 0xBC00, 0x7BFF, 0xFBFF, 0x7C00,
+                    0xFC00, 0x7E00, 0x7C01, 0x3555, 0x4248, 0xC900,
+                ],
+            ),
+            (
+                DType::BF16,
+                [
+                    0x0000, 0x8000, 0x0001, 0x007F, 0x0080, 0x3F80, 0xBF80, 0x7F7F, 0xFF7F, 0x7F80,
+                    0xFF80, 0x7FC0, 0x7F81, 0x3EAB, 0x4049, 0xC2C8,
+                ],
+            ),
+        ];
+        for (dtype, special) in specials {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for &x in &special {
+                for &y in &special {
+                    a.extend_from_slice(&x.to_le_bytes());
+                    b.extend_from_slice(&y.to_le_bytes());
+                }
+            }
+            a.extend(bytes(3000, 11, dtype));
+            b.extend(bytes(3000, 12, dtype));
+            let n = a.len() / 2;
+            for &op in BinaryOp::ALL {
+                if !op.rule().accepts(dtype) {
+                    continue;
+                }
+                let (odt, osize) = if op.rule().bool_result {
+                    (DType::Bool, 1)
+                } else {
+                    (dtype, 2)
+                };
+                // (stride of a, stride of b) in elements, and how many elements that covers.
+                for (sa, sb, len) in [(1, 1, n), (1, 0, n), (2, 1, n / 2)] {
+                    let want = op
+                        .visit(dtype, Elementwise([&a, &b], [sa, sb], len))
+                        .expect("accepted");
+                    for level in levels() {
+                        for stream in [false, true] {
+                            for off in [0usize, 3] {
+                                let mut buf = vec![0u64; (len + off) * osize / 8 + 8];
+                                let out = (buf.as_mut_ptr() as *mut u8).wrapping_add(off * osize);
+                                // SAFETY: every pointer covers `len` elements at its stride.
+                                let got = unsafe {
+                                    binary_run_with(
+                                        level,
+                                        stream,
+                                        op,
+                                        dtype,
+                                        [out, a.as_ptr() as *mut u8, b.as_ptr() as *mut u8],
+                                        [osize as isize, 2 * sa as isize, 2 * sb as isize],
+                                        len,
+                                    );
+                                    std::slice::from_raw_parts(out, len * osize)
+                                };
+                                for i in 0..len {
+                                    let (g, w) =
+                                        (&got[i * osize..][..osize], &want[i * osize..][..osize]);
+                                    assert!(
+                                        same_bits(odt, g, w),
+                                        "{dtype:?} {op:?} {level:?} stream={stream} sa={sa} sb={sb} element {i}: {g:?} != {w:?}"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Conversions between float32 and the 16-bit floats (contiguous: the vectorised ones) give
+    /// the bits of the element-by-element cast, for every 16-bit pattern and for float32 values
+    /// around every rounding boundary.
+    #[test]
+    fn half_casts_match_elementwise() {
+        for dtype in [DType::F16, DType::BF16] {
+            let all: Vec<u16> = (0..=u16::MAX).collect();
+            let mut wide = vec![0f32; all.len()];
+            // SAFETY: both buffers hold all.len() contiguous elements.
+            unsafe {
+                cast_run(
+                    dtype,
+                    DType::F32,
+                    [wide.as_mut_ptr() as *mut u8, all.as_ptr() as *mut u8],
+                    [4, 2],
+                    all.len(),
+                )
+            };
+            let floats: Vec<f32> = all
+                .iter()
+                .flat_map(|&h| {
+                    [0u32, 0x0FFF, 0x1000, 0x1001, 0x7FFF, 0x8000, 0x8001]
+                        .map(|lo| f32::from_bits((h as u32) << 16 | lo))
+                })
+                .collect();
+            let mut narrow = vec![0u16; floats.len()];
+            // SAFETY: as above.
+            unsafe {
+                cast_run(
+                    DType::F32,
+                    dtype,
+                    [narrow.as_mut_ptr() as *mut u8, floats.as_ptr() as *mut u8],
+                    [2, 4],
+                    floats.len(),
+                )
+            };
+            // The reference: the element-by-element cast of the element type.
+            fn check<H: Elem>(
+                dtype: DType,
+                all: &[u16],
+                wide: &[f32],
+                floats: &[f32],
+                narrow: &[u16],
+            ) {
+                for (h, w) in all.iter().zip(wide) {
+                    // SAFETY: H is a 16-bit element type; any pattern is one.
+                    let x = unsafe { (h as *const u16 as *const H).read() };
+                    let want: f32 = x.cast();
+                    assert!(
+                        same_bits(DType::F32, &w.to_le_bytes(), &want.to_le_bytes()),
+                        "{dtype:?} {h:#06x}"
+                    );
+                }
+                for (x, n) in floats.iter().zip(narrow) {
+                    let want: H = x.cast();
+                    // SAFETY: as above.
+                    let bits = unsafe { (&want as *const H as *const u16).read() };
+                    assert!(
+                        same_bits(dtype, &n.to_le_bytes(), &bits.to_le_bytes()),
+                        "{dtype:?} {:#010x}",
+                        x.to_bits()
+                    );
+                }
+            }
+            if dtype == DType::F16 {
+                check::<half::f16>(dtype, &all, &wide, &floats, &narrow);
+            } else {
+                check::<half::bf16>(dtype, &all, &wide, &floats, &narrow);
             }
         }
     }

@@ -2,6 +2,7 @@
 //! handle raw element memory, each block with its reason.
 pub mod alloc;
 pub mod binary_ops;
+pub(crate) mod convert;
 pub mod dtype;
 pub mod elem;
 pub mod error;

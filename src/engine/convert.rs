@@ -1,0 +1,343 @@
+//! Conversions between the 16-bit floats (float16, bfloat16) and float32, a block at a time.
+//!
+//! PyTorch computes an operation on float16/bfloat16 in float32 and rounds the result once, so a
+//! kernel on these types is three steps: widen the operands, compute in float32, narrow the result.
+//! Converting element by element through the `half` crate costs a few nanoseconds each (it checks
+//! the CPU on every call and the loop does not vectorise); these convert eight at a time:
+//!
+//! - float16: the F16C instructions (`vcvtph2ps`, and `vcvtps2ph` rounding to nearest even), the
+//!   very instructions the `half` crate uses one element at a time on such a CPU;
+//! - bfloat16: AVX2 integer arithmetic. Widening is a shift; narrowing rounds to nearest even by
+//!   adding `0x7FFF` plus the lowest kept bit, and NaNs keep their sign and upper payload with the
+//!   quiet bit set. That is exactly the `half` crate's (and c10's) rounding: the AVX-512 BF16
+//!   instruction `vcvtneps2bf16` is not used because it flushes subnormal inputs to zero, which
+//!   float32 subnormals do not become in PyTorch.
+//!
+//! Every path gives the bits of the `half` crate's per-element conversions (tests below compare
+//! all 65,536 16-bit patterns and a million float32 values, NaN payloads included), so results do
+//! not depend on the CPU. [`Scalar`] is the fallback for CPUs without AVX2 and F16C.
+
+/// The conversions of one code path. `BF` selects bfloat16 (else float16). The functions are
+/// inlined into the kernels of their path, which enable the instructions they use.
+pub(crate) trait HalfConv {
+    /// `dst[i] = widen(src[i])` for `i < n` (16-bit patterns to float32).
+    ///
+    /// # Safety
+    /// `src` valid for `n` reads, `dst` for `n` writes, the CPU has the path's instructions.
+    unsafe fn widen<const BF: bool>(src: *const u16, dst: *mut f32, n: usize);
+
+    /// `dst[i] = narrow(src[i])` for `i < n` (rounded to nearest even).
+    ///
+    /// # Safety
+    /// As [`HalfConv::widen`].
+    unsafe fn narrow<const BF: bool>(src: *const f32, dst: *mut u16, n: usize);
+}
+
+/// One element through the `half` crate: the reference every path matches.
+#[inline(always)]
+pub(crate) fn widen1<const BF: bool>(h: u16) -> f32 {
+    if BF {
+        half::bf16::from_bits(h).to_f32()
+    } else {
+        half::f16::from_bits(h).to_f32()
+    }
+}
+
+/// See [`widen1`].
+#[inline(always)]
+pub(crate) fn narrow1<const BF: bool>(x: f32) -> u16 {
+    if BF {
+        half::bf16::from_f32(x).to_bits()
+    } else {
+        half::f16::from_f32(x).to_bits()
+    }
+}
+
+/// Element by element through the `half` crate (any CPU).
+pub(crate) struct Scalar;
+
+impl HalfConv for Scalar {
+    #[inline(always)]
+    unsafe fn widen<const BF: bool>(src: *const u16, dst: *mut f32, n: usize) {
+        for i in 0..n {
+            // SAFETY: the caller's contract.
+            unsafe { dst.add(i).write(widen1::<BF>(src.add(i).read())) };
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn narrow<const BF: bool>(src: *const f32, dst: *mut u16, n: usize) {
+        for i in 0..n {
+            // SAFETY: the caller's contract.
+            unsafe { dst.add(i).write(narrow1::<BF>(src.add(i).read())) };
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) use x86::Avx2F16c;
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::HalfConv;
+    use std::arch::x86_64::*;
+
+    /// Eight at a time with F16C (float16) and AVX2 (bfloat16); for functions compiled with
+    /// `#[target_feature(enable = "avx2,f16c")]` on a CPU that has both.
+    pub(crate) struct Avx2F16c;
+
+    #[inline(always)]
+    unsafe fn widen8<const BF: bool>(h: __m128i) -> __m256 {
+        // SAFETY (both): register operations of the enabled features.
+        unsafe {
+            if BF {
+                let w = _mm256_cvtepu16_epi32(h);
+                // A NaN gets its quiet bit, as `half` does; everything else is a plain shift.
+                let nan = _mm256_cmpgt_epi32(
+                    _mm256_and_si256(w, _mm256_set1_epi32(0x7FFF)),
+                    _mm256_set1_epi32(0x7F80),
+                );
+                let w = _mm256_or_si256(w, _mm256_and_si256(nan, _mm256_set1_epi32(0x40)));
+                _mm256_castsi256_ps(_mm256_slli_epi32::<16>(w))
+            } else {
+                _mm256_cvtph_ps(h)
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn narrow8<const BF: bool>(x: __m256) -> __m128i {
+        // SAFETY (both): register operations of the enabled features.
+        unsafe {
+            if BF {
+                let u = _mm256_castps_si256(x);
+                let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(u), _mm256_set1_epi32(1));
+                let rounded = _mm256_srli_epi32::<16>(_mm256_add_epi32(
+                    _mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)),
+                    lsb,
+                ));
+                let nan = _mm256_cmpgt_epi32(
+                    _mm256_and_si256(u, _mm256_set1_epi32(0x7FFF_FFFF)),
+                    _mm256_set1_epi32(0x7F80_0000),
+                );
+                let quiet = _mm256_or_si256(_mm256_srli_epi32::<16>(u), _mm256_set1_epi32(0x40));
+                let r = _mm256_blendv_epi8(rounded, quiet, nan);
+                // Every lane holds a 16-bit value: packing with unsigned saturation keeps it.
+                _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256::<1>(r))
+            } else {
+                _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x)
+            }
+        }
+    }
+
+    impl HalfConv for Avx2F16c {
+        #[inline(always)]
+        unsafe fn widen<const BF: bool>(src: *const u16, dst: *mut f32, n: usize) {
+            // SAFETY: the caller's contract; the tail goes through a stack block of eight.
+            unsafe {
+                let mut i = 0;
+                while i + 8 <= n {
+                    let h = _mm_loadu_si128(src.add(i) as *const __m128i);
+                    _mm256_storeu_ps(dst.add(i), widen8::<BF>(h));
+                    i += 8;
+                }
+                if i < n {
+                    let mut h = [0u16; 8];
+                    let mut f = [0f32; 8];
+                    std::ptr::copy_nonoverlapping(src.add(i), h.as_mut_ptr(), n - i);
+                    let v = widen8::<BF>(_mm_loadu_si128(h.as_ptr() as *const __m128i));
+                    _mm256_storeu_ps(f.as_mut_ptr(), v);
+                    std::ptr::copy_nonoverlapping(f.as_ptr(), dst.add(i), n - i);
+                }
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn narrow<const BF: bool>(src: *const f32, dst: *mut u16, n: usize) {
+            // SAFETY: as above.
+            unsafe {
+                let mut i = 0;
+                while i + 8 <= n {
+                    let h = narrow8::<BF>(_mm256_loadu_ps(src.add(i)));
+                    _mm_storeu_si128(dst.add(i) as *mut __m128i, h);
+                    i += 8;
+                }
+                if i < n {
+                    let mut f = [0f32; 8];
+                    let mut h = [0u16; 8];
+                    std::ptr::copy_nonoverlapping(src.add(i), f.as_mut_ptr(), n - i);
+                    let v = narrow8::<BF>(_mm256_loadu_ps(f.as_ptr()));
+                    _mm_storeu_si128(h.as_mut_ptr() as *mut __m128i, v);
+                    std::ptr::copy_nonoverlapping(h.as_ptr(), dst.add(i), n - i);
+                }
+            }
+        }
+    }
+
+    /// [`Avx2F16c::widen`] compiled with its features (for callers outside the kernel clones).
+    ///
+    /// # Safety
+    /// As [`HalfConv::widen`]; the CPU has AVX2 and F16C.
+    #[target_feature(enable = "avx2,f16c")]
+    pub(super) unsafe fn widen_slice<const BF: bool>(src: &[u16], dst: &mut [f32]) {
+        let n = src.len().min(dst.len());
+        // SAFETY: both slices hold n elements; the caller checked the CPU.
+        unsafe { Avx2F16c::widen::<BF>(src.as_ptr(), dst.as_mut_ptr(), n) }
+    }
+
+    /// [`Avx2F16c::narrow`] compiled with its features.
+    ///
+    /// # Safety
+    /// As [`HalfConv::narrow`]; the CPU has AVX2 and F16C.
+    #[target_feature(enable = "avx2,f16c")]
+    pub(super) unsafe fn narrow_slice<const BF: bool>(src: &[f32], dst: &mut [u16]) {
+        let n = src.len().min(dst.len());
+        // SAFETY: as above.
+        unsafe { Avx2F16c::narrow::<BF>(src.as_ptr(), dst.as_mut_ptr(), n) }
+    }
+}
+
+/// Whether this CPU runs [`Avx2F16c`].
+pub(crate) fn has_avx2_f16c() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("f16c")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Widens `src` into `dst` (as many as the shorter holds) on the best path of this CPU, or on the
+/// scalar path when `scalar`.
+pub(crate) fn widen_slice<const BF: bool>(src: &[u16], dst: &mut [f32], scalar: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if !scalar && has_avx2_f16c() {
+        // SAFETY: the CPU has the features.
+        return unsafe { x86::widen_slice::<BF>(src, dst) };
+    }
+    let _ = scalar;
+    let n = src.len().min(dst.len());
+    // SAFETY: both slices hold n elements.
+    unsafe { Scalar::widen::<BF>(src.as_ptr(), dst.as_mut_ptr(), n) }
+}
+
+/// Narrows `src` into `dst` (as many as the shorter holds); see [`widen_slice`].
+pub(crate) fn narrow_slice<const BF: bool>(src: &[f32], dst: &mut [u16], scalar: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if !scalar && has_avx2_f16c() {
+        // SAFETY: the CPU has the features.
+        return unsafe { x86::narrow_slice::<BF>(src, dst) };
+    }
+    let _ = scalar;
+    let n = src.len().min(dst.len());
+    // SAFETY: both slices hold n elements.
+    unsafe { Scalar::narrow::<BF>(src.as_ptr(), dst.as_mut_ptr(), n) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The software conversions of the `half` crate (its `const` forms never use F16C): the
+    /// reference, independent of this CPU.
+    fn soft_widen<const BF: bool>(h: u16) -> u32 {
+        if BF {
+            half::bf16::from_bits(h).to_f32_const().to_bits()
+        } else {
+            half::f16::from_bits(h).to_f32_const().to_bits()
+        }
+    }
+
+    fn soft_narrow<const BF: bool>(x: f32) -> u16 {
+        if BF {
+            half::bf16::from_f32_const(x).to_bits()
+        } else {
+            half::f16::from_f32_const(x).to_bits()
+        }
+    }
+
+    /// Every 16-bit pattern, on both paths and at every tail length, gives the reference's bits
+    /// (NaN payloads included).
+    fn widen_all<const BF: bool>() {
+        let src: Vec<u16> = (0..=u16::MAX).collect();
+        for scalar in [true, false] {
+            for len in [src.len(), src.len() - 3] {
+                let mut dst = vec![0f32; len];
+                widen_slice::<BF>(&src[..len], &mut dst, scalar);
+                for (i, d) in dst.iter().enumerate() {
+                    assert_eq!(
+                        d.to_bits(),
+                        soft_widen::<BF>(src[i]),
+                        "bf16={BF} scalar={scalar} {:#06x}",
+                        src[i]
+                    );
+                }
+            }
+        }
+    }
+
+    /// Float32 values around every rounding boundary of both formats: every upper half with
+    /// lower halves that sit just below, on and above the half-way points of either format (and
+    /// some others), normal, subnormal, infinite and NaN.
+    fn narrow_many<const BF: bool>() {
+        const LOW: [u32; 16] = [
+            0x0000, 0x0001, 0x0FFF, 0x1000, 0x1001, 0x1FFF, 0x2000, 0x2001, 0x7FFF, 0x8000, 0x8001,
+            0xBFFF, 0xC000, 0xFFFF, 0x5A5A, 0xA5A5,
+        ];
+        let src: Vec<f32> = (0..=u16::MAX as u32)
+            .flat_map(|hi| LOW.iter().map(move |&lo| f32::from_bits(hi << 16 | lo)))
+            .collect();
+        for scalar in [true, false] {
+            for len in [src.len(), src.len() - 5] {
+                let mut dst = vec![0u16; len];
+                narrow_slice::<BF>(&src[..len], &mut dst, scalar);
+                for (i, d) in dst.iter().enumerate() {
+                    assert_eq!(
+                        *d,
+                        soft_narrow::<BF>(src[i]),
+                        "bf16={BF} scalar={scalar} {:#010x}",
+                        src[i].to_bits()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn float16_widens_like_half() {
+        widen_all::<false>();
+    }
+
+    #[test]
+    fn bfloat16_widens_like_half() {
+        widen_all::<true>();
+    }
+
+    #[test]
+    fn float16_narrows_like_half() {
+        narrow_many::<false>();
+    }
+
+    #[test]
+    fn bfloat16_narrows_like_half() {
+        narrow_many::<true>();
+    }
+
+    /// Short runs (every length below two vectors) convert exactly their elements and write
+    /// nothing past them.
+    #[test]
+    fn short_runs_stay_in_bounds() {
+        for n in 0..17 {
+            let src: Vec<u16> = (0..n as u16).map(|i| 0x3C00 + i).collect();
+            let mut dst = vec![-1.0f32; n + 4];
+            widen_slice::<false>(&src, &mut dst[..n], false);
+            assert!(dst[n..].iter().all(|&x| x == -1.0), "n={n}");
+            let mut back = vec![0xFFFFu16; n + 4];
+            narrow_slice::<false>(&dst[..n], &mut back[..n], false);
+            assert_eq!(&back[..n], &src[..], "n={n}");
+            assert!(back[n..].iter().all(|&x| x == 0xFFFF), "n={n}");
+        }
+    }
+}
