@@ -229,6 +229,42 @@
 #define BC_ERROR_KIND_READ_ONLY_LEGACY_EXPORT 64
 
 /**
+ * A step that pushes input number `arg` (an index into the `inputs` array).
+ */
+#define BC_EXPR_INPUT 0
+
+/**
+ * A step that pushes a constant: a 0-d tensor of dtype `arg` (a `BC_DTYPE_*` code), holding
+ * `float_value` (rounded to the dtype) for the floating dtypes and `int_value` (converted as a C
+ * cast: wrapping; non-zero is true) for bool and the integers. It promotes as a 0-d tensor
+ * does: `int32 tensor * float64 constant` is float64, `float16 tensor * float64 constant` is
+ * float16.
+ */
+#define BC_EXPR_CONST 1
+
+/**
+ * A step that pops `b`, then `a`, and pushes `a op b`, for `arg` a `BC_OP_*` code (as
+ * `bc_binary`).
+ */
+#define BC_EXPR_OP 2
+
+/**
+ * A step that pops `b`, `a`, then `cond`, and pushes `where(cond, a, b)` (as `bc_where`; `arg`
+ * is not read).
+ */
+#define BC_EXPR_WHERE 3
+
+/**
+ * Most steps a program may have.
+ */
+#define BC_EXPR_MAX_STEPS 64
+
+/**
+ * Most values a program may have waiting at once.
+ */
+#define BC_EXPR_MAX_DEPTH 16
+
+/**
  * Largest number of dimensions a shape may have.
  */
 #define BC_MAX_NDIM 64
@@ -701,6 +737,30 @@ typedef struct bc_error_info {
 } bc_error_info;
 
 /**
+ * One step of an expression program, for `bc_expr_eval` and `bc_expr_eval_out`: a postfix
+ * (reverse Polish) program such as `{INPUT 0, INPUT 1, OP BC_OP_MUL, INPUT 2, OP BC_OP_ADD}`
+ * for `a * b + c`.
+ */
+typedef struct bc_expr_step {
+  /**
+   * `BC_EXPR_INPUT`, `BC_EXPR_CONST`, `BC_EXPR_OP` or `BC_EXPR_WHERE`.
+   */
+  int32_t kind;
+  /**
+   * The input's index, the constant's dtype, or the operation's `BC_OP_*` code.
+   */
+  int32_t arg;
+  /**
+   * A `BC_EXPR_CONST` of bool or an integer dtype: its value.
+   */
+  int64_t int_value;
+  /**
+   * A `BC_EXPR_CONST` of a floating dtype: its value.
+   */
+  double float_value;
+} bc_expr_step;
+
+/**
  * Receives each warning: `message` is NUL-terminated and valid only during the call (copy it to
  * keep it); it carries no "UserWarning: " prefix. Called on the thread of the operation that
  * warns, before that operation returns.
@@ -932,6 +992,72 @@ BC_MUST_USE int32_t bc_last_error_shape(int32_t which, int64_t *buf, size_t cap,
  * `internal error: bc_debug_panic: deliberate panic`, and the library stays usable.
  */
 BC_MUST_USE int32_t bc_debug_panic(void);
+
+/**
+ * `*out` = the value of the expression `steps[0..nsteps]` over `inputs[0..ninputs]`, in a new
+ * tensor, computed in one pass over memory.
+ *
+ * The program is postfix (see `bc_expr_step`): inputs and constants are pushed, each operation
+ * pops its operands and pushes its result, and one value must be left. The result is exactly
+ * what the separate calls give, step by step (`bc_binary` for each `BC_EXPR_OP`, `bc_where` for
+ * each `BC_EXPR_WHERE`, a 0-d tensor for each constant): the same promotion, broadcasting and
+ * rounding at each step's type, the same errors with the same texts, the same warnings under
+ * `bc_set_broadcast_warning` / `bc_set_legacy_fallback` (given as each step completes, so the
+ * steps before a failing one give theirs). Only the intermediate results never go
+ * through memory: the operations run over blocks of a few hundred elements that stay in the
+ * cache (an operation whose result is broadcast further, such as a product of two columns added
+ * to a matrix, is computed once on its own first). Expressions the single pass does not take (more
+ * than 8 distinct tensors, an integer divisor, a warning, an error) are evaluated call by call,
+ * with the same results. Every input may be used any number of times.
+ * On success the caller owns `*out` (free it with `bc_tensor_free`); on failure `*out` is NULL.
+ *
+ * Arguments are checked in order: `out` (NULL), `steps` (NULL, then the program), `inputs`
+ * (NULL, then each handle); then the steps run.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_INVALID_ARG` (a malformed program: more than `BC_EXPR_MAX_STEPS` steps, an
+ * unknown step kind, dtype or op code, an input index out of range, an operation without its
+ * operands, more than `BC_EXPR_MAX_DEPTH` values waiting, no operation, or not exactly one
+ * value left; the message names the step); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; and
+ * whatever the separate calls return (`BC_ERR_SHAPE`, `BC_ERR_DTYPE`, `BC_ERR_VALUE`,
+ * `BC_ERR_OVERFLOW`, `BC_ERR_ALLOC`), from the first step that fails.
+ *
+ * # Safety
+ * `steps` valid for `nsteps` reads, `inputs` for `ninputs` reads (`(NULL, 0)` is an empty
+ * array), `out` for one write.
+ */
+BC_MUST_USE
+int32_t bc_expr_eval(const struct bc_expr_step *steps,
+                     size_t nsteps,
+                     const struct bc_tensor *const *inputs,
+                     size_t ninputs,
+                     struct bc_tensor **out);
+
+/**
+ * The value of the expression `steps[0..nsteps]` over `inputs[0..ninputs]` written into the
+ * caller's `out`, as `bc_expr_eval` computes it: the last operation is the one that writes, as
+ * `bc_binary_out` (or `bc_where_out`) would, so `out` must have exactly the result's shape and a
+ * type the last operation's result can be cast to (for `where`, exactly its type), may not have
+ * elements sharing memory, nor partly overlap that operation's operands. `out` may be one of the
+ * inputs (`x = x * a + b`): each element is read before it is written. When the call fails,
+ * `out` is unchanged.
+ *
+ * Arguments are checked as by `bc_expr_eval`, the `out` handle after the inputs.
+ *
+ * # Returns
+ * As `bc_expr_eval`, and as `bc_binary_out` for `out` (`BC_ERR_SHAPE`, `BC_ERR_DTYPE`,
+ * `BC_ERR_OVERLAP`, `BC_ERR_READ_ONLY`).
+ *
+ * # Safety
+ * `steps` valid for `nsteps` reads, `inputs` for `ninputs` reads (`(NULL, 0)` is an empty
+ * array).
+ */
+BC_MUST_USE
+int32_t bc_expr_eval_out(const struct bc_expr_step *steps,
+                         size_t nsteps,
+                         const struct bc_tensor *const *inputs,
+                         size_t ninputs,
+                         struct bc_tensor *out);
 
 /**
  * `*out = a op b` in a new tensor of the broadcast shape and PyTorch's result type, for `op` a

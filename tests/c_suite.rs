@@ -34,6 +34,7 @@ const KNOWN_SOURCES: &[&str] = &[
     "ops.c",
     "thread_exit.c",
     "ops_more.c",
+    "expr.c",
     "header_tu_main.c",
     "header_tu_other.c",
     "header_cxx.cpp",
@@ -357,6 +358,11 @@ fn thread_exit() {
 #[test]
 fn ops_more() {
     build_and_run("ops_more");
+}
+
+#[test]
+fn expr() {
+    build_and_run("expr");
 }
 
 /// include/broadcast.h compiles as C++17 (twice included) and links.

@@ -289,6 +289,16 @@ impl Ctx {
     }
 }
 
+/// An expression step without a constant.
+fn ex(kind: i32, arg: i32) -> bc_expr_step {
+    bc_expr_step {
+        kind,
+        arg,
+        int_value: 0,
+        float_value: 0.0,
+    }
+}
+
 fn message() -> String {
     // SAFETY: (NULL, 0) sizes the message; then a buffer of that size + 1.
     unsafe {
@@ -990,6 +1000,124 @@ fn arithmetic() -> Vec<Scenario> {
             |c| {
                 let (cond, a) = (c.t(F32, &A7), c.t(F32, &B7));
                 call!(|c| bc_where(cond, a, a, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_expr_eval",
+            "7-d (a * b + c) * 0.5 in one pass, a float16 operand and a float64 constant",
+            BC_OK,
+            |c| {
+                let (a, b, d) = (c.t(F32, &C7), c.t(BC_DTYPE_FLOAT16, &B7), c.t(F32, &A7));
+                let steps = [
+                    ex(BC_EXPR_INPUT, 0),
+                    ex(BC_EXPR_INPUT, 1),
+                    ex(BC_EXPR_OP, BC_OP_MUL),
+                    ex(BC_EXPR_INPUT, 2),
+                    ex(BC_EXPR_OP, BC_OP_ADD),
+                    bc_expr_step {
+                        kind: BC_EXPR_CONST,
+                        arg: F64,
+                        int_value: 0,
+                        float_value: 0.5,
+                    },
+                    ex(BC_EXPR_OP, BC_OP_MUL),
+                ];
+                let ins = [a as *const bc_tensor, b, d];
+                call!(|c| bc_expr_eval(steps.as_ptr(), steps.len(), ins.as_ptr(), 3, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_expr_eval",
+            "20 steps, an operation broadcast further (computed first) and an int32 remainder (call by call)",
+            BC_OK,
+            |c| {
+                let (a, b, d) = (c.t(I32, &A7), c.t(I32, &[3, 1, 2, 1]), c.t(I32, &C7));
+                let mut steps = vec![ex(BC_EXPR_INPUT, 2), ex(BC_EXPR_INPUT, 0), ex(BC_EXPR_INPUT, 1)];
+                steps.extend([ex(BC_EXPR_OP, BC_OP_MUL), ex(BC_EXPR_OP, BC_OP_SUB)]);
+                for _ in 0..5 {
+                    steps.extend([ex(BC_EXPR_INPUT, 0), ex(BC_EXPR_OP, BC_OP_ADD)]);
+                }
+                steps.extend([ex(BC_EXPR_INPUT, 2), ex(BC_EXPR_OP, BC_OP_MAXIMUM)]);
+                steps.push(bc_expr_step {
+                    kind: BC_EXPR_CONST,
+                    arg: I32,
+                    int_value: 7,
+                    float_value: 0.0,
+                });
+                steps.push(ex(BC_EXPR_OP, BC_OP_REMAINDER));
+                let ins = [a as *const bc_tensor, b, d];
+                call!(|c| bc_expr_eval(steps.as_ptr(), steps.len(), ins.as_ptr(), 3, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_expr_eval",
+            "shapes that do not broadcast at the second operation",
+            BC_ERR_SHAPE,
+            |c| {
+                let (a, b) = (c.t(F32, &C7), c.t(F32, &[2, 3]));
+                let steps = [
+                    ex(BC_EXPR_INPUT, 0),
+                    ex(BC_EXPR_INPUT, 0),
+                    ex(BC_EXPR_OP, BC_OP_ADD),
+                    ex(BC_EXPR_INPUT, 1),
+                    ex(BC_EXPR_OP, BC_OP_ADD),
+                ];
+                let ins = [a as *const bc_tensor, b];
+                call!(|c| bc_expr_eval(steps.as_ptr(), steps.len(), ins.as_ptr(), 2, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_expr_eval_out",
+            "7-d where(a < b, a * b, 1) into float64 on the thread pool (threshold 1, 4 threads)",
+            BC_OK,
+            |c| {
+                let _ = bc_set_parallel_threshold(1);
+                let _ = bc_set_num_threads(4);
+                c.restore.push(|| {
+                    let _ = bc_set_parallel_threshold(0);
+                    let _ = bc_set_num_threads(0);
+                });
+                let (a, b) = (c.t(F64, &C7), c.t(F64, &B7));
+                let o = c.t(F64, &C7);
+                let steps = [
+                    ex(BC_EXPR_INPUT, 0),
+                    ex(BC_EXPR_INPUT, 1),
+                    ex(BC_EXPR_OP, BC_OP_LT),
+                    ex(BC_EXPR_INPUT, 0),
+                    ex(BC_EXPR_INPUT, 1),
+                    ex(BC_EXPR_OP, BC_OP_MUL),
+                    bc_expr_step {
+                        kind: BC_EXPR_CONST,
+                        arg: F64,
+                        int_value: 0,
+                        float_value: 1.0,
+                    },
+                    bc_expr_step {
+                        kind: BC_EXPR_WHERE,
+                        arg: 0,
+                        int_value: 0,
+                        float_value: 0.0,
+                    },
+                ];
+                let ins = [a as *const bc_tensor, b];
+                call!(|_c| bc_expr_eval_out(steps.as_ptr(), steps.len(), ins.as_ptr(), 2, o))
+            },
+        ),
+        sc(
+            "bc_expr_eval_out",
+            "x = x * a + x in place",
+            BC_OK,
+            |c| {
+                let (x, a) = (c.t(F32, &C7), c.t(F32, &B7));
+                let steps = [
+                    ex(BC_EXPR_INPUT, 0),
+                    ex(BC_EXPR_INPUT, 1),
+                    ex(BC_EXPR_OP, BC_OP_MUL),
+                    ex(BC_EXPR_INPUT, 0),
+                    ex(BC_EXPR_OP, BC_OP_ADD),
+                ];
+                let ins = [x as *const bc_tensor, a];
+                call!(|_c| bc_expr_eval_out(steps.as_ptr(), steps.len(), ins.as_ptr(), 2, x))
             },
         ),
         sc(

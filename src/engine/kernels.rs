@@ -57,6 +57,12 @@ pub(crate) fn offer_rows(rows: Rows, call: impl FnOnce()) -> bool {
     TAKEN.with(|t| t.replace(false))
 }
 
+/// Withdraws an offer of rows made to this thread (see [`offer_rows`]): for code called as a
+/// kernel that calls kernels itself, on its own blocks.
+pub(crate) fn decline_rows() {
+    ROWS.with(|r| r.set(None));
+}
+
 /// Marks the runs that follow on this thread as streaming (or not); returns the previous mark.
 pub(crate) fn set_streaming(on: bool) -> bool {
     STREAM.with(|s| s.replace(on))

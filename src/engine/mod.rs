@@ -6,6 +6,7 @@ pub(crate) mod convert;
 pub mod dtype;
 pub mod elem;
 pub mod error;
+pub mod expr;
 pub mod format;
 pub mod kernels;
 pub mod ops;

@@ -236,7 +236,7 @@ fn work_bound<const K: usize>(shapes: [&[usize]; K]) -> usize {
     })
 }
 
-fn check_op_defined(op: BinaryOp, a: DType, b: DType) -> Result<()> {
+pub(crate) fn check_op_defined(op: BinaryOp, a: DType, b: DType) -> Result<()> {
     match (op, a == DType::Bool, b == DType::Bool) {
         (BinaryOp::Sub, true, true) => Err(Error::BoolSubtraction { both: true }),
         (BinaryOp::Sub, true, false) | (BinaryOp::Sub, false, true) => {
@@ -255,14 +255,19 @@ fn falls_back(e: &Error, opts: Options) -> bool {
 /// The types of `a op b`: what it computes in (its inputs are converted to that), and what it
 /// gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Types {
-    compute: DType,
-    result: DType,
+pub(crate) struct Types {
+    pub compute: DType,
+    pub result: DType,
 }
 
 fn op_types(op: BinaryOp, a: &Tensor, b: &Tensor) -> Types {
+    types_of(op, (a.dtype(), a.ndim() == 0), (b.dtype(), b.ndim() == 0))
+}
+
+/// [`op_types`] from what promotion looks at: each operand's type, and whether it is 0-d.
+pub(crate) fn types_of(op: BinaryOp, a: (DType, bool), b: (DType, bool)) -> Types {
     let rule = op.rule();
-    let t = result_type(a.dtype(), a.ndim() == 0, b.dtype(), b.ndim() == 0);
+    let t = result_type(a.0, a.1, b.0, b.1);
     // Operations such as true division compute integers and bools in the default floating type.
     let compute = if rule.compute == Compute::Floating && !t.is_floating() {
         DType::F32
@@ -278,7 +283,7 @@ fn op_types(op: BinaryOp, a: &Tensor, b: &Tensor) -> Types {
 }
 
 /// PyTorch's refusal of a computation type the operation has no kernel for.
-fn check_kernel(op: BinaryOp, compute: DType) -> Result<()> {
+pub(crate) fn check_kernel(op: BinaryOp, compute: DType) -> Result<()> {
     let rule = op.rule();
     if rule.accepts(compute) {
         Ok(())
@@ -381,12 +386,7 @@ fn compute(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor, dtype: DType) -> 
 /// so in their table row ([`Rule::float32_scalar`](super::binary_ops::Rule)). Returns that
 /// float32 when the rule applies.
 fn scalar_read_in_f32(rule: &Rule, dtype: DType, a: &Tensor, b: &Tensor) -> Option<f32> {
-    let applies = rule.float32_scalar
-        && matches!(dtype, DType::F16 | DType::BF16)
-        && a.dtype() == dtype
-        && b.dtype() != dtype
-        && b.numel() == 1;
-    if !applies {
+    if !reads_scalar_in_f32(rule, dtype, a.dtype(), b.dtype(), b.numel()) {
         return None;
     }
     let mut s = 0f32;
@@ -401,6 +401,22 @@ fn scalar_read_in_f32(rule: &Rule, dtype: DType, a: &Tensor, b: &Tensor) -> Opti
         )
     };
     Some(s)
+}
+
+/// Whether [`scalar_read_in_f32`] applies to operands of types `a` and `b`, `b` of `b_numel`
+/// elements, computed in `dtype`.
+pub(crate) fn reads_scalar_in_f32(
+    rule: &Rule,
+    dtype: DType,
+    a: DType,
+    b: DType,
+    b_numel: usize,
+) -> bool {
+    rule.float32_scalar
+        && matches!(dtype, DType::F16 | DType::BF16)
+        && a == dtype
+        && b != dtype
+        && b_numel == 1
 }
 
 /// `out = a op s` where `out` and `a` have the computation type (float16 or bfloat16) and `s` is
@@ -478,7 +494,7 @@ fn compute_same_type(
 /// # Safety
 /// `kernel` must be sound for runs of these views at their types; the written operand may alias
 /// an input only exactly.
-unsafe fn run_elementwise<const N: usize>(
+pub(crate) unsafe fn run_elementwise<const N: usize>(
     operands: [&Tensor; N],
     kernel: impl Fn([*mut u8; N], [isize; N], usize) + Sync,
 ) -> Result<()> {
@@ -512,7 +528,7 @@ unsafe fn run_elementwise<const N: usize>(
 
 /// A written-to tensor may not overlap itself, nor partly overlap an input (docs/semantics.md,
 /// section 8); and memory shared read-only is never written.
-fn check_writable(dest: &Tensor, inputs: &[&Tensor]) -> Result<()> {
+pub(crate) fn check_writable(dest: &Tensor, inputs: &[&Tensor]) -> Result<()> {
     if dest.is_read_only() {
         return Err(Error::ReadOnly);
     }

@@ -62,7 +62,7 @@ pub const BC_OP_ATAN2: i32 = 24;
 /// `hypot(a, b)`, floating types only.
 pub const BC_OP_HYPOT: i32 = 25;
 
-fn op_in(code: i32) -> Result<BinaryOp, FfiError> {
+pub(crate) fn op_in(code: i32) -> Result<BinaryOp, FfiError> {
     usize::try_from(code)
         .ok()
         .and_then(|i| BinaryOp::ALL.get(i).copied())

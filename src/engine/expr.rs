@@ -1,0 +1,900 @@
+//! Fused elementwise expressions: a short postfix program of inputs, constants and the library's
+//! elementwise operations (every binary operation, and `where`), evaluated with exactly the
+//! semantics of the separate calls it stands for (the same checks in the same order, the same
+//! promotion, broadcasting, overlap and switch rules, the same roundings at the same types) but
+//! in one pass over memory.
+//!
+//! How: the program is first checked as metadata only, step by step, with the separate calls'
+//! own rules (`ops`). When every step is a plain elementwise step (no error, no warning, no
+//! legacy fallback, no integer divisor to scan), the operations run over blocks of a few hundred
+//! elements that stay in L1: each block of the inputs goes through every operation (the same
+//! kernels the separate calls run, on the same types, converting where they convert) before the
+//! next is read, and only the result reaches memory. Anything else (an error, a warning, a
+//! program with more operands than one pass takes) is evaluated call by call, which gives the
+//! separate calls' errors, warnings and results by construction.
+//!
+//! An operation whose result is smaller than the whole result (it is broadcast further, say
+//! `(m * s) + x` with `m` and `s` columns) is computed first on its own, so that every element of
+//! every intermediate is computed once, as with separate calls, and the pass reads it as an input.
+use super::alloc::{alloc_error, try_small, try_vec};
+use super::binary_ops::BinaryOp;
+use super::dtype::{can_cast, result_type, DType};
+use super::elem::Elem;
+use super::error::{Error, ErrorKind, Result};
+use super::kernels;
+use super::ops::{self, Options, Warning, Warnings};
+use super::overlap;
+use super::shape::{broadcast_shapes, checked_numel, Dims};
+use super::tensor::{Init, Tensor};
+use crate::with_elem;
+use smallvec::SmallVec;
+use std::mem::MaybeUninit;
+
+/// Longest program, in steps.
+pub const MAX_STEPS: usize = 64;
+/// Most values a program may have waiting on its stack at once.
+pub const MAX_DEPTH: usize = 16;
+/// Most tensors one fused pass reads (inputs, and operations computed first because their
+/// result is broadcast further); an expression with more is evaluated call by call.
+pub const MAX_FUSED_OPERANDS: usize = 8;
+
+/// One step of a program.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Step {
+    /// Push input number `i`.
+    Input(usize),
+    /// Push a constant (a 0-d tensor).
+    Const(Constant),
+    /// Pop `b`, then `a`; push `a op b` (as `ops::binary`).
+    Binary(BinaryOp),
+    /// Pop `b`, `a`, then `cond`; push `where(cond, a, b)` (as `ops::where_`).
+    Where,
+}
+
+/// A constant of a program: a 0-d tensor of its type, made as `bc_tensor_full` makes one, so it
+/// takes part in type promotion as a 0-d tensor does (`int32 * float64 0-d` is float64).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Constant {
+    dtype: DType,
+    /// The element, in its type's bytes at the start (a `u64`: aligned for every element type).
+    value: u64,
+}
+
+impl Constant {
+    /// A constant of `dtype`: floating types take `float_value` (rounded to the type), bool and
+    /// integers take `int_value` (converted as a C cast: wrapping, and non-zero is true).
+    pub fn new(dtype: DType, int_value: i64, float_value: f64) -> Constant {
+        let mut value = 0u64;
+        with_elem!(dtype, T => {
+            let v = if dtype.is_floating() {
+                T::from_f64(float_value)
+            } else {
+                T::from_i64(int_value)
+            };
+            // SAFETY: every element type fits in, and is aligned by, a u64.
+            unsafe { (&mut value as *mut u64 as *mut T).write(v) };
+        });
+        Constant { dtype, value }
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The element, for kernels that read it (they take `*mut`, and only read inputs).
+    fn ptr(&self) -> *mut u8 {
+        &self.value as *const u64 as *mut u8
+    }
+
+    /// The constant converted to `dtype` as an input of another type is converted.
+    fn cast(&self, dtype: DType) -> Constant {
+        let mut out = Constant { dtype, value: 0 };
+        let dst = &mut out.value as *mut u64 as *mut u8;
+        // SAFETY: one element of each type, each in its own aligned u64.
+        unsafe { kernels::cast_run(self.dtype, dtype, [dst, self.ptr()], [0, 0], 1) };
+        out
+    }
+
+    /// The constant as a 0-d tensor.
+    fn tensor(&self) -> Result<Tensor> {
+        Tensor::from_bytes(
+            self.dtype,
+            &[],
+            &self.value.to_ne_bytes()[..self.dtype.size()],
+        )
+    }
+}
+
+/// Checks a program's structure against `ninputs` inputs: at most [`MAX_STEPS`] steps, at least
+/// one operation, inputs in range, every operation finding its operands, at most [`MAX_DEPTH`]
+/// values waiting, exactly one value left at the end.
+pub fn check_program(steps: &[Step], ninputs: usize) -> Result<()> {
+    if steps.len() > MAX_STEPS {
+        return Err(Error::invalid(format_args!(
+            "an expression has at most {MAX_STEPS} steps; this one has {}",
+            steps.len()
+        )));
+    }
+    let mut depth = 0usize;
+    let mut operations = 0usize;
+    for (k, step) in steps.iter().enumerate() {
+        let (pops, name) = match step {
+            Step::Input(i) if *i >= ninputs => {
+                return Err(Error::invalid(format_args!(
+                    "step {k} reads input {i}, but {ninputs} input(s) were given"
+                )))
+            }
+            Step::Input(_) | Step::Const(_) => (0, ""),
+            Step::Binary(op) => (2, op.name()),
+            Step::Where => (3, "where"),
+        };
+        if depth < pops {
+            return Err(Error::invalid(format_args!(
+                "step {k} ({name}) needs {pops} operands, but {depth} are waiting"
+            )));
+        }
+        if pops > 0 {
+            operations += 1;
+        }
+        depth = depth - pops + 1;
+        if depth > MAX_DEPTH {
+            return Err(Error::invalid(format_args!(
+                "step {k} leaves {depth} values waiting; an expression may have at most {MAX_DEPTH}"
+            )));
+        }
+    }
+    if operations == 0 {
+        return Err(Error::invalid("an expression needs at least one operation"));
+    }
+    if depth != 1 {
+        return Err(Error::invalid(format_args!(
+            "the expression leaves {depth} values; it must leave exactly one"
+        )));
+    }
+    Ok(())
+}
+
+/// Evaluates a checked program (see [`check_program`]) into a new tensor, as the separate calls
+/// would (`ops::binary`, `ops::where_`). Warnings come as they would from those calls: `warn`
+/// gets each step's as the step completes, except the last step's, which are returned with its
+/// result (so a caller gives them only when the whole call succeeds, as for one operation).
+pub fn eval(
+    steps: &[Step],
+    inputs: &[&Tensor],
+    opts: Options,
+    warn: &mut dyn FnMut(&[Warning]),
+) -> Result<(Tensor, Warnings)> {
+    debug_assert!(check_program(steps, inputs.len()).is_ok());
+    if let Some(pass) = plan(steps, inputs, None, opts)? {
+        let out = Tensor::new(pass.dtype, &pass.shape, Init::Uninit)?;
+        pass.run(steps, inputs, &out, opts)?;
+        return Ok((out, Warnings::new()));
+    }
+    let (out, warnings) = call_by_call(steps, inputs, None, opts, warn)?;
+    Ok((
+        out.expect("without `out` the last step makes a tensor"),
+        warnings,
+    ))
+}
+
+/// Evaluates a checked program into `out`, as the separate calls would, the last one being
+/// `ops::binary_out` (or `ops::where_out`) into `out`; warnings as [`eval`].
+pub fn eval_out(
+    steps: &[Step],
+    inputs: &[&Tensor],
+    out: &Tensor,
+    opts: Options,
+    warn: &mut dyn FnMut(&[Warning]),
+) -> Result<Warnings> {
+    debug_assert!(check_program(steps, inputs.len()).is_ok());
+    match plan(steps, inputs, Some(out), opts)? {
+        Some(pass) => {
+            pass.run(steps, inputs, out, opts)?;
+            Ok(Warnings::new())
+        }
+        None => Ok(call_by_call(steps, inputs, Some(out), opts, warn)?.1),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Call by call: the reference semantics.
+
+/// A value on the stack: an input, or a tensor this evaluation made.
+enum Value<'a> {
+    Input(&'a Tensor),
+    Made(Tensor),
+}
+
+impl Value<'_> {
+    fn get(&self) -> &Tensor {
+        match self {
+            Value::Input(t) => t,
+            Value::Made(t) => t,
+        }
+    }
+}
+
+/// Runs `steps` (one whole expression) as separate calls; the last one writes into `out` when
+/// given, else its new tensor is returned. `warn` gets the warnings of every step but the last,
+/// whose are returned.
+fn call_by_call(
+    steps: &[Step],
+    inputs: &[&Tensor],
+    out: Option<&Tensor>,
+    opts: Options,
+    warn: &mut dyn FnMut(&[Warning]),
+) -> Result<(Option<Tensor>, Warnings)> {
+    // Never spills: a checked program has at most MAX_DEPTH values waiting.
+    let mut stack: SmallVec<[Value; MAX_DEPTH]> = SmallVec::new();
+    for (k, step) in steps.iter().enumerate() {
+        let last = k + 1 == steps.len();
+        let into = if last { out } else { None };
+        let (made, warnings) = match *step {
+            Step::Input(i) => (Value::Input(inputs[i]), Warnings::new()),
+            Step::Const(c) => (Value::Made(c.tensor()?), Warnings::new()),
+            Step::Binary(op) => {
+                let (b, a) = (pop(&mut stack), pop(&mut stack));
+                match into {
+                    Some(out) => {
+                        return Ok((None, ops::binary_out(op, a.get(), b.get(), out, opts)?))
+                    }
+                    None => {
+                        let (t, w) = ops::binary(op, a.get(), b.get(), opts)?;
+                        (Value::Made(t), w)
+                    }
+                }
+            }
+            Step::Where => {
+                let (b, a, cond) = (pop(&mut stack), pop(&mut stack), pop(&mut stack));
+                match into {
+                    Some(out) => {
+                        return Ok((None, ops::where_out(cond.get(), a.get(), b.get(), out)?))
+                    }
+                    None => {
+                        let (t, w) = ops::where_(cond.get(), a.get(), b.get())?;
+                        (Value::Made(t), w)
+                    }
+                }
+            }
+        };
+        if last {
+            let Value::Made(t) = made else {
+                unreachable!("a checked program ends with an operation")
+            };
+            return Ok((Some(t), warnings));
+        }
+        if !warnings.is_empty() {
+            warn(&warnings);
+        }
+        stack.push(made);
+    }
+    unreachable!("a checked program has steps")
+}
+
+fn pop<'a>(stack: &mut SmallVec<[Value<'a>; MAX_DEPTH]>) -> Value<'a> {
+    stack.pop().expect("a checked program has its operands")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Analysis: the program as metadata, checked with the separate calls' rules.
+
+/// One step's value, as metadata.
+struct Node {
+    dtype: DType,
+    shape: Dims,
+    numel: usize,
+    /// The first step of this value's sub-expression (its steps are `start..=` its own).
+    start: usize,
+    kind: NodeKind,
+}
+
+#[derive(Clone, Copy)]
+enum NodeKind {
+    Input(usize),
+    Const(Constant),
+    /// Operands converted to `kernel` and the operation's kernel run in it: the computation type,
+    /// or float32 under PyTorch's float32-scalar rule (`ops::reads_scalar_in_f32`; the result is
+    /// then rounded to the computation type).
+    Binary {
+        op: BinaryOp,
+        kernel: DType,
+        a: usize,
+        b: usize,
+    },
+    Where {
+        cond: usize,
+        a: usize,
+        b: usize,
+    },
+}
+
+/// The program as metadata, when every step can be fused (see the module documentation); `None`
+/// when it must go call by call. Errors only when memory runs out.
+fn analyse(
+    steps: &[Step],
+    inputs: &[&Tensor],
+    out: Option<&Tensor>,
+    opts: Options,
+) -> Result<Option<Vec<Node>>> {
+    let mut nodes: Vec<Node> = try_vec(steps.len())?;
+    let mut stack: SmallVec<[usize; MAX_DEPTH]> = SmallVec::new();
+    // A shape error makes the evaluation go call by call (which gives it); running out of memory
+    // is reported as it is.
+    macro_rules! or_calls {
+        ($r:expr) => {
+            match $r {
+                Ok(v) => v,
+                Err(e) if e.kind() == ErrorKind::Alloc => return Err(e),
+                Err(_) => return Ok(None),
+            }
+        };
+    }
+    for (k, step) in steps.iter().enumerate() {
+        let last = k + 1 == steps.len();
+        let into = if last { out } else { None };
+        let node = match *step {
+            Step::Input(i) => {
+                let t = inputs[i];
+                Node {
+                    dtype: t.dtype(),
+                    shape: try_small(t.shape())?,
+                    numel: t.numel(),
+                    start: k,
+                    kind: NodeKind::Input(i),
+                }
+            }
+            Step::Const(c) => Node {
+                dtype: c.dtype,
+                shape: Dims::new(),
+                numel: 1,
+                start: k,
+                kind: NodeKind::Const(c),
+            },
+            Step::Binary(op) => {
+                let (b, a) = (pop_node(&mut stack), pop_node(&mut stack));
+                let (x, y) = (&nodes[a], &nodes[b]);
+                if ops::check_op_defined(op, x.dtype, y.dtype).is_err() {
+                    return Ok(None);
+                }
+                let shape = or_calls!(broadcast_shapes(&x.shape, &y.shape));
+                if opts.broadcast_warning && x.shape != y.shape && x.numel == y.numel {
+                    return Ok(None); // the call warns: the warning comes from the call itself
+                }
+                let types = ops::types_of(
+                    op,
+                    (x.dtype, x.shape.is_empty()),
+                    (y.dtype, y.shape.is_empty()),
+                );
+                if ops::check_kernel(op, types.compute).is_err() {
+                    return Ok(None);
+                }
+                let rule = op.rule();
+                if rule.nonzero_divisor && !types.compute.is_floating() {
+                    return Ok(None); // the divisor's values are checked first, call by call
+                }
+                let kernel =
+                    if ops::reads_scalar_in_f32(rule, types.compute, x.dtype, y.dtype, y.numel) {
+                        DType::F32
+                    } else {
+                        types.compute
+                    };
+                if let Some(out) = into {
+                    let direct = leaf_tensors(&nodes, inputs, [a, b]);
+                    if ops::check_writable(out, &direct).is_err()
+                        || out.shape() != &shape[..]
+                        || !can_cast(types.result, out.dtype())
+                    {
+                        return Ok(None);
+                    }
+                }
+                let start = nodes[a].start;
+                Node {
+                    dtype: types.result,
+                    numel: or_calls!(checked_numel(&shape)),
+                    shape,
+                    start,
+                    kind: NodeKind::Binary { op, kernel, a, b },
+                }
+            }
+            Step::Where => {
+                let (b, a, cond) = (
+                    pop_node(&mut stack),
+                    pop_node(&mut stack),
+                    pop_node(&mut stack),
+                );
+                let (c, x, y) = (&nodes[cond], &nodes[a], &nodes[b]);
+                // A uint8 condition warns (once per process): call by call.
+                if c.dtype != DType::Bool {
+                    return Ok(None);
+                }
+                let dtype = result_type(x.dtype, x.shape.is_empty(), y.dtype, y.shape.is_empty());
+                let shape = or_calls!(broadcast_shapes(&c.shape, &x.shape));
+                let shape = or_calls!(broadcast_shapes(&shape, &y.shape));
+                if let Some(out) = into {
+                    let direct = leaf_tensors(&nodes, inputs, [cond, a, b]);
+                    if out.dtype() != dtype
+                        || ops::check_writable(out, &direct).is_err()
+                        || out.shape() != &shape[..]
+                    {
+                        return Ok(None);
+                    }
+                }
+                let start = nodes[cond].start;
+                Node {
+                    dtype,
+                    numel: or_calls!(checked_numel(&shape)),
+                    shape,
+                    start,
+                    kind: NodeKind::Where { cond, a, b },
+                }
+            }
+        };
+        nodes.push(node);
+        stack.push(k);
+    }
+    let root = &nodes[steps.len() - 1];
+    if root.numel == 0 {
+        return Ok(None); // nothing to compute: the calls cost nothing
+    }
+    // Writing `out` while reading the inputs block by block: an input may be `out` itself (read
+    // before written, element by element), nothing else that shares its memory.
+    if let Some(out) = out {
+        for t in inputs {
+            if or_calls!(overlap::overlaps_partially(out, t)) {
+                return Ok(None);
+            }
+        }
+    }
+    Ok(Some(nodes))
+}
+
+fn pop_node(stack: &mut SmallVec<[usize; MAX_DEPTH]>) -> usize {
+    stack.pop().expect("a checked program has its operands")
+}
+
+/// The tensors among `nodes[which]` that the separate call would get as they are (inputs; the
+/// results of earlier calls are new tensors, which overlap nothing).
+fn leaf_tensors<'a, const K: usize>(
+    nodes: &[Node],
+    inputs: &[&'a Tensor],
+    which: [usize; K],
+) -> SmallVec<[&'a Tensor; 3]> {
+    which
+        .iter()
+        .filter_map(|&n| match nodes[n].kind {
+            NodeKind::Input(i) => Some(inputs[i]),
+            _ => None,
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fused pass.
+
+/// Bytes of one block buffer: a block is this many bytes of the widest value kept in a buffer.
+const BUF_BYTES: usize = 4096;
+/// Most block buffers live at once: every waiting value, an operation's converted operands and
+/// its result.
+const MAX_BUFS: usize = MAX_DEPTH + 4;
+
+#[repr(C, align(64))]
+struct Buf([u8; BUF_BYTES]);
+
+/// Where an instruction reads a value.
+#[derive(Debug, Clone, Copy)]
+enum Src {
+    /// Operand `k` of the pass (1.. ; 0 is the result), at its stride.
+    Operand(usize),
+    /// A constant, read at stride 0.
+    Const(usize),
+    /// A block buffer holding elements of `size` bytes.
+    Buf { index: usize, size: usize },
+}
+
+/// Where an instruction writes.
+#[derive(Debug, Clone, Copy)]
+enum Dst {
+    Buf {
+        index: usize,
+        size: usize,
+    },
+    /// The result (operand 0).
+    Out,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Instr {
+    Cast {
+        from: DType,
+        to: DType,
+        src: Src,
+        dst: Dst,
+    },
+    Binary {
+        op: BinaryOp,
+        dtype: DType,
+        a: Src,
+        b: Src,
+        dst: Dst,
+    },
+    Where {
+        size: usize,
+        cond: Src,
+        a: Src,
+        b: Src,
+        dst: Dst,
+    },
+}
+
+/// The pass, as straight-line instructions run on every block.
+struct Tape {
+    instrs: SmallVec<[Instr; 16]>,
+    consts: SmallVec<[Constant; 4]>,
+    /// Elements per block.
+    block: usize,
+}
+
+/// A fused evaluation, ready to run.
+struct Pass {
+    nodes: Vec<Node>,
+    /// The result's shape, and its type when allocated.
+    shape: Dims,
+    dtype: DType,
+    tape: Tape,
+    /// The pass's operands after the result (operand 0), in the tape's numbering.
+    leaves: SmallVec<[Leaf; MAX_FUSED_OPERANDS]>,
+}
+
+/// An operand of the pass: an input, or a node computed first.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Leaf {
+    Input(usize),
+    Made(usize),
+}
+
+/// The fused pass for a program, when it has one (`None`: call by call).
+fn plan(
+    steps: &[Step],
+    inputs: &[&Tensor],
+    out: Option<&Tensor>,
+    opts: Options,
+) -> Result<Option<Pass>> {
+    let Some(nodes) = analyse(steps, inputs, out, opts)? else {
+        return Ok(None);
+    };
+    let root = nodes.len() - 1;
+    let dtype = nodes[root].dtype;
+    let out_dtype = out.map_or(dtype, Tensor::dtype);
+    // Room for every instruction and constant the builder can make (it then never allocates): an
+    // operation converts each operand and its result at most once, and a constant once.
+    let (mut instrs, mut consts) = (SmallVec::new(), SmallVec::new());
+    instrs
+        .try_reserve(4 * steps.len() + 1)
+        .map_err(|_| alloc_error::<Instr>(4 * steps.len() + 1))?;
+    consts
+        .try_reserve(2 * steps.len())
+        .map_err(|_| alloc_error::<Constant>(2 * steps.len()))?;
+    let mut b = Builder {
+        nodes: &nodes,
+        total: nodes[root].numel,
+        instrs,
+        consts,
+        leaves: SmallVec::new(),
+        free: (0..MAX_BUFS).rev().collect(),
+        widest: 1,
+        too_many: false,
+    };
+    let value = b.value(root, (out_dtype == dtype).then_some(Dst::Out));
+    if !matches!(value.0, Src::Operand(0)) {
+        // The result's type is not `out`'s: converted on the way out, as the call's copy into
+        // `out` converts it.
+        b.convert_to(value, out_dtype, Some(Dst::Out));
+    }
+    if b.too_many {
+        return Ok(None);
+    }
+    let tape = Tape {
+        block: BUF_BYTES / b.widest,
+        instrs: b.instrs,
+        consts: b.consts,
+    };
+    let leaves = b.leaves;
+    let mut nodes = nodes;
+    // (Taken, not cloned: a clone of a long shape would allocate infallibly.)
+    let shape = std::mem::take(&mut nodes[root].shape);
+    Ok(Some(Pass {
+        nodes,
+        shape,
+        dtype,
+        tape,
+        leaves,
+    }))
+}
+
+impl Pass {
+    /// Computes the program into `out` (the result's shape, and a type the result converts to).
+    fn run(&self, steps: &[Step], inputs: &[&Tensor], out: &Tensor, opts: Options) -> Result<()> {
+        // Operations broadcast further are computed first, call by call (no warnings: the
+        // analysis found none).
+        let mut made: SmallVec<[Tensor; 2]> = SmallVec::new();
+        made.try_reserve(self.leaves.len())
+            .map_err(|_| alloc_error::<Tensor>(self.leaves.len()))?;
+        for leaf in &self.leaves {
+            if let Leaf::Made(n) = *leaf {
+                let sub = &steps[self.nodes[n].start..=n];
+                let (t, _) = call_by_call(sub, inputs, None, opts, &mut |_| {})?;
+                made.push(t.expect("a sub-expression makes a tensor"));
+            }
+        }
+        let mut tensors: SmallVec<[&Tensor; MAX_FUSED_OPERANDS + 1]> = SmallVec::new();
+        tensors.push(out);
+        let mut next = made.iter();
+        for leaf in &self.leaves {
+            tensors.push(match *leaf {
+                Leaf::Input(i) => inputs[i],
+                Leaf::Made(_) => next.next().expect("made above"),
+            });
+        }
+        run_pass(&tensors, &self.tape)
+    }
+}
+
+/// Turns the analysed nodes into the instructions of a [`Tape`].
+struct Builder<'a> {
+    nodes: &'a [Node],
+    /// Elements of the result.
+    total: usize,
+    instrs: SmallVec<[Instr; 16]>,
+    consts: SmallVec<[Constant; 4]>,
+    leaves: SmallVec<[Leaf; MAX_FUSED_OPERANDS]>,
+    /// Free block buffers.
+    free: SmallVec<[usize; MAX_BUFS]>,
+    /// Widest element kept in a buffer.
+    widest: usize,
+    /// More operands than one pass takes.
+    too_many: bool,
+}
+
+impl Builder<'_> {
+    /// Emits the instructions that compute node `n`; returns where its value is, and its type.
+    /// With `dst` the value is written there when it has the node's type (the root writes the
+    /// result).
+    fn value(&mut self, n: usize, dst: Option<Dst>) -> (Src, DType) {
+        let node = &self.nodes[n];
+        let dtype = node.dtype;
+        match node.kind {
+            NodeKind::Input(i) => (self.operand(Leaf::Input(i)), dtype),
+            NodeKind::Const(c) => (self.constant(c), dtype),
+            // Broadcast further: computed first, read as an operand.
+            _ if node.numel < self.total => (self.operand(Leaf::Made(n)), dtype),
+            NodeKind::Binary { op, kernel, a, b } => {
+                let x = self.value(a, None);
+                let y = self.value(b, None);
+                let x = self.convert(x, kernel);
+                let y = self.convert(y, kernel);
+                // What the kernel writes: bool, or the type it computes in, which under the
+                // float32-scalar rule is rounded to the result type afterwards.
+                let made = if op.rule().bool_result {
+                    DType::Bool
+                } else {
+                    kernel
+                };
+                let to = self.destination(if made == dtype { dst } else { None }, made);
+                self.instrs.push(Instr::Binary {
+                    op,
+                    dtype: kernel,
+                    a: x.0,
+                    b: y.0,
+                    dst: to,
+                });
+                self.release(x.0);
+                self.release(y.0);
+                let v = (src_of(to), made);
+                if made == dtype {
+                    v
+                } else {
+                    self.convert_to(v, dtype, dst)
+                }
+            }
+            NodeKind::Where { cond, a, b } => {
+                let c = self.value(cond, None);
+                let x = self.value(a, None);
+                let y = self.value(b, None);
+                let x = self.convert(x, dtype);
+                let y = self.convert(y, dtype);
+                let to = self.destination(dst, dtype);
+                self.instrs.push(Instr::Where {
+                    size: dtype.size(),
+                    cond: c.0,
+                    a: x.0,
+                    b: y.0,
+                    dst: to,
+                });
+                for v in [c.0, x.0, y.0] {
+                    self.release(v);
+                }
+                (src_of(to), dtype)
+            }
+        }
+    }
+
+    /// Operand `leaf` of the pass (each leaf once).
+    fn operand(&mut self, leaf: Leaf) -> Src {
+        if let Some(k) = self.leaves.iter().position(|&l| l == leaf) {
+            return Src::Operand(k + 1);
+        }
+        if self.leaves.len() == MAX_FUSED_OPERANDS {
+            self.too_many = true;
+            return Src::Operand(1); // never run
+        }
+        self.leaves.push(leaf);
+        Src::Operand(self.leaves.len())
+    }
+
+    fn constant(&mut self, c: Constant) -> Src {
+        self.consts.push(c);
+        Src::Const(self.consts.len() - 1)
+    }
+
+    /// `dst` if given, else a free buffer for values of `dtype`.
+    fn destination(&mut self, dst: Option<Dst>, dtype: DType) -> Dst {
+        if let Some(d) = dst {
+            return d;
+        }
+        let index = self.free.pop().expect("MAX_BUFS covers every live value");
+        self.widest = self.widest.max(dtype.size());
+        Dst::Buf {
+            index,
+            size: dtype.size(),
+        }
+    }
+
+    fn release(&mut self, v: Src) {
+        if let Src::Buf { index, .. } = v {
+            self.free.push(index);
+        }
+    }
+
+    /// `v` in type `to`: as it is, a constant converted once, or a conversion per block.
+    fn convert(&mut self, v: (Src, DType), to: DType) -> (Src, DType) {
+        if v.1 == to {
+            return v;
+        }
+        if let Src::Const(c) = v.0 {
+            let converted = self.consts[c].cast(to);
+            return (self.constant(converted), to);
+        }
+        self.convert_to(v, to, None)
+    }
+
+    /// A conversion of `v` to `to`, written to `dst` if given (else a buffer).
+    fn convert_to(&mut self, v: (Src, DType), to: DType, dst: Option<Dst>) -> (Src, DType) {
+        let d = self.destination(dst, to);
+        self.instrs.push(Instr::Cast {
+            from: v.1,
+            to,
+            src: v.0,
+            dst: d,
+        });
+        self.release(v.0);
+        (src_of(d), to)
+    }
+}
+
+fn src_of(d: Dst) -> Src {
+    match d {
+        Dst::Buf { index, size } => Src::Buf { index, size },
+        Dst::Out => Src::Operand(0),
+    }
+}
+
+/// Runs `tape` over `tensors[0]` (the result) and the operands broadcast to its shape.
+fn run_pass(tensors: &[&Tensor], tape: &Tape) -> Result<()> {
+    macro_rules! with_n {
+        ($($n:literal)*) => {
+            match tensors.len() {
+                $($n => run_n::<$n>(tensors, tape),)*
+                n => unreachable!("{n} operands (at most {} with the result)", MAX_FUSED_OPERANDS + 1),
+            }
+        };
+    }
+    with_n!(1 2 3 4 5 6 7 8 9)
+}
+
+fn run_n<const N: usize>(tensors: &[&Tensor], tape: &Tape) -> Result<()> {
+    let operands: [&Tensor; N] = std::array::from_fn(|k| tensors[k]);
+    // SAFETY: the tape reads each operand with its own type at its stride and writes operand 0
+    // with its type; operand 0 shares memory with another only as the very same view (checked
+    // in `analyse`), and each block is read whole before its result is written.
+    unsafe { ops::run_elementwise(operands, |p, s, n| tape.run(&p, &s, n)) }
+}
+
+impl Tape {
+    /// One run of `n` elements: `p[k]`, `s[k]` are operand `k`'s first element and byte stride.
+    fn run(&self, p: &[*mut u8], s: &[isize], n: usize) {
+        // The row offers of the executor are for kernels called directly: the calls below are
+        // per block.
+        kernels::decline_rows();
+        let stream = kernels::set_streaming(false);
+        let mut bufs = MaybeUninit::<[Buf; MAX_BUFS]>::uninit();
+        let base = bufs.as_mut_ptr() as *mut u8;
+        let consts = |c: usize| self.consts[c].ptr();
+        let mut i = 0;
+        while i < n {
+            let len = self.block.min(n - i);
+            let src = |x: Src| -> (*mut u8, isize) {
+                match x {
+                    Src::Operand(k) => (p[k].wrapping_offset(i as isize * s[k]), s[k]),
+                    Src::Const(c) => (consts(c), 0),
+                    Src::Buf { index, size } => {
+                        (base.wrapping_add(index * BUF_BYTES), size as isize)
+                    }
+                }
+            };
+            let dst = |d: Dst| -> (*mut u8, isize, bool) {
+                match d {
+                    Dst::Out => (p[0].wrapping_offset(i as isize * s[0]), s[0], true),
+                    Dst::Buf { index, size } => {
+                        (base.wrapping_add(index * BUF_BYTES), size as isize, false)
+                    }
+                }
+            };
+            for ins in &self.instrs {
+                // SAFETY: operands are valid for the run at their strides (the executor's
+                // contract), buffers hold `block` elements of their type, constants one element
+                // read at stride 0; every kernel reads values of the types it is given.
+                unsafe {
+                    match *ins {
+                        Instr::Cast {
+                            from,
+                            to,
+                            src: a,
+                            dst: d,
+                        } => {
+                            let ((pa, sa), (pd, sd, _)) = (src(a), dst(d));
+                            kernels::cast_run(from, to, [pd, pa], [sd, sa], len);
+                        }
+                        Instr::Binary {
+                            op,
+                            dtype,
+                            a,
+                            b,
+                            dst: d,
+                        } => {
+                            let ((pa, sa), (pb, sb), (pd, sd, out)) = (src(a), src(b), dst(d));
+                            with_stream(out && stream, || {
+                                kernels::binary_run(op, dtype, [pd, pa, pb], [sd, sa, sb], len)
+                            });
+                        }
+                        Instr::Where {
+                            size,
+                            cond,
+                            a,
+                            b,
+                            dst: d,
+                        } => {
+                            let ((pc, sc), (pa, sa), (pb, sb), (pd, sd, _)) =
+                                (src(cond), src(a), src(b), dst(d));
+                            kernels::where_run(size, [pd, pc, pa, pb], [sd, sc, sa, sb], len);
+                        }
+                    }
+                }
+            }
+            i += len;
+        }
+        kernels::set_streaming(stream);
+    }
+}
+
+/// Runs `f` with streaming stores on when `on`: only the result's writes stream (binary
+/// kernels), the blocks in L1 are written normally.
+#[inline]
+fn with_stream(on: bool, f: impl FnOnce()) {
+    if on {
+        kernels::set_streaming(true);
+        f();
+        kernels::set_streaming(false);
+    } else {
+        f();
+    }
+}

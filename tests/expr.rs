@@ -1,0 +1,660 @@
+//! Fused expressions (issue 15, target 3) through the C ABI, against the separate calls they
+//! stand for: `bc_expr_eval` / `bc_expr_eval_out` must give exactly what `bc_binary`,
+//! `bc_where` and 0-d constants give step by step (the same bits, or the same status and
+//! message, and the same warnings), on random programs over every operation and dtype; the
+//! single pass must really be single (no intermediate tensors); and a caller's `out` follows the
+//! separate calls' overlap rules.
+mod common;
+
+use broadcast::engine::storage;
+use broadcast::ffi::*;
+use common::*;
+use std::ffi::{c_char, c_void, CStr};
+use std::ptr;
+use std::sync::Mutex;
+
+/// The switches and the warning handler are process-wide: tests that depend on them take turns.
+static SETTINGS: Mutex<()> = Mutex::new(());
+
+fn settings() -> std::sync::MutexGuard<'static, ()> {
+    SETTINGS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn input(i: i32) -> bc_expr_step {
+    bc_expr_step {
+        kind: BC_EXPR_INPUT,
+        arg: i,
+        int_value: 0,
+        float_value: 0.0,
+    }
+}
+
+fn op(code: i32) -> bc_expr_step {
+    bc_expr_step {
+        kind: BC_EXPR_OP,
+        arg: code,
+        int_value: 0,
+        float_value: 0.0,
+    }
+}
+
+fn constant(dtype: i32, int_value: i64, float_value: f64) -> bc_expr_step {
+    bc_expr_step {
+        kind: BC_EXPR_CONST,
+        arg: dtype,
+        int_value,
+        float_value,
+    }
+}
+
+fn where_step() -> bc_expr_step {
+    bc_expr_step {
+        kind: BC_EXPR_WHERE,
+        arg: 0,
+        int_value: 0,
+        float_value: 0.0,
+    }
+}
+
+fn handles(inputs: &[&T]) -> Vec<*const bc_tensor> {
+    inputs.iter().map(|t| t.ptr()).collect()
+}
+
+fn eval(steps: &[bc_expr_step], inputs: &[&T]) -> Result<T, Err> {
+    let h = handles(inputs);
+    let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+    // SAFETY: both arrays hold their lengths; out is valid for one write.
+    let s = unsafe { bc_expr_eval(steps.as_ptr(), steps.len(), h.as_ptr(), h.len(), &mut out) };
+    if s == BC_OK {
+        Ok(T(out))
+    } else {
+        assert!(out.is_null(), "bc_expr_eval failed but left *out set");
+        Err(Err {
+            status: s,
+            msg: last_error(),
+        })
+    }
+}
+
+fn eval_out(steps: &[bc_expr_step], inputs: &[&T], out: &T) -> Result<(), Err> {
+    let h = handles(inputs);
+    // SAFETY: both arrays hold their lengths.
+    check(unsafe {
+        bc_expr_eval_out(
+            steps.as_ptr(),
+            steps.len(),
+            h.as_ptr(),
+            h.len(),
+            out.mut_ptr(),
+        )
+    })
+}
+
+/// The constant of a step as `bc_expr_step` documents it: a 0-d tensor of its dtype (floats as
+/// `bc_tensor_full` makes them, integers by a wrapping cast, bool non-zero).
+fn constant_tensor(s: &bc_expr_step) -> T {
+    let bytes: Vec<u8> = match s.arg {
+        BOOL => vec![(s.int_value != 0) as u8],
+        U8 => vec![s.int_value as u8],
+        I8 => vec![s.int_value as i8 as u8],
+        I16 => (s.int_value as i16).to_le_bytes().to_vec(),
+        I32 => (s.int_value as i32).to_le_bytes().to_vec(),
+        I64 => s.int_value.to_le_bytes().to_vec(),
+        _ => return T::full(s.arg, &[], s.float_value).expect("a floating constant"),
+    };
+    T::from_bytes(s.arg, &[], &bytes).expect("an integer constant")
+}
+
+/// What the separate calls give: each operation a call, the last one into `out` when given.
+fn reference(steps: &[bc_expr_step], inputs: &[&T], out: Option<&T>) -> Result<Option<T>, Err> {
+    enum Val<'a> {
+        In(&'a T),
+        Made(T),
+    }
+    let get = |v: &Val| -> *const bc_tensor {
+        match v {
+            Val::In(t) => t.ptr(),
+            Val::Made(t) => t.ptr(),
+        }
+    };
+    let mut stack: Vec<Val> = Vec::new();
+    for (k, s) in steps.iter().enumerate() {
+        let into = if k + 1 == steps.len() { out } else { None };
+        match s.kind {
+            BC_EXPR_INPUT => stack.push(Val::In(inputs[s.arg as usize])),
+            BC_EXPR_CONST => stack.push(Val::Made(constant_tensor(s))),
+            BC_EXPR_OP => {
+                let (b, a) = (stack.pop().unwrap(), stack.pop().unwrap());
+                match into {
+                    Some(o) => check(bc_binary_out(s.arg, get(&a), get(&b), o.mut_ptr()))?,
+                    None => {
+                        let mut t: *mut bc_tensor = ptr::null_mut();
+                        // SAFETY: `t` is valid for one write.
+                        check(unsafe { bc_binary(s.arg, get(&a), get(&b), &mut t) })?;
+                        stack.push(Val::Made(T(t)));
+                    }
+                }
+            }
+            _ => {
+                let (b, a, c) = (
+                    stack.pop().unwrap(),
+                    stack.pop().unwrap(),
+                    stack.pop().unwrap(),
+                );
+                match into {
+                    Some(o) => check(bc_where_out(get(&c), get(&a), get(&b), o.mut_ptr()))?,
+                    None => {
+                        let mut t: *mut bc_tensor = ptr::null_mut();
+                        // SAFETY: as above.
+                        check(unsafe { bc_where(get(&c), get(&a), get(&b), &mut t) })?;
+                        stack.push(Val::Made(T(t)));
+                    }
+                }
+            }
+        }
+    }
+    Ok(match (out, stack.pop()) {
+        (None, Some(Val::Made(t))) => Some(t),
+        _ => None,
+    })
+}
+
+/// Same dtype, shape and bytes (every bit: the same kernels run on the same types).
+fn same(got: &T, want: &T) -> Result<(), String> {
+    if got.dtype() != want.dtype() || got.shape() != want.shape() {
+        return Err(format!(
+            "{} {:?} instead of {} {:?}",
+            dtype_str(got.dtype()),
+            got.shape(),
+            dtype_str(want.dtype()),
+            want.shape()
+        ));
+    }
+    let (g, w) = (got.bytes(), want.bytes());
+    if g != w {
+        let size = itemsize(got.dtype());
+        let i = (0..g.len()).find(|&i| g[i] != w[i]).unwrap() / size;
+        let (gv, wv) = (got.values(), want.values());
+        return Err(format!(
+            "element {i} of {}: {} instead of {}",
+            gv.len(),
+            gv[i],
+            wv[i]
+        ));
+    }
+    Ok(())
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<X: Copy>(&mut self, xs: &[X]) -> X {
+        xs[self.below(xs.len())]
+    }
+}
+
+/// Random elements of `dtype`: small integers (so shifts and powers stay meaningful), floats
+/// with zeros, negatives, fractions, infinities and NaNs among them.
+fn random_tensor(r: &mut Rng, dtype: i32, shape: &[i64]) -> T {
+    let n: i64 = shape.iter().product();
+    let vals: Vec<V> = (0..n)
+        .map(|_| match dtype {
+            BOOL => V::B(r.below(2) == 1),
+            U8 => V::I(r.below(12) as i64),
+            I8 | I16 | I32 | I64 => V::I(r.below(19) as i64 - 9),
+            _ => V::F(match r.below(40) {
+                0 => f64::NAN,
+                1 => f64::INFINITY,
+                2 => -0.0,
+                3 => 0.0,
+                _ => (r.below(2001) as f64 - 1000.0) / 64.0,
+            }),
+        })
+        .collect();
+    T::from_values(dtype, shape, &vals).expect("random tensor")
+}
+
+/// A random expression over `ninputs` inputs, as postfix steps (depth at most `depth`).
+fn random_expr(r: &mut Rng, ninputs: usize, depth: usize, steps: &mut Vec<bc_expr_step>) {
+    if depth == 0 || r.below(10) < 3 {
+        if r.below(5) == 0 {
+            let dtype = r.pick(&[BOOL, I32, I64, U8, F16, F32, F64, BF16]);
+            let v = r.below(7) as i64 - 2;
+            steps.push(constant(dtype, v, v as f64 * 0.75));
+        } else {
+            steps.push(input(r.below(ninputs) as i32));
+        }
+        return;
+    }
+    if r.below(8) == 0 {
+        // where(a comparison or an input, a, b)
+        if r.below(2) == 0 {
+            random_expr(r, ninputs, depth - 1, steps);
+            random_expr(r, ninputs, depth - 1, steps);
+            steps.push(op(r.pick(&[
+                BC_OP_LT,
+                BC_OP_GE,
+                BC_OP_NE,
+                BC_OP_LOGICAL_AND,
+            ])));
+        } else {
+            steps.push(input(r.below(ninputs) as i32));
+        }
+        random_expr(r, ninputs, depth - 1, steps);
+        random_expr(r, ninputs, depth - 1, steps);
+        steps.push(where_step());
+        return;
+    }
+    random_expr(r, ninputs, depth - 1, steps);
+    random_expr(r, ninputs, depth - 1, steps);
+    steps.push(op(r.below(26) as i32));
+}
+
+/// Shapes that mostly broadcast together: each dimension of `base` kept or set to 1, and some
+/// leading dimensions dropped; now and then an odd size that does not broadcast.
+fn random_shape(r: &mut Rng, base: &[i64]) -> Vec<i64> {
+    let drop = r.below(base.len() + 1).min(r.below(base.len() + 1));
+    base[drop..]
+        .iter()
+        .map(|&d| match r.below(12) {
+            0..=3 => 1,
+            4 if d > 1 => d - 1,
+            _ => d,
+        })
+        .collect()
+}
+
+/// Random programs over random operands: `bc_expr_eval` and `bc_expr_eval_out` against the
+/// separate calls, result for result and error for error; the large cases run through the
+/// thread pool and many blocks.
+#[test]
+fn random_programs_match_separate_calls() {
+    let _s = settings();
+    let mut r = Rng(0x5EED_1234_ABCD_0001);
+    let bases: [&[i64]; 5] = [&[3, 4], &[2, 3, 5], &[7], &[300, 257], &[2, 70, 64]];
+    let dtypes = [BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64];
+    let (mut fused_ok, mut errors, mut one_pass) = (0, 0, 0);
+    for case in 0..2500 {
+        let base = bases[if case % 25 == 0 {
+            3 + case / 25 % 2
+        } else {
+            case % 3
+        }];
+        let ninputs = 1 + r.below(4);
+        let common = r.pick(&dtypes);
+        let tensors: Vec<T> = (0..ninputs)
+            .map(|_| {
+                let dtype = if r.below(3) == 0 {
+                    r.pick(&dtypes)
+                } else {
+                    common
+                };
+                let shape = random_shape(&mut r, base);
+                random_tensor(&mut r, dtype, &shape)
+            })
+            .collect();
+        let inputs: Vec<&T> = tensors.iter().collect();
+        let mut steps = Vec::new();
+        let depth = 1 + r.below(4);
+        random_expr(&mut r, ninputs, depth, &mut steps);
+        if !steps
+            .iter()
+            .any(|s| s.kind == BC_EXPR_OP || s.kind == BC_EXPR_WHERE)
+        {
+            steps.extend([input(0), op(BC_OP_ADD)]);
+        }
+        let what = || format!("case {case}: steps {steps:?}, inputs {}", describe(&inputs));
+        let before = storage::stats();
+        let want = reference(&steps, &inputs, None).map(|t| t.unwrap());
+        let made_by_calls = storage::stats().since(before).allocs;
+        let before = storage::stats();
+        let got = eval(&steps, &inputs);
+        // The single pass makes fewer tensors than the calls (which make one per operation).
+        if got.is_ok() && storage::stats().since(before).allocs < made_by_calls {
+            one_pass += 1;
+        }
+        match (&got, &want) {
+            (Ok(g), Ok(w)) => {
+                if let Err(e) = same(g, w) {
+                    panic!("{}: {e}", what());
+                }
+                fused_ok += 1;
+                // Into an `out` of the result's shape and type, and of another type.
+                for dtype in [w.dtype(), r.pick(&dtypes)] {
+                    let (o1, o2) = (
+                        T::zeros(dtype, &w.shape()).unwrap(),
+                        T::zeros(dtype, &w.shape()).unwrap(),
+                    );
+                    let want = reference(&steps, &inputs, Some(&o2)).map(|_| ());
+                    let got = eval_out(&steps, &inputs, &o1);
+                    assert_eq!(got, want, "{} into {}", what(), dtype_str(dtype));
+                    if got.is_ok() {
+                        if let Err(e) = same(&o1, &o2) {
+                            panic!("{} into {}: {e}", what(), dtype_str(dtype));
+                        }
+                    }
+                }
+            }
+            (Err(g), Err(w)) => {
+                assert_eq!(g, w, "{}", what());
+                errors += 1;
+            }
+            _ => panic!(
+                "{}: bc_expr_eval {:?}, separate calls {:?}",
+                what(),
+                got.as_ref().map(|_| ()),
+                want.as_ref().map(|_| ())
+            ),
+        }
+    }
+    // Both outcomes, and the single pass, are exercised in earnest.
+    assert!(
+        fused_ok > 800 && errors > 300 && one_pass > 300,
+        "{fused_ok} results ({one_pass} in one pass), {errors} errors"
+    );
+}
+
+fn describe(inputs: &[&T]) -> String {
+    inputs
+        .iter()
+        .map(|t| format!("{} {:?}", dtype_str(t.dtype()), t.shape()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `a * b + c` makes one tensor, the result (the separate calls make two); a product of two
+/// columns added to a matrix is computed once on its own first (two tensors, as the calls); the
+/// results are the separate calls'.
+#[test]
+fn one_pass_makes_only_the_result() {
+    let mut r = Rng(77);
+    let a = random_tensor(&mut r, F32, &[64, 300]);
+    let b = random_tensor(&mut r, F32, &[300]);
+    let c = random_tensor(&mut r, F32, &[64, 1]);
+    let steps = [input(0), input(1), op(BC_OP_MUL), input(2), op(BC_OP_ADD)];
+    let inputs = [&a, &b, &c];
+    let before = storage::stats();
+    let got = eval(&steps, &inputs).unwrap();
+    assert_eq!(storage::stats().since(before).allocs, 1);
+    let before = storage::stats();
+    let want = reference(&steps, &inputs, None).unwrap().unwrap();
+    assert_eq!(storage::stats().since(before).allocs, 2);
+    same(&got, &want).unwrap();
+
+    let steps = [input(2), input(2), op(BC_OP_MUL), input(0), op(BC_OP_SUB)];
+    let before = storage::stats();
+    let got = eval(&steps, &inputs).unwrap();
+    assert_eq!(storage::stats().since(before).allocs, 2);
+    same(&got, &reference(&steps, &inputs, None).unwrap().unwrap()).unwrap();
+
+    // A result larger than the caches (streamed out), in float16 and mixed with float32.
+    let x = random_tensor(&mut r, F16, &[1024, 1536]);
+    let y = random_tensor(&mut r, F16, &[1536]);
+    let z = random_tensor(&mut r, F32, &[1024, 1]);
+    let steps = [
+        input(0),
+        input(1),
+        op(BC_OP_MUL),
+        input(1),
+        op(BC_OP_SUB),
+        input(2),
+        op(BC_OP_MAXIMUM),
+    ];
+    let inputs = [&x, &y, &z];
+    let got = eval(&steps, &inputs).unwrap();
+    same(&got, &reference(&steps, &inputs, None).unwrap().unwrap()).unwrap();
+}
+
+/// `out` may be an input (read before written, element by element); it may partly overlap an
+/// input that only an earlier operation reads (the separate calls allow it too, and give the
+/// same values); partly overlapping an operand of the last operation is the separate call's
+/// overlap error, and `out` is unchanged.
+#[test]
+fn out_follows_the_separate_calls_overlap_rules() {
+    let mut r = Rng(99);
+    let (rows, cols) = (100i64, 300i64);
+    let x0 = random_tensor(&mut r, F32, &[rows, cols]);
+    let a = random_tensor(&mut r, F32, &[cols]);
+    let b = random_tensor(&mut r, F32, &[rows, 1]);
+    // x = x * a + b, in place.
+    let steps = [input(0), input(1), op(BC_OP_MUL), input(2), op(BC_OP_ADD)];
+    let want = reference(&steps, &[&x0, &a, &b], None).unwrap().unwrap();
+    let x = x0.to_dtype(F32).unwrap(); // a copy
+    eval_out(&steps, &[&x, &a, &b], &x).unwrap();
+    same(&x, &want).unwrap();
+
+    // One buffer, two overlapping views: `out` is rows 1.., `y` rows 0..rows-1.
+    let mut buf = vec![0f32; ((rows + 1) * cols) as usize];
+    for (i, v) in buf.iter_mut().enumerate() {
+        *v = (i % 97) as f32 * 0.5 - 20.0;
+    }
+    let bytes = buf.len() * 4;
+    let p = buf.as_mut_ptr() as *mut u8;
+    // SAFETY: `buf` outlives the views.
+    let (y, out) = unsafe {
+        (
+            T::wrap(F32, p, bytes, &[rows, cols], None, 0).unwrap(),
+            T::wrap(F32, p, bytes, &[rows, cols], None, cols).unwrap(),
+        )
+    };
+    // `y` is read by the first operation only: allowed; the values are the separate calls'.
+    let want_vals = reference(&steps, &[&y, &a, &b], None).unwrap().unwrap();
+    eval_out(&steps, &[&y, &a, &b], &out).unwrap();
+    same(&out, &want_vals).unwrap();
+    // `y` read by the last operation: the separate call's error, nothing written.
+    let steps = [input(1), input(2), op(BC_OP_MUL), input(0), op(BC_OP_ADD)];
+    let before = out.bytes();
+    let got = eval_out(&steps, &[&y, &a, &b], &out).unwrap_err();
+    let scratch = T::zeros(F32, &[rows, cols]).unwrap();
+    let ab = binary(BC_OP_MUL, &a, &b).unwrap();
+    let want = binary_out(BC_OP_ADD, &ab, &y, &out).unwrap_err();
+    drop(scratch);
+    assert_eq!(got, want);
+    assert_eq!(got.status, BC_ERR_OVERLAP);
+    assert_eq!(out.bytes(), before);
+}
+
+/// Under the broadcast-warning switch, the same warnings as the separate calls, in order; the
+/// legacy fallback is taken where a call takes it.
+#[test]
+fn switches_apply_as_to_the_separate_calls() {
+    let _s = settings();
+    static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    unsafe extern "C" fn on_warning(_: *mut c_void, msg: *const c_char) {
+        // SAFETY: the library passes a NUL-terminated message.
+        let m = unsafe { CStr::from_ptr(msg) }
+            .to_string_lossy()
+            .into_owned();
+        SEEN.lock().unwrap().push(m);
+    }
+    let take = || std::mem::take(&mut *SEEN.lock().unwrap());
+    check(bc_set_warning_handler(Some(on_warning), ptr::null_mut())).unwrap();
+    check(bc_set_broadcast_warning(true)).unwrap();
+    let mut r = Rng(5);
+    let a = random_tensor(&mut r, F32, &[4, 1]);
+    let b = random_tensor(&mut r, F32, &[1, 4]);
+    let c = random_tensor(&mut r, F32, &[4, 4]);
+    let d = random_tensor(&mut r, F32, &[16]);
+    // a + b warns ((4,1) and (1,4): 4 elements each); then c succeeds, d fails after the warning.
+    let steps = [input(0), input(1), op(BC_OP_ADD), input(2), op(BC_OP_MUL)];
+    for inputs in [[&a, &b, &c], [&a, &b, &d]] {
+        take();
+        let got = eval(&steps, &inputs);
+        let got_warnings = take();
+        let want = reference(&steps, &inputs, None);
+        let want_warnings = take();
+        assert_eq!(got_warnings, want_warnings);
+        assert_eq!(got_warnings.len(), 1);
+        match (got, want) {
+            (Ok(g), Ok(Some(w))) => same(&g, &w).unwrap(),
+            (Err(g), Err(w)) => assert_eq!(g, w),
+            (g, w) => panic!("{:?} / {:?}", g.map(|_| ()), w.map(|_| ())),
+        }
+    }
+    check(bc_set_broadcast_warning(false)).unwrap();
+    // The legacy fallback: (2,2) and (4,) do not broadcast but have as many elements: computed
+    // as 1-D, with its warning; (2,2) and (3,) fail either way.
+    check(bc_set_legacy_fallback(true)).unwrap();
+    let d = random_tensor(&mut r, F32, &[2, 2]);
+    let e = random_tensor(&mut r, F32, &[4]);
+    let f = random_tensor(&mut r, F32, &[3]);
+    let steps = [input(0), input(1), op(BC_OP_SUB), input(0), op(BC_OP_MUL)];
+    let got = eval(&steps, &[&d, &e]);
+    let got_warnings = take();
+    let want = reference(&steps, &[&d, &e], None);
+    let want_warnings = take();
+    let refused = eval(&[input(0), input(1), op(BC_OP_ADD)], &[&d, &f])
+        .err()
+        .expect("refused");
+    check(bc_set_legacy_fallback(false)).unwrap();
+    check(bc_set_warning_handler(None, ptr::null_mut())).unwrap();
+    assert_eq!(got_warnings, want_warnings);
+    assert!(!got_warnings.is_empty());
+    same(&got.unwrap(), &want.unwrap().unwrap()).unwrap();
+    assert_eq!(refused.status, BC_ERR_SHAPE);
+}
+
+/// Malformed programs and arguments: `BC_ERR_INVALID_ARG` naming the step, `BC_ERR_NULL_ARG`,
+/// `BC_ERR_INVALID_HANDLE`, checked in that order; `*out` stays NULL.
+#[test]
+fn malformed_programs_are_refused() {
+    let a = T::arange_f32(&[3], 1.0);
+    let cases: Vec<(Vec<bc_expr_step>, &str)> = vec![
+        (vec![], "needs at least one operation"),
+        (vec![input(0)], "needs at least one operation"),
+        (
+            vec![input(0), op(BC_OP_ADD)],
+            "step 1 (add) needs 2 operands, but 1 are waiting",
+        ),
+        (
+            vec![input(0), input(0), input(0), op(BC_OP_ADD)],
+            "leaves 2 values",
+        ),
+        (
+            vec![input(1), input(0), op(BC_OP_ADD)],
+            "step 0 reads input 1, but 1 input(s)",
+        ),
+        (
+            vec![input(-1), input(0), op(BC_OP_ADD)],
+            "step 0: input index -1 is negative",
+        ),
+        (
+            vec![input(0), input(0), op(26)],
+            "step 2: unknown op code 26",
+        ),
+        (
+            vec![input(0), constant(10, 0, 0.0), op(0)],
+            "step 1: unknown dtype code 10",
+        ),
+        (
+            vec![
+                input(0),
+                bc_expr_step {
+                    kind: 4,
+                    arg: 0,
+                    int_value: 0,
+                    float_value: 0.0,
+                },
+            ],
+            "step 1: unknown step kind 4",
+        ),
+        (
+            vec![input(0), input(0), where_step()],
+            "step 2 (where) needs 3 operands",
+        ),
+        (
+            [input(0); 17].into_iter().chain([op(0); 16]).collect(),
+            "step 16 leaves 17 values waiting",
+        ),
+        (
+            [input(0); 33].into_iter().chain([op(0); 32]).collect(),
+            "at most 64 steps; this one has 65",
+        ),
+    ];
+    for (steps, msg) in cases {
+        let e = eval(&steps, &[&a]).err().expect("refused");
+        assert_eq!(e.status, BC_ERR_INVALID_ARG, "{steps:?}");
+        assert!(e.msg.contains(msg), "{:?} does not say {msg:?}", e.msg);
+        let e = eval_out(&steps, &[&a], &a).unwrap_err();
+        assert_eq!(e.status, BC_ERR_INVALID_ARG, "{steps:?}");
+    }
+    let steps = [input(0), input(0), op(BC_OP_ADD)];
+    let h = [a.ptr()];
+    let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+    // SAFETY (all): arrays valid for their lengths or NULL as documented.
+    unsafe {
+        assert_eq!(
+            bc_expr_eval(steps.as_ptr(), 3, h.as_ptr(), 1, ptr::null_mut()),
+            BC_ERR_NULL_ARG
+        );
+        assert_eq!(
+            bc_expr_eval(ptr::null(), 3, h.as_ptr(), 1, &mut out),
+            BC_ERR_NULL_ARG
+        );
+        assert!(out.is_null());
+        assert_eq!(
+            bc_expr_eval(steps.as_ptr(), 3, ptr::null(), 1, &mut out),
+            BC_ERR_NULL_ARG
+        );
+        // (NULL, 0) inputs: an empty array, so input 0 is out of range.
+        assert_eq!(
+            bc_expr_eval(steps.as_ptr(), 3, ptr::null(), 0, &mut out),
+            BC_ERR_INVALID_ARG
+        );
+        let stale = T::arange_f32(&[3], 0.0);
+        let dead = stale.ptr();
+        drop(stale);
+        let h = [dead];
+        assert_eq!(
+            bc_expr_eval(steps.as_ptr(), 3, h.as_ptr(), 1, &mut out),
+            BC_ERR_INVALID_HANDLE
+        );
+        assert!(out.is_null());
+        let h = [a.ptr()];
+        assert_eq!(
+            bc_expr_eval_out(steps.as_ptr(), 3, h.as_ptr(), 1, dead as *mut _),
+            BC_ERR_INVALID_HANDLE
+        );
+        assert_eq!(
+            bc_expr_eval_out(steps.as_ptr(), 3, h.as_ptr(), 1, ptr::null_mut()),
+            BC_ERR_NULL_ARG
+        );
+    }
+}
+
+/// Constants take their dtype's value as documented and promote as 0-d tensors: float16 times a
+/// float64 constant stays float16 (PyTorch reads that one element in float32: the separate
+/// call's rule, kept), an int32 tensor times a float64 constant is float64.
+#[test]
+fn constants_promote_as_0d_tensors() {
+    let h = T::from_values(F16, &[3], &[V::F(5.0), V::F(-1.5), V::F(3.0)]).unwrap();
+    let third = constant(F64, 0, 1.0 / 3.0);
+    let steps = [input(0), third, op(BC_OP_MUL)];
+    let got = eval(&steps, &[&h]).unwrap();
+    assert_eq!(got.dtype(), F16);
+    same(&got, &reference(&steps, &[&h], None).unwrap().unwrap()).unwrap();
+    assert_eq!(got.to_f64()[0], 1.6669921875); // rounded once from float32, as PyTorch
+    let i = T::from_values(I32, &[2], &[V::I(7), V::I(-2)]).unwrap();
+    let steps = [
+        input(0),
+        constant(F64, 0, 0.5),
+        op(BC_OP_MUL),
+        constant(I64, 1 << 40, 0.0),
+        op(BC_OP_ADD),
+    ];
+    let got = eval(&steps, &[&i]).unwrap();
+    assert_eq!(got.dtype(), F64);
+    assert_eq!(
+        got.to_f64(),
+        [3.5 + (1u64 << 40) as f64, -1.0 + (1u64 << 40) as f64]
+    );
+}
