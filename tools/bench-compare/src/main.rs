@@ -3,8 +3,8 @@
 //! round in another order), printing a table of times and ratios.
 //!
 //! Usage: `cargo run --release -p bench-compare -- [options]` (or `make bench`)
-//!   --smoke           a few seconds: S2, S2.lt, S2.and, L2 and three sweep sizes, one round,
-//!                     three repetitions (CI)
+//!   --smoke           a few seconds: S2, S2.lt, S2.and, L2, E1 and three sweep sizes, one
+//!                     round, three repetitions (CI)
 //!   --rounds N        interleaved rounds (default 5); medians over rounds are reported
 //!   --reps N          samples per measurement (default 5)
 //!   --warm-ms MS      warm-up per measurement, at least (default 150; the last-level cache of
@@ -12,6 +12,7 @@
 //!   --threads N       threads for the library and the limit (default 2)
 //!   --cases LIST      comma-separated, e.g. S1,S8,L1 (default: all)
 //!   --sweep LIST      sweep sizes in elements, e.g. 1e3,1e5 (default: 1e3 ... 1e8); "none" skips
+//!   --exprs LIST      fused expressions, e.g. E1 (default: E1,E2); "none" skips
 //!   --no-limit / --no-numpy / --no-torch   leave a peer out (NumPy and PyTorch are measured
 //!                     when `$PYTHON` (default `python3`) imports them; /work/torchenv/bin/python
 //!                     has both on the development machine)
@@ -19,6 +20,7 @@
 //!   --csv FILE        every measurement of every round, for scripts/perf_plot.py
 //!   --skip-verify     do not check the library's results before timing
 //!   --skip-alloc-check  do not count allocations
+mod exprs;
 mod lib_side;
 mod peers;
 
@@ -110,6 +112,7 @@ struct Options {
     threads: usize,
     cases: Vec<Case>,
     sweep: Vec<usize>,
+    exprs: Vec<exprs::ECase>,
     limit: bool,
     numpy: bool,
     torch: bool,
@@ -146,6 +149,11 @@ fn parse_args() -> Options {
         } else {
             SWEEP.iter().map(|&t| sweep_elems(t)).collect()
         },
+        exprs: if smoke {
+            exprs::find("E1").into_iter().collect()
+        } else {
+            exprs::CASES.to_vec()
+        },
         limit: true,
         numpy: true,
         torch: true,
@@ -181,6 +189,16 @@ fn parse_args() -> Options {
                 } else {
                     v.split(',')
                         .map(|s| sweep_elems(s.parse().unwrap_or_else(|_| usage("bad size"))))
+                        .collect()
+                }
+            }
+            "--exprs" => {
+                let v = value();
+                o.exprs = if v == "none" {
+                    Vec::new()
+                } else {
+                    v.split(',')
+                        .map(|n| exprs::find(n).unwrap_or_else(|| usage("unknown expression")))
                         .collect()
                 }
             }
@@ -307,16 +325,24 @@ fn main() {
     };
 
     if o.verify {
-        for c in &o.cases {
-            if let Err(e) = lib_side::verify(c) {
+        let checks = o
+            .cases
+            .iter()
+            .map(lib_side::verify)
+            .chain(o.exprs.iter().map(exprs::verify));
+        for check in checks {
+            if let Err(e) = check {
                 eprintln!("bench-compare: WRONG RESULT: {e}");
                 std::process::exit(1);
             }
         }
-        eprintln!("verified: the library's results of {} cases", o.cases.len());
+        eprintln!(
+            "verified: the library's results of {} cases",
+            o.cases.len() + o.exprs.len()
+        );
     }
     let alloc_report = if o.alloc_check {
-        allocation_check(&o.cases)
+        allocation_check(&o.cases, &o.exprs)
     } else {
         String::new()
     };
@@ -356,6 +382,40 @@ fn main() {
                     ],
                     || lib_side::time_case(&inp, alloc, o.reps, o.warm_ms),
                 );
+            }
+        }
+        for c in &o.exprs {
+            let inp = exprs::inputs(c);
+            for (v, alloc) in [("alloc", true), ("out", false)] {
+                let key = format!("{} {v}", c.name);
+                let cmd = format!("expr {} {v} {} {}", c.name, o.reps, o.warm_ms);
+                let m = Measurement {
+                    key: &key,
+                    variant: v,
+                    bytes: exprs::bytes(c),
+                    cmd: &cmd,
+                };
+                m.run(
+                    &mut res,
+                    round,
+                    &mut [
+                        ("limit", &mut limit),
+                        ("numpy", &mut numpy),
+                        ("torch", &mut torch),
+                    ],
+                    || exprs::time(&inp, true, alloc, o.reps, o.warm_ms),
+                );
+                // The library's separate calls, for what one pass saves.
+                let key = format!("{} {v} calls", c.name);
+                let m = Measurement {
+                    key: &key,
+                    variant: v,
+                    bytes: exprs::bytes(c),
+                    cmd: &cmd,
+                };
+                m.run(&mut res, round, &mut [], || {
+                    exprs::time(&inp, false, alloc, o.reps, o.warm_ms)
+                });
             }
         }
         for &elems in &o.sweep {
@@ -689,6 +749,9 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
             }
         }
     }
+    if !o.exprs.is_empty() {
+        report_exprs(&mut s, o, res);
+    }
     if !o.sweep.is_empty() {
         let _ = writeln!(
             s,
@@ -736,6 +799,64 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
     s
 }
 
+/// The fused expressions: one pass against the separate calls, the limit, NumPy and PyTorch.
+fn report_exprs(s: &mut String, o: &Options, res: &Results) {
+    let _ = writeln!(
+        s,
+        "\n### Fused expressions (`bc_expr_eval`), float32: median ms per call; ratios are medians of same-round ratios [min–max]\n"
+    );
+    let _ = writeln!(
+        s,
+        "| case | variant | one pass | GB/s | separate calls | calls ÷ one pass | C limit | lib ÷ limit | NumPy | PyTorch (its form) | lib ÷ PyTorch | target | met |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let ratio = |r: Option<(f64, f64, f64)>| {
+        r.map_or("–".to_string(), |(r, lo, hi)| {
+            format!("**{r:.2}** [{lo:.2}–{hi:.2}]")
+        })
+    };
+    for c in &o.exprs {
+        for v in ["alloc", "out"] {
+            let key = format!("{} {v}", c.name);
+            let calls = format!("{key} calls");
+            let lib = res.median(&key, "lib");
+            let calls_ms = res.median(&calls, "lib");
+            let vs_torch = res.ratio(&key, "torch");
+            let met = match (c.beat_torch, vs_torch) {
+                (false, _) => "–".to_string(),
+                (true, Some((r, _, _))) if r <= 1.0 => "yes".to_string(),
+                (true, Some((r, _, _))) => format!("no: {:.0}% over PyTorch", (r - 1.0) * 100.0),
+                (true, None) => "– (no PyTorch)".to_string(),
+            };
+            let _ =
+                writeln!(
+                s,
+                "| {} | {v} | {} | {} | {} | {} | {} ({}) | {} | {} | {} ({}) | {} | {} | {met} |",
+                c.name,
+                fmt_ms(lib),
+                lib.map_or(String::new(), |ms| format!("{:.1}", exprs::bytes(c) / (ms * 1e6))),
+                fmt_ms(calls_ms),
+                match (lib, calls_ms) {
+                    (Some(l), Some(k)) => format!("{:.2}×", k / l),
+                    _ => "–".to_string(),
+                },
+                fmt_ms(res.median(&key, "limit")),
+                res.variant(&key, "limit"),
+                ratio(res.ratio(&key, "limit")),
+                fmt_ms(res.median(&key, "numpy")),
+                fmt_ms(res.median(&key, "torch")),
+                res.variant(&key, "torch"),
+                ratio(vs_torch),
+                if c.beat_torch { "≤ PyTorch" } else { "–" },
+            );
+        }
+    }
+    let _ = writeln!(s, "\nWhat they compute, and what the peers run:\n");
+    for c in &o.exprs {
+        let _ = writeln!(s, "- {}: {}. {}", c.name, c.what, c.peers);
+    }
+}
+
 const NOTES: &str = "
 ### How the library gets there
 
@@ -775,7 +896,7 @@ const NOTES: &str = "
 
 /// Views never copy, an operation allocates only its result: element storages and heap bytes
 /// counted around single calls.
-fn allocation_check(cases: &[Case]) -> String {
+fn allocation_check(cases: &[Case], expr_cases: &[exprs::ECase]) -> String {
     use broadcast::ffi::*;
     let mut s = String::from(
         "\n### Allocation check (element storages from the engine's counters; heap = every global-allocator call)\n\n\
@@ -849,6 +970,19 @@ fn allocation_check(cases: &[Case]) -> String {
             );
             row(&format!("{} out", c.name), 0, &mut || inp.call(false));
         }
+    }
+    for c in expr_cases {
+        let inp = exprs::inputs(c);
+        row(
+            &format!("{} one pass (+ free)", c.name),
+            1 << 24,
+            &mut || inp.fused(true),
+        );
+        row(
+            &format!("{} separate calls (+ frees)", c.name),
+            1 << 24,
+            &mut || inp.calls(true),
+        );
     }
     let _ = writeln!(
         s,
