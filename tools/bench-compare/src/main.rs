@@ -872,8 +872,18 @@ const NOTES: &str = "
 - **Streaming stores** for results of 2 MiB and more written out of place (`src/engine/kernels.rs`):
   no read-for-ownership of the destination; in place, normal stores (measured faster).
 - **Run-time SIMD dispatch**: the library is built for baseline x86-64; the kernels exist again
-  as `#[target_feature(enable = \"avx2\")]` clones chosen with `is_x86_feature_detected!`. Every
-  path computes each element with the same scalar operation, so results are bit-identical.
+  as `#[target_feature(enable = \"avx2,f16c\")]` clones chosen with `is_x86_feature_detected!`.
+  Every path computes each element with the same scalar operation, so results are bit-identical.
+- **float16 and bfloat16 in float32 blocks** (`src/engine/convert.rs`, `kernels.rs`): an operation
+  that rounds once widens 256 elements of each operand to float32 (F16C for float16, integer
+  shifts for bfloat16), computes them with its float32 function and rounds them back together,
+  instead of calling the `half` crate twice per element (which checks the CPU on every call);
+  the same bits as element by element. Not AVX-512 BF16's `vcvtneps2bf16`: it flushes subnormal
+  inputs to zero, PyTorch does not.
+- **Fused expressions** (`src/engine/expr.rs`): `bc_expr_eval` runs a whole chain of operations
+  over blocks of up to 4 KiB per value that stay in L1, through the same kernels at the same
+  types, so only the inputs are read and the result written; an operation whose result is
+  broadcast further is computed once first.
 - **Blocked iteration for transposed operands** (`src/engine/plan.rs`): when an input is strided
   along the innermost dimension but contiguous along the next, the plan is walked in tiles of
   16 x 256 (float32) and the kernel transposes 16 x 16 squares in registers, so every cache line
