@@ -276,6 +276,16 @@ impl Ctx {
         self.mem.last_mut().unwrap().as_mut_ptr()
     }
 
+    /// Runs the call on the thread pool (threshold 1, 4 threads), and puts the settings back.
+    fn on_pool(&mut self) {
+        let _ = bc_set_parallel_threshold(1);
+        let _ = bc_set_num_threads(4);
+        self.restore.push(|| {
+            let _ = bc_set_parallel_threshold(0);
+            let _ = bc_set_num_threads(0);
+        });
+    }
+
     fn out(&mut self, i: usize) -> *mut *mut bc_tensor {
         &mut self.outs[i]
     }
@@ -1071,12 +1081,7 @@ fn arithmetic() -> Vec<Scenario> {
             "7-d where(a < b, a * b, 1) into float64 on the thread pool (threshold 1, 4 threads)",
             BC_OK,
             |c| {
-                let _ = bc_set_parallel_threshold(1);
-                let _ = bc_set_num_threads(4);
-                c.restore.push(|| {
-                    let _ = bc_set_parallel_threshold(0);
-                    let _ = bc_set_num_threads(0);
-                });
+                c.on_pool();
                 let (a, b) = (c.t(F64, &C7), c.t(F64, &B7));
                 let o = c.t(F64, &C7);
                 let steps = [
@@ -1125,12 +1130,7 @@ fn arithmetic() -> Vec<Scenario> {
             "7-d into float64 (on the thread pool: threshold 1, 4 threads)",
             BC_OK,
             |c| {
-                let _ = bc_set_parallel_threshold(1);
-                let _ = bc_set_num_threads(4);
-                c.restore.push(|| {
-                    let _ = bc_set_parallel_threshold(0);
-                    let _ = bc_set_num_threads(0);
-                });
+                c.on_pool();
                 let (cond, a, b) = (c.t(BOOL, &A7), c.t(F64, &B7), c.t(F32, &C7));
                 let o = c.t(F64, &C7);
                 call!(|_c| bc_where_out(cond, a, b, o))
@@ -1198,12 +1198,7 @@ fn arithmetic() -> Vec<Scenario> {
             "on the thread pool (threshold 1, 4 threads)",
             BC_OK,
             |c| {
-                let _ = bc_set_parallel_threshold(1);
-                let _ = bc_set_num_threads(4);
-                c.restore.push(|| {
-                    let _ = bc_set_parallel_threshold(0);
-                    let _ = bc_set_num_threads(0);
-                });
+                c.on_pool();
                 let (a, b) = (
                     c.t(F32, &[2, 3, 4, 5, 6, 7, 8]),
                     c.t(F64, &[3, 1, 5, 1, 7, 8]),

@@ -1094,6 +1094,36 @@ mod tests {
         x == y || (is_nan(x) && is_nan(y))
     }
 
+    /// A code path (level, streaming), an operation on a dtype, and its result's element size.
+    struct Path(SimdLevel, bool, BinaryOp, DType, usize);
+
+    impl Path {
+        /// The operation on `n` elements of `a` and `b` (byte strides), written contiguously into
+        /// a fresh buffer `off` elements past an 8-byte boundary (several alignments); the
+        /// result's bytes.
+        fn on(&self, a: &[u8], b: &[u8], strides: [isize; 2], n: usize, off: usize) -> Vec<u8> {
+            let Path(level, stream, op, dtype, osize) = *self;
+            let mut buf = vec![0u64; (n + off) * osize / 8 + 16];
+            let out = (buf.as_mut_ptr() as *mut u8).wrapping_add(off * osize);
+            // Bytes the operands must hold: the last element read, and its size.
+            let reach = |s: isize| (n.max(1) as isize - 1) * s + dtype.size() as isize;
+            assert!(reach(strides[0]) <= a.len() as isize && reach(strides[1]) <= b.len() as isize);
+            // SAFETY: the buffers cover n elements at these strides (asserted above).
+            unsafe {
+                binary_run_with(
+                    level,
+                    stream,
+                    op,
+                    dtype,
+                    [out, a.as_ptr() as *mut u8, b.as_ptr() as *mut u8],
+                    [osize as isize, strides[0], strides[1]],
+                    n,
+                );
+                std::slice::from_raw_parts(out, n * osize).to_vec()
+            }
+        }
+    }
+
     fn levels() -> Vec<SimdLevel> {
         match simd_level() {
             SimdLevel::Avx2 => vec![SimdLevel::Baseline, SimdLevel::Avx2],
@@ -1131,22 +1161,9 @@ mod tests {
                     };
                     for level in levels() {
                         for stream in [false, true] {
-                            // An output buffer offset by `off` elements: several alignments.
-                            let mut buf = vec![0u64; (n + off) * osize / 8 + 16];
-                            let out = (buf.as_mut_ptr() as *mut u8).wrapping_add(off * osize);
-                            // SAFETY: every pointer covers n elements at its stride.
-                            unsafe {
-                                binary_run_with(
-                                    level,
-                                    stream,
-                                    op,
-                                    dtype,
-                                    [out, a.as_ptr() as *mut u8, b.as_ptr() as *mut u8],
-                                    [osize as isize, sa_el * size as isize, sb_el * size as isize],
-                                    n,
-                                );
-                                results.push(std::slice::from_raw_parts(out, n * osize).to_vec());
-                            }
+                            let strides = [sa_el * size as isize, sb_el * size as isize];
+                            let run = Path(level, stream, op, dtype, osize);
+                            results.push(run.on(&a, &b, strides, n, off));
                         }
                     }
                     for (k, r) in results.iter().enumerate().skip(1) {
@@ -1245,21 +1262,9 @@ mod tests {
                     for level in levels() {
                         for stream in [false, true] {
                             for off in [0usize, 3] {
-                                let mut buf = vec![0u64; (len + off) * osize / 8 + 8];
-                                let out = (buf.as_mut_ptr() as *mut u8).wrapping_add(off * osize);
-                                // SAFETY: every pointer covers `len` elements at its stride.
-                                let got = unsafe {
-                                    binary_run_with(
-                                        level,
-                                        stream,
-                                        op,
-                                        dtype,
-                                        [out, a.as_ptr() as *mut u8, b.as_ptr() as *mut u8],
-                                        [osize as isize, 2 * sa as isize, 2 * sb as isize],
-                                        len,
-                                    );
-                                    std::slice::from_raw_parts(out, len * osize)
-                                };
+                                let run = Path(level, stream, op, dtype, osize);
+                                let strides = [2 * sa as isize, 2 * sb as isize];
+                                let got = run.on(&a, &b, strides, len, off);
                                 for i in 0..len {
                                     let (g, w) =
                                         (&got[i * osize..][..osize], &want[i * osize..][..osize]);

@@ -350,6 +350,11 @@ fn main() {
     let mut res = Results::default();
     for round in 0..o.rounds {
         eprintln!("round {}/{}", round + 1, o.rounds);
+        let mut peers = [
+            ("limit", &mut limit),
+            ("numpy", &mut numpy),
+            ("torch", &mut torch),
+        ];
         for c in &o.cases {
             let inp = lib_side::inputs(c);
             let cmd_kind = if c.name.starts_with('L') {
@@ -372,16 +377,9 @@ fn main() {
                     bytes,
                     cmd: &cmd,
                 };
-                m.run(
-                    &mut res,
-                    round,
-                    &mut [
-                        ("limit", &mut limit),
-                        ("numpy", &mut numpy),
-                        ("torch", &mut torch),
-                    ],
-                    || lib_side::time_case(&inp, alloc, o.reps, o.warm_ms),
-                );
+                m.run(&mut res, round, &mut peers, || {
+                    lib_side::time_case(&inp, alloc, o.reps, o.warm_ms)
+                });
             }
         }
         for c in &o.exprs {
@@ -395,16 +393,9 @@ fn main() {
                     bytes: exprs::bytes(c),
                     cmd: &cmd,
                 };
-                m.run(
-                    &mut res,
-                    round,
-                    &mut [
-                        ("limit", &mut limit),
-                        ("numpy", &mut numpy),
-                        ("torch", &mut torch),
-                    ],
-                    || exprs::time(&inp, true, alloc, o.reps, o.warm_ms),
-                );
+                m.run(&mut res, round, &mut peers, || {
+                    exprs::time(&inp, true, alloc, o.reps, o.warm_ms)
+                });
                 // The library's separate calls, for what one pass saves.
                 let key = format!("{} {v} calls", c.name);
                 let m = Measurement {
@@ -435,16 +426,9 @@ fn main() {
                     bytes,
                     cmd: &cmd,
                 };
-                m.run(
-                    &mut res,
-                    round,
-                    &mut [
-                        ("limit", &mut limit),
-                        ("numpy", &mut numpy),
-                        ("torch", &mut torch),
-                    ],
-                    || lib_side::time_sweep(&inp, alloc, reps, o.warm_ms),
-                );
+                m.run(&mut res, round, &mut peers, || {
+                    lib_side::time_sweep(&inp, alloc, reps, o.warm_ms)
+                });
             }
         }
     }
