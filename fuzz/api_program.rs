@@ -2351,6 +2351,14 @@ impl Runner<'_> {
         };
         let b_flat = if fallback { Some(self.values(b)) } else { None };
         let dest_dtype = dest.map_or(ct, |d| d.0.dtype);
+        // PyTorch's mul and div in float16/bfloat16 read a one-element second operand of another
+        // type straight into float32, not rounded to the computation type first
+        // (docs/semantics.md section 11).
+        let f32_scalar = matches!(op_code, BC_OP_MUL | BC_OP_DIV)
+            && matches!(ct, F16 | BF16)
+            && a.dtype == ct
+            && b.dtype != ct
+            && b.numel() == 1;
         let values = indices(&out_shape)
             .iter()
             .enumerate()
@@ -2360,7 +2368,15 @@ impl Runner<'_> {
                     Some(flat) => flat[k]?,
                     None => self.read(b, &pick(b, idx))?,
                 };
-                Some(x.cast(ct).apply(op_code, y.cast(ct)).cast(dest_dtype))
+                let v = match y.cast(F32) {
+                    Num::F(s) if f32_scalar => {
+                        let x = x.to_f64() as f32; // exact: `a` has the computation type
+                        let r = if op_code == BC_OP_MUL { x * s } else { x / s };
+                        Num::from_f64(ct, r as f64)
+                    }
+                    _ => x.cast(ct).apply(op_code, y.cast(ct)),
+                };
+                Some(v.cast(dest_dtype))
             })
             .collect();
         Ok(Ok((out_shape, ct, values, warnings)))
