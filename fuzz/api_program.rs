@@ -650,6 +650,130 @@ fn contiguous_strides(shape: &[usize]) -> Vec<i64> {
     out
 }
 
+/// The strides PyTorch 2.x gives a new result of `shape` computed from `inputs` (shape, strides,
+/// converted to the computation type first): TensorIterator's rule, stated plainly for the model.
+fn result_layout(shape: &[usize], inputs: &[(Vec<usize>, Vec<i64>, bool)]) -> Vec<i64> {
+    // `.to(dtype)` keeps a dense layout and makes any other dense in its own order.
+    let own: Vec<Vec<i64>> = inputs
+        .iter()
+        .map(|(s, st, converted)| {
+            if *converted && !dense_layout(s, st) {
+                dense_in_order(s, &dim_order(s, std::slice::from_ref(st)), false)
+            } else {
+                st.clone()
+            }
+        })
+        .collect();
+    if inputs.iter().all(|(s, _, _)| s == shape) {
+        let row_major = contiguous_strides(shape);
+        let contiguous = |st: &Vec<i64>| {
+            numel_of(shape) == 0 || (0..shape.len()).all(|d| shape[d] == 1 || st[d] == row_major[d])
+        };
+        if own.iter().all(contiguous) {
+            return row_major;
+        }
+        let channels_last = |st: &Vec<i64>| {
+            shape.len() == 4 && {
+                let order = [1, 3, 2, 0];
+                let want = dense_in_order(shape, &order, true);
+                order.iter().all(|&d| shape[d] == 1 || st[d] == want[d])
+            }
+        };
+        if own.iter().all(channels_last) {
+            return dense_in_order(shape, &[1, 3, 2, 0], true);
+        }
+        if own
+            .iter()
+            .all(|st| dense_layout(shape, st) && *st == own[0])
+        {
+            return own.last().unwrap().clone();
+        }
+    }
+    let nd = shape.len();
+    let iter: Vec<Vec<i64>> = inputs
+        .iter()
+        .zip(&own)
+        .map(|((s, _, _), st)| {
+            (0..nd)
+                .map(|d| match (d + s.len()).checked_sub(nd) {
+                    Some(i) if s[i] != 1 || shape[d] == 1 => st[i],
+                    _ => 0,
+                })
+                .collect()
+        })
+        .collect();
+    let order = dim_order(shape, &iter);
+    if order.iter().copied().eq((0..nd).rev()) {
+        contiguous_strides(shape)
+    } else {
+        dense_in_order(shape, &order, true)
+    }
+}
+
+/// TensorIterator's dimension order, fastest first: insertion sort from reversed row-major
+/// order; two dimensions compare by the first operand with non-zero strides on both that differ,
+/// or, equal, whose size on the first is larger; otherwise they are left as they are.
+fn dim_order(shape: &[usize], strides: &[Vec<i64>]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..shape.len()).rev().collect();
+    let after = |x: usize, y: usize| -> Option<bool> {
+        strides.iter().find_map(|st| {
+            let (sx, sy) = (st[x], st[y]);
+            if sx == 0 || sy == 0 {
+                None
+            } else if sx != sy {
+                Some(sx > sy)
+            } else {
+                (shape[x] > shape[y]).then_some(true)
+            }
+        })
+    };
+    for i in 1..order.len() {
+        let mut j = i;
+        for k in (0..i).rev() {
+            match after(order[k], order[j]) {
+                Some(true) => {
+                    order.swap(k, j);
+                    j = k;
+                }
+                Some(false) => break,
+                None => {}
+            }
+        }
+    }
+    order
+}
+
+/// Dense strides with the dimensions of `order` fastest first; `zero_sizes` multiplies by sizes
+/// of 0 too (TensorIterator), else they count as 1 (a converted copy).
+fn dense_in_order(shape: &[usize], order: &[usize], zero_sizes: bool) -> Vec<i64> {
+    let mut out = vec![0i64; shape.len()];
+    let mut next = 1i64;
+    for &d in order {
+        out[d] = next;
+        if shape[d] > 1 || (zero_sizes && shape[d] == 0) {
+            next = next.saturating_mul(shape[d] as i64);
+        }
+    }
+    out
+}
+
+/// Whether the dimensions of size 2 or more, sorted by stride, are dense.
+fn dense_layout(shape: &[usize], strides: &[i64]) -> bool {
+    let mut big: Vec<(i64, usize)> = (0..shape.len())
+        .filter(|&d| shape[d] >= 2)
+        .map(|d| (strides[d], shape[d]))
+        .collect();
+    big.sort();
+    let mut expected = 1i64;
+    for (s, n) in big {
+        if s != expected {
+            return false;
+        }
+        expected = expected.saturating_mul(n as i64);
+    }
+    true
+}
+
 /// All multi-indices of `shape`, row-major.
 fn indices(shape: &[usize]) -> Vec<Vec<usize>> {
     let n = numel_of(shape) as usize; // callers only ask for small shapes (or empty ones)
@@ -1050,13 +1174,24 @@ impl Runner<'_> {
 
     /// A new row-major tensor with `values` (None: unspecified elements).
     fn new_tensor(&mut self, dtype: i32, shape: &[usize], values: Option<Vec<Option<Num>>>) -> TM {
+        self.new_tensor_strided(dtype, shape, contiguous_strides(shape), values)
+    }
+
+    /// A new tensor laid out densely with `strides`, with `values` in row-major order.
+    fn new_tensor_strided(
+        &mut self,
+        dtype: i32,
+        shape: &[usize],
+        strides: Vec<i64>,
+        values: Option<Vec<Option<Num>>>,
+    ) -> TM {
         let n = numel_of(shape) as usize;
         let nbytes = n * itemsize(dtype);
         let st = self.new_owned(nbytes, None);
         let t = TM {
             dtype,
             shape: shape.to_vec(),
-            strides: contiguous_strides(shape),
+            strides,
             offset: 0,
             st,
         };
@@ -2439,7 +2574,21 @@ impl Runner<'_> {
             Ok(Err(s)) => Err(s),
             Ok(Ok((shape, ct, values, w))) => {
                 warnings = w;
-                Ok(self.new_tensor(ct, &shape, Some(values)))
+                let (ta, tb) = (self.resolve(a).unwrap(), self.resolve(b).unwrap());
+                // Under the fallback `b` is read as a row-major tensor of `a`'s shape.
+                let b_geometry = if broadcast(&ta.shape, &tb.shape).is_some() {
+                    (tb.shape.clone(), tb.strides.clone())
+                } else {
+                    (ta.shape.clone(), contiguous_strides(&ta.shape))
+                };
+                let strides = result_layout(
+                    &shape,
+                    &[
+                        (ta.shape.clone(), ta.strides.clone(), ta.dtype != ct),
+                        (b_geometry.0, b_geometry.1, tb.dtype != ct),
+                    ],
+                );
+                Ok(self.new_tensor_strided(ct, &shape, strides, Some(values)))
             }
         };
         self.note(format!(

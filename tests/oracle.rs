@@ -414,46 +414,6 @@ fn expand() {
 // values.jsonl
 // =============================================================================================
 
-/// A Rust-owned buffer holding one operand's storage, and a zero-copy view over it.
-struct Operand {
-    buf: Vec<u8>,
-    dtype: i32,
-    shape: Vec<i64>,
-    strides: Vec<i64>,
-    offset: i64,
-}
-
-impl Operand {
-    fn from_json(v: &Value) -> Operand {
-        let dtype = dtype_code(v["dtype"].as_str().unwrap());
-        let storage = json_values(dtype, &v["storage"]);
-        Operand {
-            buf: encode(dtype, &storage),
-            dtype,
-            shape: json_shape(&v["shape"]),
-            strides: json_shape(&v["strides"]),
-            offset: v["offset"].as_i64().unwrap(),
-        }
-    }
-
-    /// # Safety: the tensor must be dropped before `self`.
-    unsafe fn view(&mut self) -> Result<T, Err> {
-        let n = self.buf.len();
-        T::wrap(
-            self.dtype,
-            self.buf.as_mut_ptr(),
-            n,
-            &self.shape,
-            Some(&self.strides),
-            self.offset,
-        )
-    }
-
-    fn storage(&self) -> Vec<V> {
-        decode(self.dtype, &self.buf)
-    }
-}
-
 fn compare_values(dtype: i32, got: &[V], want: &[V], ulps: i64) -> Option<String> {
     compare_values_ties(dtype, got, want, ulps, false)
 }

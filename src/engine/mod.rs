@@ -9,6 +9,7 @@ pub mod error;
 pub mod expr;
 pub mod format;
 pub mod kernels;
+pub mod layout;
 pub mod ops;
 pub mod overlap;
 pub mod parallel;

@@ -7,6 +7,7 @@ use super::binary_ops::{BinaryOp, Compute, Rule};
 use super::dtype::{can_cast, result_type, DType};
 use super::error::{Error, ErrorKind, Result};
 use super::kernels;
+use super::layout;
 use super::parallel;
 use super::plan::{broadcast_strides, Plan, SmallPlan};
 use super::shape::{broadcast_shapes, broadcast_shapes_n, check_inplace, Dims, Strides};
@@ -55,9 +56,27 @@ pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, opts: Options) -> Result<(Te
     let b = reshaped.as_deref().unwrap_or(b);
     let types = op_types(op, a, b);
     check_kernel(op, types.compute)?;
-    let out = Tensor::new(types.result, &shape, Init::Uninit)?;
+    let out = new_result(types.result, &shape, types.compute, [a, b])?;
     compute(op, &out, a, b, types.compute)?;
     Ok((out, warnings))
+}
+
+/// A new result of `shape` and `dtype` for an operation computing in `compute` from `inputs`,
+/// laid out as PyTorch lays it out (see [`layout`]): an input of another type takes part as the
+/// converted copy PyTorch makes of it.
+fn new_result<const N: usize>(
+    dtype: DType,
+    shape: &[usize],
+    compute: DType,
+    inputs: [&Tensor; N],
+) -> Result<Tensor> {
+    let inputs = inputs.map(|t| layout::Input {
+        shape: t.shape(),
+        strides: t.strides(),
+        converted: t.dtype() != compute,
+    });
+    let strides = layout::result_strides(shape, inputs)?;
+    Tensor::new_dense(dtype, shape, strides, Init::Uninit)
 }
 
 /// `self op= other`.

@@ -56,9 +56,31 @@ pub enum Init {
 impl Tensor {
     /// A new row-major tensor.
     pub fn new(dtype: DType, shape: &[usize], init: Init) -> Result<Tensor> {
+        Tensor::new_dense(dtype, shape, contiguous_strides(shape)?, init)
+    }
+
+    /// A new tensor laid out densely with `strides`, which must address each of the shape's
+    /// elements once within `numel` elements (a permutation of row-major order, as
+    /// [`super::layout`] gives).
+    pub fn new_dense(
+        dtype: DType,
+        shape: &[usize],
+        strides: Strides,
+        init: Init,
+    ) -> Result<Tensor> {
         let numel = checked_numel(shape)?;
         let nbytes = checked_nbytes(numel, dtype.size())?;
-        let (shape, strides) = (try_small(shape)?, contiguous_strides(shape)?);
+        debug_assert!(
+            numel == 0 || {
+                let last: isize = shape
+                    .iter()
+                    .zip(&strides)
+                    .map(|(&n, &s)| (n as isize - 1) * s)
+                    .sum();
+                last as usize == numel - 1 && strides.iter().all(|&s| s >= 0)
+            }
+        );
+        let shape = try_small(shape)?;
         let storage = Storage::alloc(nbytes, init == Init::Zeros)?;
         let t = Tensor {
             storage: Shared::try_new(storage)?,
@@ -68,7 +90,7 @@ impl Tensor {
             offset: 0,
         };
         if let Init::Fill(value) = init {
-            // SAFETY: fresh row-major storage of exactly numel elements.
+            // SAFETY: fresh dense storage of exactly numel elements.
             unsafe { kernels::fill_run(dtype, value, t.data_ptr(), dtype.size() as isize, numel) };
         }
         Ok(t)

@@ -77,8 +77,14 @@ pub(crate) fn op_in(code: i32) -> Result<BinaryOp, FfiError> {
 /// computes in, except that `BC_OP_DIV` and `BC_OP_ATAN2` compute integers and bool in float32.
 /// Comparisons and logical operations give bool; the others give the computation type. Under the
 /// switches of `bc_set_broadcast_warning` / `bc_set_legacy_fallback` (section 5), warnings go to
-/// the warning handler. On success the caller owns `*out` (free it with `bc_tensor_free`); on
-/// failure `*out` is NULL.
+/// the warning handler.
+///
+/// The result is laid out as PyTorch lays it out: dense, in the dimension order the operands'
+/// strides share (a result of permuted operands is permuted the same way), else row-major. Read
+/// its layout with `bc_tensor_strides`, or make a row-major copy with `bc_tensor_contiguous`;
+/// `bc_tensor_copy_to` writes row-major order whatever the layout.
+///
+/// On success the caller owns `*out` (free it with `bc_tensor_free`); on failure `*out` is NULL.
 ///
 /// # Returns
 /// `BC_OK`; `BC_ERR_SHAPE` (`The size of tensor a (A) must match the size of tensor b (B) at

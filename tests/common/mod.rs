@@ -985,6 +985,50 @@ impl Failures {
 }
 
 // ---------------------------------------------------------------------------------------------
+// oracle rows: operands
+// ---------------------------------------------------------------------------------------------
+
+/// A Rust-owned buffer holding one operand's storage, and a zero-copy view over it.
+pub struct Operand {
+    pub buf: Vec<u8>,
+    pub dtype: i32,
+    pub shape: Vec<i64>,
+    pub strides: Vec<i64>,
+    pub offset: i64,
+}
+
+impl Operand {
+    pub fn from_json(v: &serde_json::Value) -> Operand {
+        let dtype = dtype_code(v["dtype"].as_str().unwrap());
+        let storage = json_values(dtype, &v["storage"]);
+        Operand {
+            buf: encode(dtype, &storage),
+            dtype,
+            shape: json_shape(&v["shape"]),
+            strides: json_shape(&v["strides"]),
+            offset: v["offset"].as_i64().unwrap(),
+        }
+    }
+
+    /// # Safety: the tensor must be dropped before `self`.
+    pub unsafe fn view(&mut self) -> Result<T, Err> {
+        let n = self.buf.len();
+        T::wrap(
+            self.dtype,
+            self.buf.as_mut_ptr(),
+            n,
+            &self.shape,
+            Some(&self.strides),
+            self.offset,
+        )
+    }
+
+    pub fn storage(&self) -> Vec<V> {
+        decode(self.dtype, &self.buf)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // plain reference helpers (row-major multi-index arithmetic)
 // ---------------------------------------------------------------------------------------------
 

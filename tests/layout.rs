@@ -1,0 +1,85 @@
+//! The layout of new results against PyTorch (issue 15, target 2): every row of
+//! `tests/data/pytorch/layout.jsonl` gives the strides PyTorch 2.15 gave the result of an
+//! out-of-place row of `values.jsonl` or `ops_values.jsonl`. The operands are built from that row
+//! (its types matter: a converted input takes part with its copy's layout), the operation runs
+//! through the C ABI, and the result's shape and its strides on dimensions of size above 1 (the
+//! only ones that address memory) must be PyTorch's.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+#[test]
+fn results_are_laid_out_as_pytorch_lays_them_out() {
+    let _g = settings_lock();
+    let sources = [
+        ("values", read_jsonl("values.jsonl")),
+        ("ops_values", read_jsonl("ops_values.jsonl")),
+    ];
+    let rows = read_jsonl("layout.jsonl");
+    let mut f = Failures::new("layout.jsonl");
+    let mut exact = 0;
+    for (i, row) in rows.iter().enumerate() {
+        let source = row["source"].as_str().unwrap();
+        let (_, lines) = sources
+            .iter()
+            .find(|(name, _)| *name == source)
+            .unwrap_or_else(|| panic!("layout.jsonl:{}: unknown source {source}", i + 1));
+        f.checked += 1;
+        let src = &lines[row["line"].as_u64().unwrap() as usize];
+        match check_row(row, src) {
+            Ok(true) => exact += 1,
+            Ok(false) => {}
+            Err(e) => f.add(i + 1, row, e),
+        }
+    }
+    println!(
+        "layout.jsonl: {exact} of {} results have PyTorch's strides on every dimension",
+        f.checked
+    );
+    assert_eq!(f.checked, rows.len());
+    f.finish();
+}
+
+/// Checks one row against the call it describes; `Ok(true)` when the strides also agree on
+/// dimensions of size 0 or 1.
+fn check_row(row: &Value, src: &Value) -> Result<bool, String> {
+    if src["op"] != row["op"] || src["inplace"] != false {
+        return Err(format!(
+            "source row is {} (inplace {})",
+            src["op"], src["inplace"]
+        ));
+    }
+    let mut a = Operand::from_json(&src["a"]);
+    let mut b = Operand::from_json(&src["b"]);
+    for (name, o) in [("a", &a), ("b", &b)] {
+        let (shape, strides) = (
+            json_shape(&row[name]["shape"]),
+            json_shape(&row[name]["strides"]),
+        );
+        if (&o.shape, &o.strides) != (&shape, &strides) {
+            return Err(format!("operand {name} differs from its source row"));
+        }
+    }
+    let (ta, tb) = unsafe { (a.view(), b.view()) };
+    let (ta, tb) = (
+        ta.map_err(|e| e.to_string())?,
+        tb.map_err(|e| e.to_string())?,
+    );
+    let out = binary(op_code(row["op"].as_str().unwrap()), &ta, &tb)
+        .map_err(|e| format!("bc_binary failed: {e}"))?;
+    let (shape, strides) = (out.shape(), out.strides());
+    let (want_shape, want) = (json_shape(&row["shape"]), json_shape(&row["strides"]));
+    if shape != want_shape {
+        return Err(format!("shape {shape:?}, expected {want_shape:?}"));
+    }
+    let addressed = |d: &usize| shape[*d] > 1;
+    if (0..shape.len())
+        .filter(addressed)
+        .any(|d| strides[d] != want[d])
+    {
+        return Err(format!("strides {strides:?}, expected {want:?}"));
+    }
+    Ok(strides == want)
+}
