@@ -3,7 +3,9 @@
 //! out-of-place row of `values.jsonl` or `ops_values.jsonl`. The operands are built from that row
 //! (its types matter: a converted input takes part with its copy's layout), the operation runs
 //! through the C ABI, and the result's shape and its strides on dimensions of size above 1 (the
-//! only ones that address memory) must be PyTorch's.
+//! only ones that address memory) must be PyTorch's. `layout_extra.jsonl` adds layouts those
+//! files meet rarely (up to seven dimensions, odd strides on size-1 dimensions, channels-last,
+//! converted operands), where the strides of every dimension must be PyTorch's.
 
 mod common;
 
@@ -82,4 +84,72 @@ fn check_row(row: &Value, src: &Value) -> Result<bool, String> {
         return Err(format!("strides {strides:?}, expected {want:?}"));
     }
     Ok(strides == want)
+}
+
+#[test]
+fn more_layouts_as_pytorch_lays_them_out() {
+    let _g = settings_lock();
+    let rows = read_jsonl("layout_extra.jsonl");
+    let mut f = Failures::new("layout_extra.jsonl");
+    for (i, row) in rows.iter().enumerate() {
+        // Rows with a Python number are checked with the scalar operations.
+        if row.get("b").is_none() {
+            continue;
+        }
+        f.checked += 1;
+        let (mut a, mut b) = (Zeros::new(&row["a"]), Zeros::new(&row["b"]));
+        let (ta, tb) = unsafe { (a.view(), b.view()) };
+        let got = binary(op_code(row["op"].as_str().unwrap()), &ta, &tb)
+            .map(|out| (lib_dtype_name(out.dtype()), out.shape(), out.strides()));
+        let want = (
+            row["dtype"].as_str().unwrap().to_string(),
+            json_shape(&row["shape"]),
+            json_shape(&row["strides"]),
+        );
+        match got {
+            Ok(got) if got == want => {}
+            Ok(got) => f.add(i + 1, row, format!("got {got:?}, expected {want:?}")),
+            Err(e) => f.add(i + 1, row, format!("bc_binary failed: {e}")),
+        }
+    }
+    assert!(f.checked >= 1500, "only {} rows checked", f.checked);
+    f.finish();
+}
+
+/// A view with a row's geometry of zeroed memory just large enough (the values do not matter).
+struct Zeros {
+    buf: Vec<u8>,
+    dtype: i32,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+}
+
+impl Zeros {
+    fn new(v: &Value) -> Zeros {
+        let dtype = dtype_code(v["dtype"].as_str().unwrap());
+        let (shape, strides) = (json_shape(&v["shape"]), json_shape(&v["strides"]));
+        let span = if shape.contains(&0) {
+            1
+        } else {
+            1 + shape
+                .iter()
+                .zip(&strides)
+                .map(|(n, s)| (n - 1) * s)
+                .sum::<i64>()
+        };
+        let buf = vec![0u8; span as usize * itemsize(dtype)];
+        Zeros {
+            buf,
+            dtype,
+            shape,
+            strides,
+        }
+    }
+
+    /// # Safety: the tensor must be dropped before `self`.
+    unsafe fn view(&mut self) -> T {
+        let n = self.buf.len();
+        let p = self.buf.as_mut_ptr();
+        T::wrap(self.dtype, p, n, &self.shape, Some(&self.strides), 0).expect("bc_tensor_wrap")
+    }
 }

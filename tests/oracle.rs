@@ -1198,6 +1198,7 @@ fn oracle_folder_is_complete() {
         "sum_to_size.jsonl",
         "repr.jsonl",
         "layout.jsonl",
+        "layout_extra.jsonl",
     ] {
         assert!(
             dir.join(name).is_file(),
