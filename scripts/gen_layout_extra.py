@@ -92,17 +92,20 @@ def tensor_rows(rng, n):
         da, db = dtype_pair(rng)
         if op == "sub" and "bool" in (da, db):
             continue
-        ga, gb = geometry(rng, sa), geometry(rng, sb)
-        r = OPS[op](view(da, sa, ga), view(db, sb, gb))
-        rows.append({
-            "op": op,
-            "a": {"dtype": da, "shape": sa, "strides": ga},
-            "b": {"dtype": db, "shape": sb, "strides": gb},
-            "dtype": str(r.dtype).replace("torch.", ""),
-            "shape": list(r.shape),
-            "strides": list(r.stride()),
-        })
+        rows.append(tensor_row(op, (da, sa, geometry(rng, sa)), (db, sb, geometry(rng, sb))))
     return rows
+
+
+def tensor_row(op, a, b):
+    """The row of `a op b` for operands given as (dtype, shape, strides)."""
+    r = OPS[op](view(*a), view(*b))
+    operand = lambda o: {"dtype": o[0], "shape": o[1], "strides": o[2]}
+    return {"op": op, "a": operand(a), "b": operand(b), **result(r)}
+
+
+def result(r):
+    return {"dtype": str(r.dtype).replace("torch.", ""), "shape": list(r.shape),
+            "strides": list(r.stride())}
 
 
 def channels_last_rows(rng, n):
@@ -115,15 +118,7 @@ def channels_last_rows(rng, n):
         ga = [rng.choice([s, 5]) if n == 1 else s for n, s in zip(shape, cl)]
         da, db = dtype_pair(rng)
         op = "add" if "bool" in (da, db) else rng.choice(list(OPS))
-        r = OPS[op](view(da, shape, ga), view(db, shape, gb))
-        rows.append({
-            "op": op,
-            "a": {"dtype": da, "shape": shape, "strides": ga},
-            "b": {"dtype": db, "shape": shape, "strides": gb},
-            "dtype": str(r.dtype).replace("torch.", ""),
-            "shape": list(r.shape),
-            "strides": list(r.stride()),
-        })
+        rows.append(tensor_row(op, (da, shape, ga), (db, shape, gb)))
     return rows
 
 
@@ -146,9 +141,7 @@ def scalar_rows(rng, n):
             "order": order,
             "a": {"dtype": dt, "shape": shape, "strides": g},
             "scalar": {"type": kind, "value": value},
-            "dtype": str(r.dtype).replace("torch.", ""),
-            "shape": list(r.shape),
-            "strides": list(r.stride()),
+            **result(r),
         })
     return rows
 

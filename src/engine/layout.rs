@@ -17,7 +17,7 @@
 //! Nothing is allocated for up to eight dimensions but the returned strides (inline up to five).
 use super::alloc::{try_small_elem, try_small_with_capacity};
 use super::error::Result;
-use super::shape::{contiguous_strides, Strides};
+use super::shape::{contiguous_strides, is_contiguous, Strides};
 use smallvec::SmallVec;
 
 /// An input as it enters the result's layout: its geometry (strides in elements), and whether
@@ -155,24 +155,6 @@ fn sort_dims(shape: &[usize], n: usize, stride: impl Fn(usize, usize) -> isize) 
         }
     }
     Ok(perm)
-}
-
-/// Row-major with no gaps, PyTorch's way (size-1 dimensions may have any stride; an empty
-/// tensor is contiguous).
-fn is_contiguous(shape: &[usize], strides: &[isize]) -> bool {
-    if shape.contains(&0) {
-        return true;
-    }
-    let mut expected = 1isize;
-    for (&size, &stride) in shape.iter().zip(strides).rev() {
-        if size != 1 {
-            if stride != expected {
-                return false;
-            }
-            expected = expected.saturating_mul(size as isize);
-        }
-    }
-    true
 }
 
 /// PyTorch's channels-last contiguity of a 4-d tensor: dense in the order channels, width,

@@ -7,6 +7,7 @@
 //! `Error::Alloc`, never an abort.
 use super::alloc::{try_small_collect, try_vec};
 use super::error::Result;
+use super::shape::is_contiguous;
 use super::tensor::Tensor;
 use smallvec::SmallVec;
 
@@ -15,18 +16,20 @@ const EXACT_LIMIT: usize = 1 << 20;
 
 /// Do two elements of `t` share a memory location?
 pub fn has_internal_overlap(t: &Tensor) -> Result<bool> {
+    overlaps_itself(t.shape(), t.strides())
+}
+
+/// Do two elements of a view of this geometry (strides in elements) share a location? Decided
+/// on the geometry alone, so the planner asks it too.
+pub fn overlaps_itself(shape: &[usize], strides: &[isize]) -> Result<bool> {
     // The common case, decided without collecting dimensions. It includes every empty tensor:
     // with no elements, no two share a location (as in PyTorch, where an empty tensor counts as
     // contiguous), even when a dimension has stride 0.
-    if t.is_contiguous() {
+    if is_contiguous(shape, strides) {
         return Ok(false);
     }
-    let mut dims: SmallVec<[(usize, usize); 6]> = try_small_collect(
-        t.shape()
-            .iter()
-            .zip(t.strides())
-            .map(|(&n, &s)| (n, s as usize)),
-    )?;
+    let mut dims: SmallVec<[(usize, usize); 6]> =
+        try_small_collect(shape.iter().zip(strides).map(|(&n, &s)| (n, s as usize)))?;
     dims.retain(|&mut (n, _)| n > 1);
     if dims.iter().any(|&(_, s)| s == 0) {
         return Ok(true);
@@ -45,7 +48,7 @@ pub fn has_internal_overlap(t: &Tensor) -> Result<bool> {
     if separable {
         return Ok(false);
     }
-    Ok(match element_addresses(t)? {
+    Ok(match element_offsets(shape, strides)? {
         Some(mut addrs) => {
             addrs.sort_unstable();
             addrs.windows(2).any(|w| w[0] == w[1])
@@ -75,9 +78,7 @@ pub fn overlaps_partially(dest: &Tensor, input: &Tensor) -> Result<bool> {
         return Ok(false);
     }
     // Ranges meet: compare the exact byte intervals of the elements.
-    let (Some(dest_addrs), Some(input_addrs)) =
-        (element_addresses(dest)?, element_addresses(input)?)
-    else {
+    let (Some(dest_addrs), Some(input_addrs)) = (addresses(dest)?, addresses(input)?) else {
         return Ok(true);
     };
     let mut spans: Vec<(usize, usize, bool)> = try_vec(dest_addrs.len() + input_addrs.len())?;
@@ -114,25 +115,29 @@ pub fn overlaps_partially(dest: &Tensor, input: &Tensor) -> Result<bool> {
 }
 
 /// Start address of every element, or `None` when there are too many to list.
-fn element_addresses(t: &Tensor) -> Result<Option<Vec<usize>>> {
-    let numel = t.numel();
+fn addresses(t: &Tensor) -> Result<Option<Vec<usize>>> {
+    let (base, size) = (t.data_ptr() as usize, t.dtype().size());
+    let mut offsets = element_offsets(t.shape(), t.strides())?;
+    for a in offsets.iter_mut().flatten() {
+        *a = base + *a * size;
+    }
+    Ok(offsets)
+}
+
+/// Offset (in elements) of every element, or `None` when there are too many to list.
+fn element_offsets(shape: &[usize], strides: &[isize]) -> Result<Option<Vec<usize>>> {
+    let numel = super::shape::numel(shape);
     if numel > EXACT_LIMIT {
         return Ok(None);
     }
-    let size = t.dtype().size();
     let mut out = try_vec(numel)?;
-    let mut idx: SmallVec<[usize; 6]> = super::alloc::try_small_elem(0, t.ndim())?;
-    let base = t.data_ptr() as usize;
+    let mut idx: SmallVec<[usize; 6]> = super::alloc::try_small_elem(0, shape.len())?;
     for _ in 0..numel {
-        let off: usize = idx
-            .iter()
-            .zip(t.strides())
-            .map(|(&i, &s)| i * s as usize)
-            .sum();
-        out.push(base + off * size);
+        let off: usize = idx.iter().zip(strides).map(|(&i, &s)| i * s as usize).sum();
+        out.push(off);
         for d in (0..idx.len()).rev() {
             idx[d] += 1;
-            if idx[d] < t.shape()[d] {
+            if idx[d] < shape[d] {
                 break;
             }
             idx[d] = 0;

@@ -58,6 +58,16 @@ impl<T: std::fmt::Display> std::fmt::Display for Joined<'_, T> {
     }
 }
 
+/// Number of elements of a shape already known to be valid (a tensor's: its product fits). A 0
+/// anywhere makes 0, whatever the other sizes (which may overflow together).
+pub fn numel(shape: &[usize]) -> usize {
+    if shape.contains(&0) {
+        0
+    } else {
+        shape.iter().product()
+    }
+}
+
 /// Number of elements, refusing products that do not fit in `isize` (so byte offsets stay valid).
 pub fn checked_numel(shape: &[usize]) -> Result<usize> {
     // A 0 anywhere makes 0, whatever the other sizes and their order.
@@ -89,6 +99,24 @@ pub fn contiguous_strides(shape: &[usize]) -> Result<Strides> {
         acc = acc.saturating_mul(shape[i].max(1) as isize);
     }
     Ok(strides)
+}
+
+/// Row-major with no gaps, PyTorch's way: size-1 dimensions may have any stride, and a view with
+/// no elements counts as contiguous.
+pub fn is_contiguous(shape: &[usize], strides: &[isize]) -> bool {
+    if shape.contains(&0) {
+        return true;
+    }
+    let mut expected = 1isize;
+    for (&size, &stride) in shape.iter().zip(strides).rev() {
+        if size != 1 {
+            if stride != expected {
+                return false;
+            }
+            expected = expected.saturating_mul(size as isize);
+        }
+    }
+    true
 }
 
 /// Broadcast two shapes (docs/semantics.md, sections 1-2). Walks from the right; a 1 gives way to

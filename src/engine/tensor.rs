@@ -171,29 +171,12 @@ impl Tensor {
         self.shape.len()
     }
     pub fn numel(&self) -> usize {
-        // A 0 anywhere makes 0, whatever the other sizes (which may overflow together).
-        if self.shape.contains(&0) {
-            0
-        } else {
-            self.shape.iter().product()
-        }
+        shape::numel(&self.shape)
     }
 
     /// Row-major with no gaps (size-1 dimensions may have any stride).
     pub fn is_contiguous(&self) -> bool {
-        if self.numel() == 0 {
-            return true;
-        }
-        let mut expected = 1isize;
-        for (&size, &stride) in self.shape.iter().zip(&self.strides).rev() {
-            if size != 1 {
-                if stride != expected {
-                    return false;
-                }
-                expected *= size as isize;
-            }
-        }
-        true
+        shape::is_contiguous(&self.shape, &self.strides)
     }
 
     /// This tensor, made read-only: every write to its memory, through any view, is refused.
@@ -447,6 +430,29 @@ fn check_view_bounds(
     strides: &[isize],
     offset: usize,
 ) -> Result<()> {
+    let end = view_end(dtype, shape, strides, offset)?;
+    if end > nbytes {
+        return Err(Error::invalid(format_args!(
+            "view reaches byte {end} but the storage holds {nbytes} bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// A geometry some view can have (strides in elements): what a tensor made with it would be
+/// checked for, but for the size of a storage under it. The planner's operands pass this.
+pub fn check_geometry(dtype: DType, shape: &[usize], strides: &[isize]) -> Result<()> {
+    if view_end(dtype, shape, strides, 0)? > isize::MAX as usize {
+        return Err(Error::Overflow {
+            what: "view extent",
+        });
+    }
+    Ok(())
+}
+
+/// The byte just past the furthest element of the view (0 when it has none), refusing negative
+/// strides and products that overflow.
+fn view_end(dtype: DType, shape: &[usize], strides: &[isize], offset: usize) -> Result<usize> {
     if shape.len() != strides.len() {
         return Err(Error::invalid("shape and strides differ in length"));
     }
@@ -457,7 +463,7 @@ fn check_view_bounds(
     }
     let numel = checked_numel(shape)?;
     if numel == 0 {
-        return Ok(());
+        return Ok(0);
     }
     let overflow = Error::Overflow {
         what: "view extent",
@@ -467,16 +473,9 @@ fn check_view_bounds(
         let step = (n - 1).checked_mul(s as usize).ok_or(overflow.clone())?;
         last = last.checked_add(step).ok_or(overflow.clone())?;
     }
-    let end = last
-        .checked_add(1)
+    last.checked_add(1)
         .and_then(|e| e.checked_mul(dtype.size()))
-        .ok_or(overflow)?;
-    if end > nbytes {
-        return Err(Error::invalid(format_args!(
-            "view reaches byte {end} but the storage holds {nbytes} bytes"
-        )));
-    }
-    Ok(())
+        .ok_or(overflow)
 }
 
 // ---------------------------------------------------------------------------------------------
