@@ -404,6 +404,52 @@
 #define BC_OP_HYPOT 25
 
 /**
+ * `bc_plan.flags`: operands of different shapes broadcast with the same number of elements
+ * (a warning when `bc_set_broadcast_warning` is on).
+ */
+#define BC_PLAN_WARNING_BROADCAST 1
+
+/**
+ * `bc_plan.flags`: the legacy 1-D fallback applies (`bc_set_legacy_fallback` is on), with its
+ * warning.
+ */
+#define BC_PLAN_WARNING_FALLBACK 2
+
+/**
+ * `bc_plan.flags`: the call reads the divisor's elements and refuses a zero among them
+ * (`BC_ERR_VALUE`, PyTorch's `ZeroDivisionError`: integer division, remainder, fmod), which only
+ * the call can see.
+ */
+#define BC_PLAN_CHECKS_DIVISOR 256
+
+/**
+ * `bc_plan.loop_kind`: nothing to compute (the result has no elements).
+ */
+#define BC_LOOP_NONE 0
+
+/**
+ * `bc_plan.loop_kind`: every operand contiguous along the inner loop (or one element).
+ */
+#define BC_LOOP_CONTIGUOUS 1
+
+/**
+ * `bc_plan.loop_kind`: contiguous, with an input repeated along the inner loop (a row or a
+ * scalar broadcast).
+ */
+#define BC_LOOP_BROADCAST 2
+
+/**
+ * `bc_plan.loop_kind`: an input strided along the inner loop but closer to contiguous along
+ * another (a transposed operand): walked in 2-D tiles.
+ */
+#define BC_LOOP_TILED 3
+
+/**
+ * `bc_plan.loop_kind`: other strides.
+ */
+#define BC_LOOP_STRIDED 4
+
+/**
  * Most threads an operation uses, the calling one included.
  */
 #define BC_MAX_THREADS 64
@@ -759,6 +805,89 @@ typedef struct bc_expr_step {
    */
   double float_value;
 } bc_expr_step;
+
+/**
+ * An operand described without memory, for the planner: what a tensor of this type, shape and
+ * strides would be.
+ */
+typedef struct bc_geometry {
+  /**
+   * A `BC_DTYPE_*` code.
+   */
+  int32_t dtype;
+  /**
+   * Number of dimensions, at most `BC_MAX_NDIM`.
+   */
+  size_t ndim;
+  /**
+   * `ndim` sizes (NULL when `ndim` is 0).
+   */
+  const int64_t *shape;
+  /**
+   * `ndim` strides in elements, not negative; NULL for row-major.
+   */
+  const int64_t *strides;
+} bc_geometry;
+
+/**
+ * What a call would do, as `bc_plan_binary` and its forms report it. Only the first `ndim`
+ * entries of `shape` and `strides`, and the first `loop_ndim` of `loop_shape`, are meaningful
+ * (the rest are 0). The struct has no padding: every byte is written.
+ */
+typedef struct bc_plan {
+  /**
+   * The result type (`BC_DTYPE_*`): a new result's type; in place or into `out`, the type
+   * cast to the written tensor's type.
+   */
+  int32_t dtype;
+  /**
+   * The type the operation computes in (`BC_DTYPE_*`); inputs of another type are converted
+   * to it first.
+   */
+  int32_t compute_dtype;
+  /**
+   * `BC_PLAN_WARNING_*` bits: the warnings the call would give under the current switches;
+   * and `BC_PLAN_CHECKS_DIVISOR`.
+   */
+  uint32_t flags;
+  /**
+   * The inner loop the call would run: a `BC_LOOP_*` code.
+   */
+  int32_t loop_kind;
+  /**
+   * The result's number of dimensions.
+   */
+  size_t ndim;
+  /**
+   * The result's shape (in place, the target's).
+   */
+  int64_t shape[BC_MAX_NDIM];
+  /**
+   * The written tensor's strides in elements: a new result's layout (PyTorch's, see
+   * `bc_binary`), else the target's or `out`'s own.
+   */
+  int64_t strides[BC_MAX_NDIM];
+  /**
+   * The number of dimensions iterated, once size-1 dimensions are dropped and dimensions
+   * that every operand steps through evenly are merged.
+   */
+  size_t loop_ndim;
+  /**
+   * The sizes iterated, outermost first.
+   */
+  int64_t loop_shape[BC_MAX_NDIM];
+  /**
+   * The threads the work would be shared among, the calling one included (1: it stays on
+   * the calling thread). Under concurrent calls fewer may take part.
+   */
+  size_t threads;
+  /**
+   * The bytes of element memory the call would allocate: a new result and every temporary
+   * (inputs converted to the computation type, a result computed before its cast into the
+   * written tensor, the legacy fallback's copy).
+   */
+  size_t alloc_bytes;
+} bc_plan;
 
 /**
  * Receives each warning: `message` is NUL-terminated and valid only during the call (copy it to
@@ -1807,6 +1936,66 @@ int32_t bc_where_out(const struct bc_tensor *cond,
                      const struct bc_tensor *a,
                      const struct bc_tensor *b,
                      struct bc_tensor *out);
+
+/**
+ * Plans `*out = a op b` (`bc_binary`) from the operands' types and geometry, without tensors
+ * or memory: the result's type, shape and layout, the warnings, and how the call would run.
+ *
+ * The checks and decisions are the call's own, in its order, under the current switches and
+ * thread settings, so when the planner succeeds the call succeeds with this result, and when it
+ * fails the call fails with the same status and message (`bc_last_error_message`,
+ * `bc_last_error_info`). Only what needs memory is not known here: `BC_ERR_ALLOC` when memory
+ * runs out.
+ *
+ * # Returns
+ * `BC_OK` (`*plan` written); the statuses of `bc_binary` for these operands (`BC_ERR_SHAPE`,
+ * `BC_ERR_DTYPE`, `BC_ERR_OVERFLOW` with their messages); `BC_ERR_INVALID_ARG` (unknown op or
+ * dtype code, a negative size or stride, more than `BC_MAX_NDIM` dimensions); `BC_ERR_OVERFLOW`
+ * (an operand's elements or extent do not fit, as no tensor's can); `BC_ERR_NULL_ARG`;
+ * `BC_ERR_ALLOC`. On failure `*plan` is not written.
+ *
+ * # Safety
+ * `a` and `b` must each be NULL or point to a `bc_geometry` whose arrays are valid for `ndim`
+ * reads; `plan` must be valid for one write.
+ */
+int32_t bc_plan_binary(int32_t op,
+                       const struct bc_geometry *a,
+                       const struct bc_geometry *b,
+                       struct bc_plan *plan);
+
+/**
+ * Plans `target op= other` (`bc_binary_inplace`) from the operands' types and geometry, as
+ * `bc_plan_binary` does. The written tensor's memory is not known here: the call alone refuses
+ * a read-only target (`BC_ERR_READ_ONLY`) and one that partly overlaps `other`
+ * (`BC_ERR_OVERLAP`); a target whose own elements share memory (an expanded view) is refused
+ * by both.
+ *
+ * # Returns
+ * As `bc_plan_binary`, with the statuses of `bc_binary_inplace`.
+ *
+ * # Safety
+ * As `bc_plan_binary`.
+ */
+int32_t bc_plan_binary_inplace(int32_t op,
+                               const struct bc_geometry *target,
+                               const struct bc_geometry *other,
+                               struct bc_plan *plan);
+
+/**
+ * Plans `a op b` into `out` (`bc_binary_out`) from the operands' types and geometry, as
+ * `bc_plan_binary_inplace` does for its target.
+ *
+ * # Returns
+ * As `bc_plan_binary`, with the statuses of `bc_binary_out`.
+ *
+ * # Safety
+ * As `bc_plan_binary`; `out` too.
+ */
+int32_t bc_plan_binary_out(int32_t op,
+                           const struct bc_geometry *a,
+                           const struct bc_geometry *b,
+                           const struct bc_geometry *out,
+                           struct bc_plan *plan);
 
 /**
  * Turns the broadcast warning on or off (docs/semantics.md, section 5; PyTorch's

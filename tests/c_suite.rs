@@ -39,6 +39,7 @@ const KNOWN_SOURCES: &[&str] = &[
     "header_tu_other.c",
     "header_cxx.cpp",
     "views_data.c",
+    "planner.c",
     "dlpack.c",
     "dlpack_header_official_first.c",
     "dlpack_header_ours_first.c",
@@ -321,6 +322,11 @@ fn ops() {
 #[test]
 fn views_data() {
     build_and_run("views_data");
+}
+
+#[test]
+fn planner() {
+    build_and_run("planner");
 }
 
 #[test]

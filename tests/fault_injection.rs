@@ -1258,7 +1258,102 @@ fn arithmetic() -> Vec<Scenario> {
             },
         ),
     ]);
+    v.extend(planner());
     v
+}
+
+/// The planner on geometry of seven dimensions (shapes, strides and plans on the heap).
+fn planner() -> Vec<Scenario> {
+    /// A 7-d geometry; `strides` NULL for row-major.
+    fn geo(
+        dtype: i32,
+        shape: &'static [i64; 7],
+        strides: Option<&'static [i64; 7]>,
+    ) -> bc_geometry {
+        bc_geometry {
+            dtype,
+            ndim: 7,
+            shape: shape.as_ptr(),
+            strides: strides.map_or(ptr::null(), |s| s.as_ptr()),
+        }
+    }
+    /// C7 with its dimensions in reverse memory order.
+    static C7_REVERSED: [i64; 7] = [1, 2, 4, 12, 36, 72, 144];
+    /// A 7-d view whose elements overlap (the check lists their offsets).
+    static OVERLAPPING: [i64; 7] = [1, 1, 1, 1, 1, 1, 1];
+    vec![
+        sc(
+            "bc_plan_binary",
+            "a reversed 7-d operand with a float64 one",
+            BC_OK,
+            |c| {
+                let plan = c.mem(std::mem::size_of::<bc_plan>());
+                call!(|_c| bc_plan_binary(
+                    BC_OP_MUL,
+                    &geo(F32, &C7, Some(&C7_REVERSED)),
+                    &geo(F64, &B7, None),
+                    plan.cast()
+                ))
+            },
+        ),
+        sc(
+            "bc_plan_binary",
+            "not broadcastable (the error holds both shapes)",
+            BC_ERR_SHAPE,
+            |c| {
+                let plan = c.mem(std::mem::size_of::<bc_plan>());
+                call!(|_c| bc_plan_binary(
+                    BC_OP_ADD,
+                    &geo(F32, &A7, None),
+                    &geo(F32, &[3, 1, 1, 1, 1, 1, 1], None),
+                    plan.cast()
+                ))
+            },
+        ),
+        sc(
+            "bc_plan_binary_inplace",
+            "a target whose elements overlap (their offsets listed)",
+            BC_ERR_OVERLAP,
+            |c| {
+                let plan = c.mem(std::mem::size_of::<bc_plan>());
+                call!(|_c| bc_plan_binary_inplace(
+                    BC_OP_ADD,
+                    &geo(F32, &C7, Some(&OVERLAPPING)),
+                    &geo(F32, &B7, None),
+                    plan.cast()
+                ))
+            },
+        ),
+        sc(
+            "bc_plan_binary_inplace",
+            "float64 target, int32 other",
+            BC_OK,
+            |c| {
+                let plan = c.mem(std::mem::size_of::<bc_plan>());
+                call!(|_c| bc_plan_binary_inplace(
+                    BC_OP_ADD,
+                    &geo(F64, &C7, None),
+                    &geo(I32, &B7, None),
+                    plan.cast()
+                ))
+            },
+        ),
+        sc(
+            "bc_plan_binary_out",
+            "out has the wrong shape (the error holds both)",
+            BC_ERR_SHAPE,
+            |c| {
+                let plan = c.mem(std::mem::size_of::<bc_plan>());
+                call!(|_c| bc_plan_binary_out(
+                    BC_OP_ADD,
+                    &geo(F32, &A7, None),
+                    &geo(F32, &B7, None),
+                    &geo(F32, &A7, None),
+                    plan.cast()
+                ))
+            },
+        ),
+    ]
 }
 
 /// Shape-changing views, data access, printing and DLPack.

@@ -380,7 +380,7 @@ fn analyse(
                     };
                 if let Some(out) = into {
                     let direct = leaf_tensors(&nodes, inputs, [a, b]);
-                    if ops::check_writable(out, &direct).is_err()
+                    if ops::Operand::check_writable(out, &direct).is_err()
                         || out.shape() != &shape[..]
                         || !can_cast(types.result, out.dtype())
                     {
@@ -413,7 +413,7 @@ fn analyse(
                 if let Some(out) = into {
                     let direct = leaf_tensors(&nodes, inputs, [cond, a, b]);
                     if out.dtype() != dtype
-                        || ops::check_writable(out, &direct).is_err()
+                        || ops::Operand::check_writable(out, &direct).is_err()
                         || out.shape() != &shape[..]
                     {
                         return Ok(None);

@@ -2,7 +2,11 @@
 //! overlapping writes, shapes, result type, a kernel for the computation type, the values), the
 //! two backwards-compatibility switches, then one plan run. Every check happens before the first
 //! write, so a refused call changes nothing.
-use super::alloc::{try_box, try_collect, try_to_vec};
+//!
+//! What a call does is decided before it allocates, from its operands' types and geometry
+//! ([`decide`], [`steps`], the result's layout, [`Walk`]): [`plan_binary`] runs those same
+//! decisions on geometry alone, so the planner reports what the call would do.
+use super::alloc::{try_collect, try_to_vec};
 use super::binary_ops::{BinaryOp, Compute, Rule};
 use super::dtype::{can_cast, result_type, DType};
 use super::error::{Error, ErrorKind, Result};
@@ -10,7 +14,10 @@ use super::kernels;
 use super::layout;
 use super::parallel;
 use super::plan::{broadcast_strides, Plan, SmallPlan};
-use super::shape::{broadcast_shapes, broadcast_shapes_n, check_inplace, Dims, Strides};
+use super::shape::{
+    broadcast_shapes, broadcast_shapes_n, check_inplace, checked_nbytes, contiguous_strides,
+    is_contiguous, numel, Dims, Strides,
+};
 use super::tensor::{copy_into, Init, Tensor};
 use smallvec::{smallvec, SmallVec};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,34 +56,158 @@ impl Warning {
     }
 }
 
-/// `a op b` into a new tensor.
-pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, opts: Options) -> Result<(Tensor, Warnings)> {
-    check_op_defined(op, a.dtype(), b.dtype())?;
-    let (shape, reshaped, warnings) = out_of_place_shape(a, b, opts)?;
-    let b = reshaped.as_deref().unwrap_or(b);
-    let types = op_types(op, a, b);
-    check_kernel(op, types.compute)?;
-    let out = new_result(types.result, &shape, types.compute, [a, b])?;
-    compute(op, &out, a, b, types.compute)?;
-    Ok((out, warnings))
+/// An operand without its memory: its type and geometry (strides in elements). What the planner
+/// is given, and all that the checks and decisions before a call's first allocation look at.
+#[derive(Debug, Clone, Copy)]
+pub struct Geometry<'a> {
+    pub dtype: DType,
+    pub shape: &'a [usize],
+    pub strides: &'a [isize],
 }
 
-/// A new result of `shape` and `dtype` for an operation computing in `compute` from `inputs`,
-/// laid out as PyTorch lays it out (see [`layout`]): an input of another type takes part as the
-/// converted copy PyTorch makes of it.
-fn new_result<const N: usize>(
-    dtype: DType,
-    shape: &[usize],
-    compute: DType,
-    inputs: [&Tensor; N],
-) -> Result<Tensor> {
-    let inputs = inputs.map(|t| layout::Input {
-        shape: t.shape(),
-        strides: t.strides(),
-        converted: t.dtype() != compute,
-    });
-    let strides = layout::result_strides(shape, inputs)?;
-    Tensor::new_dense(dtype, shape, strides, Init::Uninit)
+impl Geometry<'_> {
+    fn numel(&self) -> usize {
+        numel(self.shape)
+    }
+}
+
+/// What the checks of a call need of an operand: a tensor (the call itself), or its geometry
+/// alone (the planner).
+pub trait Operand {
+    fn geometry(&self) -> Geometry<'_>;
+    /// May this operand be written, given the call's inputs? It may not overlap itself, nor
+    /// partly overlap an input (docs/semantics.md, section 8), and memory shared read-only is
+    /// never written. A geometry has no memory, so only what its strides settle is checked
+    /// (elements sharing a location).
+    fn check_writable(&self, inputs: &[&Self]) -> Result<()>;
+}
+
+impl Operand for Tensor {
+    fn geometry(&self) -> Geometry<'_> {
+        Geometry {
+            dtype: self.dtype(),
+            shape: self.shape(),
+            strides: self.strides(),
+        }
+    }
+
+    fn check_writable(&self, inputs: &[&Self]) -> Result<()> {
+        if self.is_read_only() {
+            return Err(Error::ReadOnly);
+        }
+        if super::overlap::has_internal_overlap(self)? {
+            return Err(Error::InternalOverlap);
+        }
+        for input in inputs {
+            if super::overlap::overlaps_partially(self, input)? {
+                return Err(Error::PartialOverlap);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Operand for Geometry<'_> {
+    fn geometry(&self) -> Geometry<'_> {
+        *self
+    }
+
+    fn check_writable(&self, _inputs: &[&Self]) -> Result<()> {
+        if super::overlap::overlaps_itself(self.shape, self.strides)? {
+            return Err(Error::InternalOverlap);
+        }
+        Ok(())
+    }
+}
+
+/// Where a call writes its result.
+#[derive(Debug, Clone, Copy)]
+pub enum Dest<'a, O> {
+    /// A new tensor.
+    New,
+    /// Into the first operand (`a op= b`).
+    InPlace,
+    /// Into the caller's `out`, which must have the broadcast shape.
+    Out(&'a O),
+}
+
+/// A call's decisions once every check has passed.
+#[derive(Debug)]
+struct Decision {
+    /// The broadcast shape (in place, the written operand's).
+    shape: Dims,
+    types: Types,
+    /// The legacy fallback applies: `b` is read as a row-major tensor of `a`'s shape.
+    fallback: bool,
+    warnings: Warnings,
+}
+
+/// The checks of `a op b` in PyTorch's order (the operation is defined for the types, the
+/// written operand may be written, the shapes, the written operand's shape and type), with the
+/// two switches applied. Decides on types and geometry only (and, for a tensor, on where its
+/// memory is): the call and the planner run this same code.
+fn decide<O: Operand>(
+    op: BinaryOp,
+    a: &O,
+    b: &O,
+    dest: Dest<'_, O>,
+    opts: Options,
+) -> Result<Decision> {
+    let (ga, gb) = (a.geometry(), b.geometry());
+    check_op_defined(op, ga.dtype, gb.dtype)?;
+    let written = match dest {
+        Dest::New => None,
+        Dest::InPlace => {
+            a.check_writable(&[b])?;
+            Some(ga)
+        }
+        Dest::Out(out) => {
+            out.check_writable(&[a, b])?;
+            Some(out.geometry())
+        }
+    };
+    let (shape, fallback, warnings) = match dest {
+        Dest::InPlace => inplace_shape(ga, gb, opts)?,
+        _ => out_of_place_shape(ga, gb, opts)?,
+    };
+    if let Dest::Out(out) = dest {
+        if out.geometry().shape != &shape[..] {
+            return Err(Error::or_alloc(|| {
+                Ok(Error::OutputShape {
+                    output: try_to_vec(out.geometry().shape)?,
+                    broadcast: try_to_vec(&shape)?,
+                })
+            }));
+        }
+    }
+    // Under the fallback `b` counts as a tensor of `a`'s shape.
+    let b_0d = if fallback {
+        ga.shape.is_empty()
+    } else {
+        gb.shape.is_empty()
+    };
+    let types = types_of(op, (ga.dtype, ga.shape.is_empty()), (gb.dtype, b_0d));
+    if let Some(w) = written {
+        check_cast(types.result, w.dtype)?;
+    }
+    check_kernel(op, types.compute)?;
+    Ok(Decision {
+        shape,
+        types,
+        fallback,
+        warnings,
+    })
+}
+
+/// `a op b` into a new tensor.
+pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, opts: Options) -> Result<(Tensor, Warnings)> {
+    let d = decide(op, a, b, Dest::New, opts)?;
+    let reshaped = read_b(&d, a, b)?;
+    let b = reshaped.as_ref().unwrap_or(b);
+    let strides = result_layout(&d, a.geometry(), b.geometry())?;
+    let out = Tensor::new_dense(d.types.result, &d.shape, strides, Init::Uninit)?;
+    write_result(op, &out, a, b, d.types)?;
+    Ok((out, d.warnings))
 }
 
 /// `self op= other`.
@@ -86,31 +217,16 @@ pub fn binary_inplace(
     other: &Tensor,
     opts: Options,
 ) -> Result<Warnings> {
-    check_op_defined(op, self_.dtype(), other.dtype())?;
-    check_writable(self_, &[other])?;
-    let mut warnings = Warnings::new();
-    let reshaped: Reshaped = match check_inplace(self_.shape(), other.shape()) {
-        Ok(()) => {
-            if opts.broadcast_warning
-                && self_.shape() != other.shape()
-                && self_.numel() == other.numel()
-            {
-                warnings.push(Warning::BroadcastChange);
-            }
-            None
-        }
-        Err(e) if falls_back(&e, opts) && self_.numel() == other.numel() => {
-            warnings.push(Warning::FallbackInPlace);
-            Some(try_box(reshape_row_major(other, self_.shape())?)?)
-        }
-        Err(e) => return Err(e),
-    };
-    let other = reshaped.as_deref().unwrap_or(other);
-    let types = op_types(op, self_, other);
-    check_cast(types.result, self_.dtype())?;
-    check_kernel(op, types.compute)?;
-    write_result(op, self_, self_, other, types)?;
-    Ok(warnings)
+    let d = decide(op, self_, other, Dest::InPlace, opts)?;
+    let reshaped = read_b(&d, self_, other)?;
+    write_result(
+        op,
+        self_,
+        self_,
+        reshaped.as_ref().unwrap_or(other),
+        d.types,
+    )?;
+    Ok(d.warnings)
 }
 
 /// `a op b` into the caller's `out`, which must have the broadcast shape.
@@ -121,23 +237,36 @@ pub fn binary_out(
     out: &Tensor,
     opts: Options,
 ) -> Result<Warnings> {
-    check_op_defined(op, a.dtype(), b.dtype())?;
-    check_writable(out, &[a, b])?;
-    let (shape, reshaped, warnings) = out_of_place_shape(a, b, opts)?;
-    let b = reshaped.as_deref().unwrap_or(b);
-    if out.shape() != &shape[..] {
-        return Err(Error::or_alloc(|| {
-            Ok(Error::OutputShape {
-                output: try_to_vec(out.shape())?,
-                broadcast: try_to_vec(&shape)?,
-            })
-        }));
+    let d = decide(op, a, b, Dest::Out(out), opts)?;
+    let reshaped = read_b(&d, a, b)?;
+    write_result(op, out, a, reshaped.as_ref().unwrap_or(b), d.types)?;
+    Ok(d.warnings)
+}
+
+/// `b` as the computation reads it: under the legacy fallback, its elements in row-major order
+/// viewed with `a`'s shape (a view when `b` is contiguous, else a contiguous copy first).
+fn read_b(d: &Decision, a: &Tensor, b: &Tensor) -> Result<Option<Tensor>> {
+    if !d.fallback {
+        return Ok(None);
     }
-    let types = op_types(op, a, b);
-    check_cast(types.result, out.dtype())?;
-    check_kernel(op, types.compute)?;
-    write_result(op, out, a, b, types)?;
-    Ok(warnings)
+    let b = if b.is_contiguous() {
+        b.try_clone()?
+    } else {
+        b.to_contiguous(b.dtype())?
+    };
+    let strides = super::shape::contiguous_strides(a.shape())?;
+    Ok(Some(b.as_strided(a.shape(), &strides, b.offset())?))
+}
+
+/// The layout of a new result (see [`layout`]): an input of another type than the computation
+/// type takes part as the converted copy PyTorch makes of it.
+fn result_layout(d: &Decision, a: Geometry<'_>, b: Geometry<'_>) -> Result<Strides> {
+    let inputs = [a, b].map(|g| layout::Input {
+        shape: g.shape,
+        strides: g.strides,
+        converted: g.dtype != d.types.compute,
+    });
+    layout::result_strides(&d.shape, inputs)
 }
 
 /// `where(cond, a, b)` into a new tensor: `a`'s element where `cond` is true, else `b`'s; the
@@ -163,7 +292,7 @@ pub fn where_out(cond: &Tensor, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<
         });
     }
     check_condition(cond)?;
-    check_writable(out, &[cond, a, b])?;
+    out.check_writable(&[cond, a, b])?;
     let shape = where_shape(cond, a, b)?;
     if out.shape() != &shape[..] {
         return Err(Error::or_alloc(|| {
@@ -214,11 +343,148 @@ fn compute_where(out: &Tensor, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<
     let size = dtype.size();
     // SAFETY: where_run reads a bool/uint8 condition and writes `size`-byte elements, which the
     // operands have; out aliases an input only exactly (check_writable), and is fresh or checked.
+    let walk = Walk::new(out.shape(), [out, cond, a, b].map(Tensor::geometry))?;
     unsafe {
-        run_elementwise([out, cond, a, b], |p, s, n| {
+        walk.run([out, cond, a, b].map(Tensor::data_ptr), |p, s, n| {
             kernels::where_run(size, p, s, n)
         })
+    };
+    Ok(())
+}
+
+/// What an elementwise call would do, found from its operands' types and geometry alone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// The result type (a new result's type; in place or into `out`, cast to the written
+    /// tensor's type).
+    pub dtype: DType,
+    /// The type computed in.
+    pub compute: DType,
+    /// The call reads the divisor's elements: an integer division, remainder or fmod refuses a
+    /// zero among them (`Error::ZeroDivision`), which only the call can see.
+    pub checks_divisor: bool,
+    /// The broadcast shape (in place, the written tensor's).
+    pub shape: Dims,
+    /// The strides of the written tensor: a new result's layout, else the written tensor's own.
+    pub strides: Strides,
+    pub warnings: Warnings,
+    /// The sizes iterated after size-1 dimensions are dropped and mergeable ones merged,
+    /// outermost first.
+    pub loop_shape: Dims,
+    pub loop_kind: LoopKind,
+    /// Threads the work is shared among, the calling one included.
+    pub threads: usize,
+    /// Bytes of element memory the call allocates: the result and every temporary.
+    pub alloc_bytes: usize,
+}
+
+/// The inner loop a computation runs, from the operands' strides along the innermost iterated
+/// dimension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopKind {
+    /// Nothing to compute: the result has no elements.
+    None,
+    /// Every operand is contiguous (or a single element is computed).
+    Contiguous,
+    /// Contiguous, with an input repeated (one element for a whole run).
+    Broadcast,
+    /// An input is strided along the innermost dimension but contiguous along another: walked
+    /// in 2-D tiles, so each cache line it brings in serves several runs.
+    Tiled,
+    /// Any other strides.
+    Strided,
+}
+
+/// What `a op b` would do (into `dest`) for operands of these types and geometry: the checks and
+/// decisions of [`binary`], [`binary_inplace`] and [`binary_out`] themselves, so an error is the
+/// one the call would give. Checks that need memory are the call's alone: a read-only written
+/// tensor, and one that partly overlaps an input (the planner knows no addresses).
+pub fn plan_binary(
+    op: BinaryOp,
+    a: Geometry<'_>,
+    b: Geometry<'_>,
+    dest: Dest<'_, Geometry<'_>>,
+    opts: Options,
+) -> Result<Report> {
+    let d = decide(op, &a, &b, dest, opts)?;
+    let elements = |g: Geometry<'_>, dtype: DType| checked_nbytes(g.numel(), dtype.size());
+    let mut alloc_bytes = 0;
+    // `b` as the computation reads it (see `read_b`).
+    let b_row_major;
+    let b = match d.fallback {
+        false => b,
+        true => {
+            if !is_contiguous(b.shape, b.strides) {
+                alloc_bytes += elements(b, b.dtype)?;
+            }
+            b_row_major = contiguous_strides(a.shape)?;
+            Geometry {
+                shape: a.shape,
+                strides: &b_row_major,
+                ..b
+            }
+        }
+    };
+    let result_strides;
+    let written = match dest {
+        Dest::New => {
+            result_strides = result_layout(&d, a, b)?;
+            let g = Geometry {
+                dtype: d.types.result,
+                shape: &d.shape,
+                strides: &result_strides,
+            };
+            alloc_bytes += elements(g, d.types.result)?;
+            g
+        }
+        Dest::InPlace => a,
+        Dest::Out(out) => *out,
+    };
+    // What `write_result` allocates (row-major temporaries), and the operands it walks.
+    let steps = steps(op, written, a, b, d.types);
+    let made = [steps.temp, steps.convert[0], steps.convert[1]];
+    let given = [written, a, b];
+    let mut row_major: [Strides; 3] = Default::default();
+    // The temporary for the written tensor has the result type; converted inputs the computation
+    // type.
+    let made_type = |k: usize| {
+        if k == 0 {
+            d.types.result
+        } else {
+            d.types.compute
+        }
+    };
+    for k in (0..3).filter(|&k| made[k]) {
+        row_major[k] = contiguous_strides(given[k].shape)?;
+        alloc_bytes += elements(given[k], made_type(k))?;
     }
+    let walked: [Geometry<'_>; 3] = std::array::from_fn(|k| match made[k] {
+        false => given[k],
+        true => Geometry {
+            dtype: made_type(k),
+            shape: given[k].shape,
+            strides: &row_major[k],
+        },
+    });
+    let (loop_shape, loop_kind, threads) = if numel(&d.shape) == 0 {
+        (Dims::new(), LoopKind::None, 1)
+    } else if steps.f32_scalar {
+        Walk::new(&d.shape, [walked[0], walked[1]])?.describe()?
+    } else {
+        Walk::new(&d.shape, walked)?.describe()?
+    };
+    Ok(Report {
+        dtype: d.types.result,
+        compute: d.types.compute,
+        checks_divisor: steps.divisor,
+        shape: super::alloc::try_small(&d.shape)?,
+        strides: super::alloc::try_small(written.strides)?,
+        warnings: d.warnings,
+        loop_shape,
+        loop_kind,
+        threads,
+        alloc_bytes,
+    })
 }
 
 /// Views of every input expanded to their common shape.
@@ -279,11 +545,7 @@ pub(crate) struct Types {
     pub result: DType,
 }
 
-fn op_types(op: BinaryOp, a: &Tensor, b: &Tensor) -> Types {
-    types_of(op, (a.dtype(), a.ndim() == 0), (b.dtype(), b.ndim() == 0))
-}
-
-/// [`op_types`] from what promotion looks at: each operand's type, and whether it is 0-d.
+/// The types of `a op b` for operands given as (type, whether 0-d).
 pub(crate) fn types_of(op: BinaryOp, a: (DType, bool), b: (DType, bool)) -> Types {
     let rule = op.rule();
     let t = result_type(a.0, a.1, b.0, b.1);
@@ -322,77 +584,115 @@ fn check_cast(from: DType, to: DType) -> Result<()> {
     }
 }
 
-/// `b` as the legacy fallback reads it, when it applies (boxed: it is rare, and the common
-/// result stays small to move).
-type Reshaped = Option<Box<Tensor>>;
-
-/// The result shape of an out-of-place operation, with the switches applied: returns the shape,
-/// `b` reshaped row-major when the fallback applies, and the warnings.
-fn out_of_place_shape(a: &Tensor, b: &Tensor, opts: Options) -> Result<(Dims, Reshaped, Warnings)> {
-    match broadcast_shapes(a.shape(), b.shape()) {
+/// The result shape of an out-of-place operation, with the switches applied: the shape, whether
+/// the legacy fallback applies, and the warnings.
+fn out_of_place_shape(
+    a: Geometry<'_>,
+    b: Geometry<'_>,
+    opts: Options,
+) -> Result<(Dims, bool, Warnings)> {
+    match broadcast_shapes(a.shape, b.shape) {
         Ok(shape) => {
             let mut warnings = Warnings::new();
-            if opts.broadcast_warning && a.shape() != b.shape() && a.numel() == b.numel() {
+            if opts.broadcast_warning && a.shape != b.shape && a.numel() == b.numel() {
                 warnings.push(Warning::BroadcastChange);
             }
-            Ok((shape, None, warnings))
+            Ok((shape, false, warnings))
         }
         Err(e) if falls_back(&e, opts) && a.numel() == b.numel() => {
-            let b = try_box(reshape_row_major(b, a.shape())?)?;
-            let shape = super::alloc::try_small(a.shape())?;
-            Ok((shape, Some(b), smallvec![Warning::Fallback]))
+            let shape = super::alloc::try_small(a.shape)?;
+            Ok((shape, true, smallvec![Warning::Fallback]))
         }
         Err(e) => Err(e),
     }
 }
 
-/// `t`'s elements in row-major order, viewed with `shape` (same number of elements): a view when
-/// `t` is contiguous, else a contiguous copy first. Only the legacy fallback needs this.
-fn reshape_row_major(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
-    let t = if t.is_contiguous() {
-        t.try_clone()?
-    } else {
-        t.to_contiguous(t.dtype())?
+/// The shape of `self op= other` (`self`'s), with the switches applied, as
+/// [`out_of_place_shape`].
+fn inplace_shape(
+    s: Geometry<'_>,
+    other: Geometry<'_>,
+    opts: Options,
+) -> Result<(Dims, bool, Warnings)> {
+    let mut warnings = Warnings::new();
+    let fallback = match check_inplace(s.shape, other.shape) {
+        Ok(()) => {
+            if opts.broadcast_warning && s.shape != other.shape && s.numel() == other.numel() {
+                warnings.push(Warning::BroadcastChange);
+            }
+            false
+        }
+        Err(e) if falls_back(&e, opts) && s.numel() == other.numel() => {
+            warnings.push(Warning::FallbackInPlace);
+            true
+        }
+        Err(e) => return Err(e),
     };
-    let strides = super::shape::contiguous_strides(shape)?;
-    t.as_strided(shape, &strides, t.offset())
+    Ok((super::alloc::try_small(s.shape)?, fallback, warnings))
 }
 
-/// Computes into `dest`: directly when it has the result type, else through a temporary (so a
-/// cast never happens half-way through a failed call: the temporary is allocated first).
-fn write_result(op: BinaryOp, dest: &Tensor, a: &Tensor, b: &Tensor, types: Types) -> Result<()> {
-    if dest.dtype() == types.result {
-        return compute(op, dest, a, b, types.compute);
-    }
-    let tmp = Tensor::new(types.result, dest.shape(), Init::Uninit)?;
-    compute(op, &tmp, a, b, types.compute)?;
-    copy_into(dest, &tmp)
+/// How a computation into a written tensor runs: decided from types and geometry before anything
+/// is allocated, by the call and by the planner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Steps {
+    /// Computed into a temporary of the result type, then cast into the written tensor (so a
+    /// cast never happens half-way through a failed call: the temporary comes first).
+    temp: bool,
+    /// The float16/bfloat16 rule for a one-element second operand of another type (see
+    /// [`reads_scalar_in_f32`]): computed from `a` and that float32 alone.
+    f32_scalar: bool,
+    /// Inputs first converted to the computation type, into row-major temporaries of their own
+    /// (un-broadcast) shape.
+    convert: [bool; 2],
+    /// The divisor's elements are read for a zero first (integer division, remainder, fmod).
+    divisor: bool,
 }
 
-/// `out = a op b` where `out` has the broadcast shape and the result type, computed in `dtype`.
-/// Inputs of another type are first converted into temporaries of their own (un-broadcast)
-/// shape.
-fn compute(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor, dtype: DType) -> Result<()> {
-    if out.numel() == 0 {
-        return Ok(()); // nothing to compute, and no input needs converting
-    }
+fn steps(
+    op: BinaryOp,
+    dest: Geometry<'_>,
+    a: Geometry<'_>,
+    b: Geometry<'_>,
+    types: Types,
+) -> Steps {
     let rule = op.rule();
-    let divides = rule.nonzero_divisor && !dtype.is_floating();
-    if a.dtype() == dtype && b.dtype() == dtype {
-        if divides {
+    // With no elements nothing is computed, and no input needs converting.
+    let empty = numel(dest.shape) == 0;
+    let f32_scalar =
+        !empty && reads_scalar_in_f32(rule, types.compute, a.dtype, b.dtype, b.numel());
+    let convert = [a, b].map(|g| !empty && !f32_scalar && g.dtype != types.compute);
+    Steps {
+        temp: dest.dtype != types.result,
+        f32_scalar,
+        convert,
+        divisor: !empty && rule.nonzero_divisor && !types.compute.is_floating(),
+    }
+}
+
+/// Computes `a op b` into `dest` (which has the broadcast shape), following [`steps`].
+fn write_result(op: BinaryOp, dest: &Tensor, a: &Tensor, b: &Tensor, types: Types) -> Result<()> {
+    let steps = steps(op, dest.geometry(), a.geometry(), b.geometry(), types);
+    let tmp = match steps.temp {
+        true => Some(Tensor::new(types.result, dest.shape(), Init::Uninit)?),
+        false => None,
+    };
+    let target = tmp.as_ref().unwrap_or(dest);
+    if steps.f32_scalar {
+        compute_with_f32_scalar(op, target, a, read_f32(b))?;
+    } else if target.numel() > 0 {
+        let dtype = types.compute;
+        let convert = |t: &Tensor, yes: bool| yes.then(|| t.to_contiguous(dtype)).transpose();
+        let (ca, cb) = (convert(a, steps.convert[0])?, convert(b, steps.convert[1])?);
+        let (a, b) = (ca.as_ref().unwrap_or(a), cb.as_ref().unwrap_or(b));
+        if steps.divisor {
             check_divisor(b)?;
         }
-        return compute_same_type(op, out, a, b, dtype);
+        compute_same_type(op, target, a, b, dtype)?;
     }
-    if let Some(s) = scalar_read_in_f32(rule, dtype, a, b) {
-        return compute_with_f32_scalar(op, out, a, s);
+    match tmp {
+        Some(tmp) => copy_into(dest, &tmp),
+        None => Ok(()),
     }
-    let (ca, cb) = (converted(a, dtype)?, converted(b, dtype)?);
-    let (a, b) = (ca.as_ref().unwrap_or(a), cb.as_ref().unwrap_or(b));
-    if divides {
-        check_divisor(b)?;
-    }
-    compute_same_type(op, out, a, b, dtype)
 }
 
 /// PyTorch's CPU kernels for `mul`, `div` and `floor_divide` in float16 and bfloat16 take a
@@ -402,28 +702,7 @@ fn compute(op: BinaryOp, out: &Tensor, a: &Tensor, b: &Tensor, dtype: DType) -> 
 /// float64(1/3)` is 1.6669921875, not 1.666015625. Not for other operations, nor for a
 /// one-element first operand, nor for a second operand expanded to more elements (PyTorch 2.15;
 /// `tests/data/pytorch/reduced_scalar.jsonl`, `ops_values.jsonl`). The operations that do it say
-/// so in their table row ([`Rule::float32_scalar`](super::binary_ops::Rule)). Returns that
-/// float32 when the rule applies.
-fn scalar_read_in_f32(rule: &Rule, dtype: DType, a: &Tensor, b: &Tensor) -> Option<f32> {
-    if !reads_scalar_in_f32(rule, dtype, a.dtype(), b.dtype(), b.numel()) {
-        return None;
-    }
-    let mut s = 0f32;
-    // SAFETY: `b`'s one element is readable; `s` is one writable float32.
-    unsafe {
-        kernels::cast_run(
-            b.dtype(),
-            DType::F32,
-            [(&mut s as *mut f32).cast(), b.data_ptr()],
-            [0, 0],
-            1,
-        )
-    };
-    Some(s)
-}
-
-/// Whether [`scalar_read_in_f32`] applies to operands of types `a` and `b`, `b` of `b_numel`
-/// elements, computed in `dtype`.
+/// so in their table row ([`Rule::float32_scalar`](super::binary_ops::Rule)).
 pub(crate) fn reads_scalar_in_f32(
     rule: &Rule,
     dtype: DType,
@@ -438,20 +717,34 @@ pub(crate) fn reads_scalar_in_f32(
         && b_numel == 1
 }
 
+/// The one element of `t`, read as a float32.
+fn read_f32(t: &Tensor) -> f32 {
+    let mut s = 0f32;
+    // SAFETY: `t`'s one element is readable; `s` is one writable float32.
+    unsafe {
+        kernels::cast_run(
+            t.dtype(),
+            DType::F32,
+            [(&mut s as *mut f32).cast(), t.data_ptr()],
+            [0, 0],
+            1,
+        )
+    };
+    s
+}
+
 /// `out = a op s` where `out` and `a` have the computation type (float16 or bfloat16) and `s` is
-/// the float32 of [`scalar_read_in_f32`].
+/// the float32 of [`reads_scalar_in_f32`].
 fn compute_with_f32_scalar(op: BinaryOp, out: &Tensor, a: &Tensor, s: f32) -> Result<()> {
     let dtype = out.dtype();
-    let sa = broadcast_strides(a.shape(), a.strides(), out.shape())?;
-    let plan = Plan::new(out.shape(), [out.strides(), &sa])?;
-    // SAFETY: the plan covers out's view and `a` broadcast to it, both within their storages;
+    let walk = Walk::new(out.shape(), [out.geometry(), a.geometry()])?;
+    // SAFETY: the walk covers out's view and `a` broadcast to it, both within their storages;
     // out aliases `a` only exactly (checked by check_writable).
-    parallel::run(
-        &plan,
-        [out.data_ptr(), a.data_ptr()],
-        [dtype.size(); 2],
-        |ptrs, strides, n| unsafe { kernels::f32_scalar_run(op, dtype, s, ptrs, strides, n) },
-    );
+    unsafe {
+        walk.run([out.data_ptr(), a.data_ptr()], |ptrs, strides, n| {
+            kernels::f32_scalar_run(op, dtype, s, ptrs, strides, n)
+        })
+    };
     Ok(())
 }
 
@@ -488,7 +781,8 @@ fn check_divisor(divisor: &Tensor) -> Result<()> {
     }
 }
 
-/// [`compute`] once both inputs have the computation type.
+/// [`write_result`]'s computation once both inputs have the computation type `dtype`; `out` has
+/// the result type.
 fn compute_same_type(
     op: BinaryOp,
     out: &Tensor,
@@ -497,8 +791,7 @@ fn compute_same_type(
     dtype: DType,
 ) -> Result<()> {
     // SAFETY: binary_run reads `dtype` inputs and writes the operation's result for them, which
-    // is out's type; out aliases an input only exactly (checked by check_writable), and then has
-    // its element size.
+    // is out's type; out aliases an input only exactly (checked by check_writable).
     unsafe {
         run_elementwise([out, a, b], |p, s, n| {
             kernels::binary_run(op, dtype, p, s, n)
@@ -507,8 +800,7 @@ fn compute_same_type(
 }
 
 /// Runs `kernel(ptrs, byte_strides, len)` over the elements of `operands[0]` (the written one)
-/// and the others broadcast to its shape. Small work takes a [`SmallPlan`] on this thread:
-/// building the full plan would cost more than the arithmetic.
+/// and the others broadcast to its shape, walked as [`Walk`] decides.
 ///
 /// # Safety
 /// `kernel` must be sound for runs of these views at their types; the written operand may alias
@@ -517,54 +809,166 @@ pub(crate) unsafe fn run_elementwise<const N: usize>(
     operands: [&Tensor; N],
     kernel: impl Fn([*mut u8; N], [isize; N], usize) + Sync,
 ) -> Result<()> {
-    let out = operands[0];
-    let shape = out.shape();
-    let ptrs = operands.map(Tensor::data_ptr);
-    let sizes = operands.map(|t| t.dtype().size());
-    // SAFETY (both runs): the plan covers out's view and the inputs broadcast to its shape, all
-    // within their storages; the kernel is sound for them (this function's contract).
-    if out.numel() < parallel::SMALL_ELEMS {
-        let small = std::array::from_fn(|k| (operands[k].shape(), operands[k].strides(), sizes[k]));
-        if let Some(plan) = SmallPlan::new(shape, small) {
-            unsafe { plan.for_each_run(ptrs, kernel) };
-            return Ok(());
-        }
-    }
-    let mut strides: [Strides; N] = std::array::from_fn(|_| Strides::new());
-    for k in 1..N {
-        strides[k] = broadcast_strides(operands[k].shape(), operands[k].strides(), shape)?;
-    }
-    let plan = Plan::new(
-        shape,
-        std::array::from_fn(|k| match k {
-            0 => out.strides(),
-            _ => &strides[k][..],
-        }),
-    )?;
-    parallel::run(&plan, ptrs, sizes, kernel);
+    let walk = Walk::new(operands[0].shape(), operands.map(Tensor::geometry))?;
+    // SAFETY: the walk covers operand 0's view and the others broadcast to it, all within their
+    // storages; the kernel is sound for them (this function's contract).
+    unsafe { walk.run(operands.map(Tensor::data_ptr), kernel) };
     Ok(())
 }
 
-/// A written-to tensor may not overlap itself, nor partly overlap an input (docs/semantics.md,
-/// section 8); and memory shared read-only is never written.
-pub(crate) fn check_writable(dest: &Tensor, inputs: &[&Tensor]) -> Result<()> {
-    if dest.is_read_only() {
-        return Err(Error::ReadOnly);
+/// How the elements of a computation are walked: operand 0 is the written one, of the walk's
+/// shape; the others broadcast to it. Decided from geometry alone.
+enum Walk<const N: usize> {
+    /// Small work: a stack-only plan, on the calling thread (building the full plan would cost
+    /// more than the arithmetic).
+    Small(SmallPlan<N>, [usize; N]),
+    /// A full plan, run by [`parallel::run`].
+    Full(Plan<N>, [usize; N]),
+}
+
+impl<const N: usize> Walk<N> {
+    fn new(shape: &[usize], operands: [Geometry<'_>; N]) -> Result<Walk<N>> {
+        let itemsize = operands.map(|g| g.dtype.size());
+        if numel(shape) < parallel::SMALL_ELEMS {
+            let small =
+                std::array::from_fn(|k| (operands[k].shape, operands[k].strides, itemsize[k]));
+            if let Some(plan) = SmallPlan::new(shape, small) {
+                return Ok(Walk::Small(plan, itemsize));
+            }
+        }
+        let mut strides: [Strides; N] = std::array::from_fn(|_| Strides::new());
+        for (k, g) in operands.iter().enumerate().skip(1) {
+            strides[k] = broadcast_strides(g.shape, g.strides, shape)?;
+        }
+        let views: [&[isize]; N] = std::array::from_fn(|k| {
+            if k == 0 {
+                operands[0].strides
+            } else {
+                &strides[k][..]
+            }
+        });
+        Ok(Walk::Full(Plan::new(shape, views)?, itemsize))
     }
-    if super::overlap::has_internal_overlap(dest)? {
-        return Err(Error::InternalOverlap);
+
+    /// The iterated sizes, the inner loop and the thread count.
+    fn describe(&self) -> Result<(Dims, LoopKind, usize)> {
+        // Inner strides in bytes, to compare with the element sizes.
+        let (shape, inner, itemsize, tiled, threads) = match self {
+            Walk::Small(plan, itemsize) => (plan.shape(), plan.inner_strides(), itemsize, false, 1),
+            Walk::Full(plan, itemsize) => {
+                let inner = std::array::from_fn(|k| {
+                    plan.strides[k]
+                        .last()
+                        .map_or(0, |&s| s * itemsize[k] as isize)
+                });
+                let threads = parallel::threads_for(plan.numel);
+                (
+                    &plan.shape[..],
+                    inner,
+                    itemsize,
+                    plan.tiling(*itemsize).is_some(),
+                    threads,
+                )
+            }
+        };
+        let unit = |k: usize| inner[k] == itemsize[k] as isize;
+        let kind = if tiled {
+            LoopKind::Tiled
+        } else if shape.is_empty() || (0..N).all(unit) {
+            LoopKind::Contiguous
+        } else if unit(0) && (1..N).all(|k| unit(k) || inner[k] == 0) {
+            LoopKind::Broadcast
+        } else {
+            LoopKind::Strided
+        };
+        Ok((super::alloc::try_small(shape)?, kind, threads))
     }
-    for input in inputs {
-        if super::overlap::overlaps_partially(dest, input)? {
-            return Err(Error::PartialOverlap);
+
+    /// Runs `kernel(ptrs, byte_strides, len)` over every run.
+    ///
+    /// # Safety
+    /// `base` holds each operand's first element, every element the walk reaches is valid for
+    /// the kernel's accesses, and the written operand aliases an input only exactly.
+    unsafe fn run(
+        &self,
+        base: [*mut u8; N],
+        kernel: impl Fn([*mut u8; N], [isize; N], usize) + Sync,
+    ) {
+        match self {
+            // SAFETY: forwarded.
+            Walk::Small(plan, _) => unsafe { plan.for_each_run(base, kernel) },
+            Walk::Full(plan, itemsize) => parallel::run(plan, base, *itemsize, kernel),
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn g<'a>(dtype: DType, shape: &'a [usize], strides: &'a [isize]) -> Geometry<'a> {
+        Geometry {
+            dtype,
+            shape,
+            strides,
+        }
+    }
+
+    fn plan(a: Geometry<'_>, b: Geometry<'_>) -> Report {
+        plan_binary(BinaryOp::Add, a, b, Dest::New, Options::default()).unwrap()
+    }
+
+    /// How the suite's cases would run: merged loops, the inner loop's kind, threads.
+    #[test]
+    fn plans_of_known_cases() {
+        let _lock = parallel::tests::SETTINGS.lock().unwrap();
+        parallel::set_num_threads(2);
+        parallel::set_threshold(parallel::DEFAULT_THRESHOLD);
+        let f = DType::F32;
+        let (n, rm, t) = ([4096, 4096], [4096, 1], [1, 4096]);
+        // S1: one contiguous loop, on both threads.
+        let p = plan(g(f, &n, &rm), g(f, &n, &rm));
+        assert_eq!(
+            (&p.loop_shape[..], p.loop_kind, p.threads),
+            (&[1 << 24][..], LoopKind::Contiguous, 2)
+        );
+        assert_eq!(p.alloc_bytes, 4 << 24);
+        // S2: a row repeated down the rows, each contiguous; S3: a column, one value per row.
+        let p = plan(g(f, &n, &rm), g(f, &[4096], &[1]));
+        assert_eq!(
+            (&p.loop_shape[..], p.loop_kind),
+            (&n[..], LoopKind::Contiguous)
+        );
+        let p = plan(g(f, &n, &rm), g(f, &[4096, 1], &[1, 1]));
+        assert_eq!(
+            (&p.loop_shape[..], p.loop_kind),
+            (&n[..], LoopKind::Broadcast)
+        );
+        // S8: a transposed operand is walked in tiles.
+        assert_eq!(plan(g(f, &n, &t), g(f, &n, &rm)).loop_kind, LoopKind::Tiled);
+        // The permuted case keeps x's layout, so both stream: (16384, 256), y's row repeated.
+        let (xs, xt) = ([256, 64, 256], [1, 65536, 256]);
+        let p = plan(g(f, &xs, &xt), g(f, &[256, 1, 1], &[1, 1, 1]));
+        assert_eq!(&p.strides[..], &xt);
+        assert_eq!(
+            (&p.loop_shape[..], p.loop_kind),
+            (&[16384, 256][..], LoopKind::Contiguous)
+        );
+        // L1: a small plan, on the calling thread.
+        let p = plan(g(f, &[3, 1], &[1, 1]), g(f, &[1, 3], &[3, 1]));
+        assert_eq!(
+            (&p.loop_shape[..], p.loop_kind, p.threads),
+            (&[3, 3][..], LoopKind::Broadcast, 1)
+        );
+        // int32 (3,) + float64 0-d computes in float64: the result (24 bytes) and a converted
+        // copy of the int32 operand (24 bytes) are allocated.
+        let p = plan(g(DType::I32, &[3], &[1]), g(DType::F64, &[], &[]));
+        assert_eq!((p.dtype, p.alloc_bytes), (DType::F64, 48));
+        // Nothing to compute.
+        let p = plan(g(f, &[0, 3], &[3, 1]), g(f, &[3], &[1]));
+        assert_eq!((p.loop_kind, p.alloc_bytes), (LoopKind::None, 0));
+        parallel::set_num_threads(0);
+    }
 
     /// The bound that decides whether an operation holds its operands' locks while it runs
     /// covers every result broadcast from the operands (and the legacy fallback's), and is exact

@@ -104,6 +104,12 @@ pub fn set_stream_threshold(bytes: usize) {
     STREAM_BYTES.store(bytes, Ordering::Relaxed);
 }
 
+/// How many threads (the calling one included) work on `numel` elements: each gets at least the
+/// threshold's worth, up to the thread count in force.
+pub fn threads_for(numel: usize) -> usize {
+    num_threads().min(numel / threshold().max(1)).max(1)
+}
+
 /// Runs `kernel` over every run of the plan, on one or more threads.
 ///
 /// `kernel(ptrs, byte_strides, len)` must be sound for every run of the plan from `base`.
@@ -120,7 +126,7 @@ pub fn run<const N: usize>(
     }
     let in_place = (1..N).any(|k| base[k] == base[0]);
     let stream = !in_place && numel.saturating_mul(itemsize[0]) >= stream_threshold();
-    let threads = num_threads().min(numel / threshold().max(1)).max(1);
+    let threads = threads_for(numel);
     let tiling = plan.tiling(itemsize);
     let base = SendPtrs(base);
     // Work units: tile rows for a tiled plan, else elements in row-major order.
@@ -655,7 +661,7 @@ mod pool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::sync::atomic::AtomicU32;
 

@@ -430,6 +430,19 @@ impl<const N: usize> SmallPlan<N> {
         Some(plan)
     }
 
+    /// The iteration sizes, outermost first (none for a single element).
+    pub fn shape(&self) -> &[usize] {
+        &self.shape[..self.ndim]
+    }
+
+    /// Each operand's byte stride along the innermost dimension (0 for a single element).
+    pub fn inner_strides(&self) -> [isize; N] {
+        std::array::from_fn(|k| match self.ndim {
+            0 => 0,
+            n => self.strides[k][n - 1],
+        })
+    }
+
     /// Calls `inner(ptrs, strides, len)` for every run along the innermost dimension, in
     /// row-major order (once with length 1 for a single element).
     ///

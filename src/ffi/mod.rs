@@ -15,6 +15,7 @@ pub mod error;
 pub mod expr;
 pub mod handle;
 pub mod ops;
+pub mod plan;
 pub mod settings;
 pub mod shape;
 mod status;
@@ -26,6 +27,7 @@ pub use error::*;
 pub use expr::*;
 pub use handle::{bc_tensor, BC_MAX_NDIM};
 pub use ops::*;
+pub use plan::*;
 pub use settings::*;
 pub use shape::*;
 pub use status::{

@@ -247,7 +247,7 @@ pub unsafe extern "C" fn bc_tensor_wrap(
 ///
 /// # Safety
 /// As `slice_in`.
-unsafe fn strides_in(strides: *const i64, ndim: usize) -> Result<Strides, FfiError> {
+pub(crate) unsafe fn strides_in(strides: *const i64, ndim: usize) -> Result<Strides, FfiError> {
     // SAFETY: forwarded.
     let raw = unsafe { slice_in(strides, ndim, "strides")? };
     Ok(try_small_collect(raw.iter().map(|&s| s as isize))?)

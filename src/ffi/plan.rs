@@ -1,0 +1,296 @@
+//! The planner: what an elementwise call would do, from its operands' types and geometry alone,
+//! with no tensor and no memory. The engine decides it with the checks and decisions the call
+//! itself runs, so the planner and the call agree by construction.
+use super::boundary::call;
+use super::handle::{dims_in, write_out, BC_MAX_NDIM};
+use super::ops::op_in;
+use super::settings::options;
+use super::status::FfiError;
+use super::tensor::{dtype_in, strides_in};
+use crate::engine::ops::{self, Dest, Geometry, LoopKind, Report};
+use crate::engine::shape::{contiguous_strides, Dims, Strides};
+use crate::engine::tensor::check_geometry;
+use crate::engine::{DType, Warning};
+
+/// An operand described without memory, for the planner: what a tensor of this type, shape and
+/// strides would be.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct bc_geometry {
+    /// A `BC_DTYPE_*` code.
+    pub dtype: i32,
+    /// Number of dimensions, at most `BC_MAX_NDIM`.
+    pub ndim: usize,
+    /// `ndim` sizes (NULL when `ndim` is 0).
+    pub shape: *const i64,
+    /// `ndim` strides in elements, not negative; NULL for row-major.
+    pub strides: *const i64,
+}
+
+/// What a call would do, as `bc_plan_binary` and its forms report it. Only the first `ndim`
+/// entries of `shape` and `strides`, and the first `loop_ndim` of `loop_shape`, are meaningful
+/// (the rest are 0). The struct has no padding: every byte is written.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct bc_plan {
+    /// The result type (`BC_DTYPE_*`): a new result's type; in place or into `out`, the type
+    /// cast to the written tensor's type.
+    pub dtype: i32,
+    /// The type the operation computes in (`BC_DTYPE_*`); inputs of another type are converted
+    /// to it first.
+    pub compute_dtype: i32,
+    /// `BC_PLAN_WARNING_*` bits: the warnings the call would give under the current switches;
+    /// and `BC_PLAN_CHECKS_DIVISOR`.
+    pub flags: u32,
+    /// The inner loop the call would run: a `BC_LOOP_*` code.
+    pub loop_kind: i32,
+    /// The result's number of dimensions.
+    pub ndim: usize,
+    /// The result's shape (in place, the target's).
+    pub shape: [i64; BC_MAX_NDIM],
+    /// The written tensor's strides in elements: a new result's layout (PyTorch's, see
+    /// `bc_binary`), else the target's or `out`'s own.
+    pub strides: [i64; BC_MAX_NDIM],
+    /// The number of dimensions iterated, once size-1 dimensions are dropped and dimensions
+    /// that every operand steps through evenly are merged.
+    pub loop_ndim: usize,
+    /// The sizes iterated, outermost first.
+    pub loop_shape: [i64; BC_MAX_NDIM],
+    /// The threads the work would be shared among, the calling one included (1: it stays on
+    /// the calling thread). Under concurrent calls fewer may take part.
+    pub threads: usize,
+    /// The bytes of element memory the call would allocate: a new result and every temporary
+    /// (inputs converted to the computation type, a result computed before its cast into the
+    /// written tensor, the legacy fallback's copy).
+    pub alloc_bytes: usize,
+}
+
+/// `bc_plan.flags`: operands of different shapes broadcast with the same number of elements
+/// (a warning when `bc_set_broadcast_warning` is on).
+pub const BC_PLAN_WARNING_BROADCAST: u32 = 1;
+/// `bc_plan.flags`: the legacy 1-D fallback applies (`bc_set_legacy_fallback` is on), with its
+/// warning.
+pub const BC_PLAN_WARNING_FALLBACK: u32 = 2;
+/// `bc_plan.flags`: the call reads the divisor's elements and refuses a zero among them
+/// (`BC_ERR_VALUE`, PyTorch's `ZeroDivisionError`: integer division, remainder, fmod), which only
+/// the call can see.
+pub const BC_PLAN_CHECKS_DIVISOR: u32 = 256;
+
+/// `bc_plan.loop_kind`: nothing to compute (the result has no elements).
+pub const BC_LOOP_NONE: i32 = 0;
+/// `bc_plan.loop_kind`: every operand contiguous along the inner loop (or one element).
+pub const BC_LOOP_CONTIGUOUS: i32 = 1;
+/// `bc_plan.loop_kind`: contiguous, with an input repeated along the inner loop (a row or a
+/// scalar broadcast).
+pub const BC_LOOP_BROADCAST: i32 = 2;
+/// `bc_plan.loop_kind`: an input strided along the inner loop but closer to contiguous along
+/// another (a transposed operand): walked in 2-D tiles.
+pub const BC_LOOP_TILED: i32 = 3;
+/// `bc_plan.loop_kind`: other strides.
+pub const BC_LOOP_STRIDED: i32 = 4;
+
+/// Plans `*out = a op b` (`bc_binary`) from the operands' types and geometry, without tensors
+/// or memory: the result's type, shape and layout, the warnings, and how the call would run.
+///
+/// The checks and decisions are the call's own, in its order, under the current switches and
+/// thread settings, so when the planner succeeds the call succeeds with this result, and when it
+/// fails the call fails with the same status and message (`bc_last_error_message`,
+/// `bc_last_error_info`). Only what needs memory is not known here: `BC_ERR_ALLOC` when memory
+/// runs out.
+///
+/// # Returns
+/// `BC_OK` (`*plan` written); the statuses of `bc_binary` for these operands (`BC_ERR_SHAPE`,
+/// `BC_ERR_DTYPE`, `BC_ERR_OVERFLOW` with their messages); `BC_ERR_INVALID_ARG` (unknown op or
+/// dtype code, a negative size or stride, more than `BC_MAX_NDIM` dimensions); `BC_ERR_OVERFLOW`
+/// (an operand's elements or extent do not fit, as no tensor's can); `BC_ERR_NULL_ARG`;
+/// `BC_ERR_ALLOC`. On failure `*plan` is not written.
+///
+/// # Safety
+/// `a` and `b` must each be NULL or point to a `bc_geometry` whose arrays are valid for `ndim`
+/// reads; `plan` must be valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn bc_plan_binary(
+    op: i32,
+    a: *const bc_geometry,
+    b: *const bc_geometry,
+    plan: *mut bc_plan,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    unsafe { plan_call(op, [(a, "a"), (b, "b")], Form::New, plan) }
+}
+
+/// Plans `target op= other` (`bc_binary_inplace`) from the operands' types and geometry, as
+/// `bc_plan_binary` does. The written tensor's memory is not known here: the call alone refuses
+/// a read-only target (`BC_ERR_READ_ONLY`) and one that partly overlaps `other`
+/// (`BC_ERR_OVERLAP`); a target whose own elements share memory (an expanded view) is refused
+/// by both.
+///
+/// # Returns
+/// As `bc_plan_binary`, with the statuses of `bc_binary_inplace`.
+///
+/// # Safety
+/// As `bc_plan_binary`.
+#[no_mangle]
+pub unsafe extern "C" fn bc_plan_binary_inplace(
+    op: i32,
+    target: *const bc_geometry,
+    other: *const bc_geometry,
+    plan: *mut bc_plan,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    unsafe {
+        plan_call(
+            op,
+            [(target, "target"), (other, "other")],
+            Form::InPlace,
+            plan,
+        )
+    }
+}
+
+/// Plans `a op b` into `out` (`bc_binary_out`) from the operands' types and geometry, as
+/// `bc_plan_binary_inplace` does for its target.
+///
+/// # Returns
+/// As `bc_plan_binary`, with the statuses of `bc_binary_out`.
+///
+/// # Safety
+/// As `bc_plan_binary`; `out` too.
+#[no_mangle]
+pub unsafe extern "C" fn bc_plan_binary_out(
+    op: i32,
+    a: *const bc_geometry,
+    b: *const bc_geometry,
+    out: *const bc_geometry,
+    plan: *mut bc_plan,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    unsafe { plan_call(op, [(a, "a"), (b, "b")], Form::Out(out), plan) }
+}
+
+/// Where the planned call writes.
+#[derive(Clone, Copy)]
+enum Form {
+    New,
+    InPlace,
+    Out(*const bc_geometry),
+}
+
+/// # Safety
+/// As `bc_plan_binary_out`.
+unsafe fn plan_call(
+    op: i32,
+    inputs: [(*const bc_geometry, &'static str); 2],
+    form: Form,
+    plan: *mut bc_plan,
+) -> i32 {
+    call(|| {
+        if plan.is_null() {
+            return Err(FfiError::NullArg("plan"));
+        }
+        let op = op_in(op)?;
+        // SAFETY (this block): the caller's contract on each geometry.
+        let a = unsafe { geometry_in(inputs[0].0, inputs[0].1)? };
+        let b = unsafe { geometry_in(inputs[1].0, inputs[1].1)? };
+        let out = match form {
+            Form::Out(out) => Some(unsafe { geometry_in(out, "out")? }),
+            _ => None,
+        };
+        let out = out.as_ref().map(Owned::view);
+        let dest = match (form, &out) {
+            (Form::InPlace, _) => Dest::InPlace,
+            (Form::Out(_), Some(out)) => Dest::Out(out),
+            _ => Dest::New,
+        };
+        let report = ops::plan_binary(op, a.view(), b.view(), dest, options())?;
+        // SAFETY: checked non-NULL; valid for one write by the caller's contract.
+        unsafe { write_out(plan, plan_of(&report), "plan") }
+    })
+}
+
+/// A caller's geometry, read and checked.
+struct Owned {
+    dtype: DType,
+    shape: Dims,
+    strides: Strides,
+}
+
+impl Owned {
+    fn view(&self) -> Geometry<'_> {
+        Geometry {
+            dtype: self.dtype,
+            shape: &self.shape,
+            strides: &self.strides,
+        }
+    }
+}
+
+/// # Safety
+/// `g` NULL or valid for one read, its arrays valid for `ndim` reads.
+unsafe fn geometry_in(g: *const bc_geometry, name: &'static str) -> Result<Owned, FfiError> {
+    // SAFETY: the caller's contract.
+    let g = unsafe { g.as_ref() }.ok_or(FfiError::NullArg(name))?;
+    let dtype = dtype_in(g.dtype)?;
+    // SAFETY (both): the caller's contract on the arrays.
+    let shape = unsafe { dims_in(g.shape, g.ndim, name)? };
+    let strides = match g.strides.is_null() {
+        true => contiguous_strides(&shape)?,
+        false => unsafe { strides_in(g.strides, g.ndim)? },
+    };
+    check_geometry(dtype, &shape, &strides)?;
+    Ok(Owned {
+        dtype,
+        shape,
+        strides,
+    })
+}
+
+fn plan_of(r: &Report) -> bc_plan {
+    let warnings = r.warnings.iter().fold(0, |bits, w| {
+        bits | match w {
+            Warning::BroadcastChange => BC_PLAN_WARNING_BROADCAST,
+            Warning::Fallback | Warning::FallbackInPlace => BC_PLAN_WARNING_FALLBACK,
+            Warning::WhereUint8Condition => 0, // not planned: `where` has no planner form
+        }
+    });
+    let checks = if r.checks_divisor {
+        BC_PLAN_CHECKS_DIVISOR
+    } else {
+        0
+    };
+    bc_plan {
+        dtype: r.dtype.code(),
+        compute_dtype: r.compute.code(),
+        flags: warnings | checks,
+        loop_kind: match r.loop_kind {
+            LoopKind::None => BC_LOOP_NONE,
+            LoopKind::Contiguous => BC_LOOP_CONTIGUOUS,
+            LoopKind::Broadcast => BC_LOOP_BROADCAST,
+            LoopKind::Tiled => BC_LOOP_TILED,
+            LoopKind::Strided => BC_LOOP_STRIDED,
+        },
+        ndim: r.shape.len(),
+        shape: array(&r.shape),
+        strides: array(&r.strides),
+        loop_ndim: r.loop_shape.len(),
+        loop_shape: array(&r.loop_shape),
+        threads: r.threads,
+        alloc_bytes: r.alloc_bytes,
+    }
+}
+
+/// Sizes or strides (at most `BC_MAX_NDIM`) in a C array, zeros after them.
+fn array<T: Copy + TryInto<i64>>(values: &[T]) -> [i64; BC_MAX_NDIM] {
+    let mut out = [0i64; BC_MAX_NDIM];
+    for (o, &v) in out.iter_mut().zip(values) {
+        // Sizes and strides of a valid geometry fit: they are checked below isize::MAX.
+        *o = v.try_into().unwrap_or(i64::MAX);
+    }
+    out
+}
+
+// Every byte of a plan is a field's (the caller's copy holds nothing left over from the stack).
+const _: () = assert!(
+    std::mem::size_of::<bc_plan>() == 4 * 4 + 8 * (4 + 3 * BC_MAX_NDIM),
+    "bc_plan has padding"
+);

@@ -1,0 +1,370 @@
+//! The planner against the calls it plans (issue 14): for every row of the conformance data, the
+//! operands' geometry goes to `bc_plan_binary` (or `_inplace`, `_out`) and the tensors to the
+//! call itself, through the C ABI, and the two must agree: the same status, message and error
+//! data on failure; on success the result's type, shape and strides (a new result's layout, or
+//! the written tensor's), the warnings given, and the bytes of element memory allocated (the
+//! engine's own per-thread count, the one thing read from outside the C ABI).
+//!
+//! The differences allowed are the documented ones: a call may refuse what needs memory to see (a
+//! written tensor that partly overlaps an input, or is read-only) where the planner, which knows
+//! no addresses, plans it; and an integer division, remainder or fmod may find a zero divisor
+//! where the plan says the call reads the divisor (`BC_PLAN_CHECKS_DIVISOR`).
+
+mod common;
+
+use broadcast::engine::storage;
+use broadcast::ffi::*;
+use common::*;
+use serde_json::Value;
+use std::ptr;
+
+/// A tensor's geometry as the planner takes it (the arrays live here).
+struct Geo {
+    dtype: i32,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+}
+
+impl Geo {
+    fn of(t: &T) -> Geo {
+        Geo {
+            dtype: t.dtype(),
+            shape: t.shape(),
+            strides: t.strides(),
+        }
+    }
+
+    fn raw(&self) -> bc_geometry {
+        bc_geometry {
+            dtype: self.dtype,
+            ndim: self.shape.len(),
+            shape: self.shape.as_ptr(),
+            strides: self.strides.as_ptr(),
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Form<'a> {
+    New,
+    InPlace,
+    Out(&'a T),
+}
+
+/// A failure as data: status, message and the error information record.
+#[derive(Debug, PartialEq)]
+struct Failure {
+    status: i32,
+    msg: String,
+    info: [i64; 10],
+}
+
+fn failure(status: i32) -> Failure {
+    let mut i = std::mem::MaybeUninit::<bc_error_info>::uninit();
+    let s = unsafe { bc_last_error_info(i.as_mut_ptr()) };
+    assert_eq!(s, BC_OK, "bc_last_error_info");
+    let i = unsafe { i.assume_init() };
+    Failure {
+        status,
+        msg: last_error(),
+        info: [
+            i.status as i64,
+            i.kind as i64,
+            i.dim,
+            i.size_a,
+            i.size_b,
+            i.arg,
+            i.dtype_a as i64,
+            i.dtype_b as i64,
+            i.ndim_a,
+            i.ndim_b,
+        ],
+    }
+}
+
+/// Counts of what the rows exercised.
+#[derive(Default, Debug)]
+struct Tally {
+    ok: usize,
+    refused: usize,
+    memory_only: usize,
+    /// Refused for a zero divisor, which the plan said the call would look for.
+    values_only: usize,
+}
+
+/// Plans and runs `op` on `a` and `b` in `form`; `Err` describes the first disagreement.
+fn agree(op: i32, a: &T, b: &T, form: Form<'_>, tally: &mut Tally) -> Result<(), String> {
+    let (ga, gb) = (Geo::of(a), Geo::of(b));
+    let out_geo = match form {
+        Form::Out(o) => Some(Geo::of(o)),
+        _ => None,
+    };
+    let (ra, rb) = (ga.raw(), gb.raw());
+    let mut plan = std::mem::MaybeUninit::<bc_plan>::uninit();
+    let p = plan.as_mut_ptr();
+    let status = unsafe {
+        match (form, &out_geo) {
+            (Form::New, _) => bc_plan_binary(op, &ra, &rb, p),
+            (Form::InPlace, _) => bc_plan_binary_inplace(op, &ra, &rb, p),
+            (Form::Out(_), Some(g)) => bc_plan_binary_out(op, &ra, &rb, &g.raw(), p),
+            (Form::Out(_), None) => unreachable!(),
+        }
+    };
+    let planned = match status {
+        BC_OK => Ok(unsafe { plan.assume_init() }),
+        s => Err(failure(s)),
+    };
+
+    take_warnings();
+    let before = storage::stats();
+    let mut result = ptr::null_mut();
+    let status = unsafe {
+        match form {
+            Form::New => bc_binary(op, a.ptr(), b.ptr(), &mut result),
+            Form::InPlace => bc_binary_inplace(op, a.mut_ptr(), b.ptr()),
+            Form::Out(o) => bc_binary_out(op, a.ptr(), b.ptr(), o.mut_ptr()),
+        }
+    };
+    let allocated = storage::stats().since(before).bytes as usize;
+    let warnings = take_warnings();
+    let result = (!result.is_null()).then(|| T(result));
+    let done = match status {
+        BC_OK => Ok(()),
+        s => Err(failure(s)),
+    };
+
+    match (planned, done) {
+        (Err(p), Err(d)) if p == d => {
+            tally.refused += 1;
+            Ok(())
+        }
+        (Ok(_), Err(d)) if memory_only(&d) => {
+            tally.memory_only += 1;
+            Ok(())
+        }
+        (Ok(p), Err(d)) if d.status == BC_ERR_VALUE && p.flags & BC_PLAN_CHECKS_DIVISOR != 0 => {
+            tally.values_only += 1;
+            Ok(())
+        }
+        (Err(p), Err(d)) => Err(format!("planner {p:?}\n      call    {d:?}")),
+        (Ok(_), Err(d)) => Err(format!("planner succeeded, call {d:?}")),
+        (Err(p), Ok(())) => Err(format!("planner {p:?}, call succeeded")),
+        (Ok(plan), Ok(())) => {
+            tally.ok += 1;
+            let written = match form {
+                Form::New => result.as_ref().expect("a new result"),
+                Form::InPlace => a,
+                Form::Out(o) => o,
+            };
+            let nd = plan.ndim;
+            let got = (plan.shape[..nd].to_vec(), plan.strides[..nd].to_vec());
+            let want = (written.shape(), written.strides());
+            if got != want {
+                return Err(format!("planned shape, strides {got:?}, call {want:?}"));
+            }
+            if matches!(form, Form::New) && plan.dtype != written.dtype() {
+                return Err(format!(
+                    "planned dtype {}, result {}",
+                    plan.dtype,
+                    written.dtype()
+                ));
+            }
+            let bits = warnings.iter().fold(0, |bits, w| bits | warning_bit(w));
+            let planned = plan.flags & (BC_PLAN_WARNING_BROADCAST | BC_PLAN_WARNING_FALLBACK);
+            if planned != bits {
+                return Err(format!(
+                    "planned warnings {planned}, call gave {warnings:?}"
+                ));
+            }
+            if plan.alloc_bytes != allocated {
+                return Err(format!(
+                    "planned {} bytes of element memory, the call allocated {allocated}",
+                    plan.alloc_bytes
+                ));
+            }
+            let elements = plan.shape[..nd].iter().product::<i64>();
+            if (plan.loop_kind == BC_LOOP_NONE) != (elements == 0) {
+                return Err(format!(
+                    "loop kind {} for {elements} elements",
+                    plan.loop_kind
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A refusal that needs the operands' memory: partial overlap with an input, or read-only.
+fn memory_only(f: &Failure) -> bool {
+    f.status == BC_ERR_READ_ONLY
+        || (f.status == BC_ERR_OVERLAP && f.info[1] == BC_ERROR_KIND_PARTIAL_OVERLAP as i64)
+}
+
+fn warning_bit(message: &str) -> u32 {
+    if message.starts_with("self and other do not have the same shape") {
+        BC_PLAN_WARNING_BROADCAST
+    } else if message.contains("Falling back to deprecated pointwise behavior") {
+        BC_PLAN_WARNING_FALLBACK
+    } else {
+        panic!("unknown warning {message:?}")
+    }
+}
+
+/// Runs `check` on every row of `file` and fails with the disagreements.
+fn each_row(file: &str, mut check: impl FnMut(&Value, &mut Tally) -> Result<(), String>) {
+    let _g = settings_lock();
+    install_warning_collector();
+    let rows = read_jsonl(file);
+    let mut f = Failures::new(file);
+    let mut tally = Tally::default();
+    for (i, row) in rows.iter().enumerate() {
+        f.checked += 1;
+        if let Err(e) = check(row, &mut tally) {
+            f.add(i + 1, row, e);
+        }
+    }
+    println!("{file}: {tally:?}");
+    assert!(tally.ok > 0 && tally.refused > 0, "{file}: {tally:?}");
+    f.finish();
+}
+
+fn shape(row: &Value, key: &str) -> Vec<i64> {
+    json_shape(&row[key])
+}
+
+#[test]
+fn binary_shapes() {
+    each_row("binary_shapes.jsonl", |row, tally| {
+        let (a, b) = (shape(row, "a"), shape(row, "b"));
+        let ta = T::zeros(F32, &a).unwrap();
+        let tb = T::ones(I32, &b).unwrap();
+        agree(0, &ta, &tb, Form::New, tally)?;
+        // Into an `out` of `a`'s shape: the right one or not.
+        let out = T::zeros(F32, &a).unwrap();
+        agree(2, &ta, &tb, Form::Out(&out), tally)
+    });
+}
+
+#[test]
+fn inplace_shapes() {
+    each_row("inplace_shapes.jsonl", |row, tally| {
+        let (s, o) = (shape(row, "self"), shape(row, "other"));
+        let ts = T::zeros(F32, &s).unwrap();
+        let to = T::ones(F64, &o).unwrap();
+        agree(1, &ts, &to, Form::InPlace, tally)
+    });
+}
+
+#[test]
+fn promotion() {
+    promotion_rows("promotion.jsonl");
+}
+
+#[test]
+fn ops_promotion() {
+    promotion_rows("ops_promotion.jsonl");
+}
+
+fn promotion_rows(file: &str) {
+    each_row(file, |row, tally| {
+        let op = op_code(row["op"].as_str().unwrap());
+        let operand = |k: &str| {
+            let dtype = dtype_code(row[k].as_str().unwrap());
+            let shape: &[i64] = if row[format!("{k}_0d")].as_bool().unwrap() {
+                &[]
+            } else {
+                &[2]
+            };
+            T::ones(dtype, shape).unwrap()
+        };
+        agree(op, &operand("a"), &operand("b"), Form::New, tally)?;
+        agree(op, &operand("a"), &operand("b"), Form::InPlace, tally)
+    });
+}
+
+#[test]
+fn values() {
+    value_rows("values.jsonl");
+}
+
+#[test]
+fn ops_values() {
+    value_rows("ops_values.jsonl");
+}
+
+fn value_rows(file: &str) {
+    each_row(file, |row, tally| {
+        let op = op_code(row["op"].as_str().unwrap());
+        let mut a = Operand::from_json(&row["a"]);
+        let mut b = Operand::from_json(&row["b"]);
+        let (ta, tb) = unsafe { (a.view().unwrap(), b.view().unwrap()) };
+        let form = match row["inplace"].as_bool().unwrap() {
+            true => Form::InPlace,
+            false => Form::New,
+        };
+        agree(op, &ta, &tb, form, tally)
+    });
+}
+
+/// The two switches: warnings and the legacy fallback (whose copy of `b` counts as allocated).
+#[test]
+fn legacy() {
+    each_row("legacy.jsonl", |row, tally| {
+        let flag = |k: &str| row[k].as_bool().unwrap();
+        set_switches(flag("fallback"), flag("warn"));
+        let ta = T::arange_f32(&shape(row, "a"), 0.0);
+        // Transposed when it can be, so that the fallback copies it.
+        let tb = T::arange_f32(&shape(row, "b"), 100.0);
+        let tb = match tb.ndim() {
+            2 => transpose(&T::arange_f32(
+                &shape(row, "b").into_iter().rev().collect::<Vec<_>>(),
+                1.0,
+            )),
+            _ => tb,
+        };
+        let form = if flag("inplace") {
+            Form::InPlace
+        } else {
+            Form::New
+        };
+        agree(0, &ta, &tb, form, tally)
+    });
+}
+
+/// Writes that overlap: the planner sees a written view whose elements share memory, but not
+/// one that partly overlaps an input (counted apart as refused on memory alone).
+#[test]
+fn overlap() {
+    each_row("overlap.jsonl", |row, tally| {
+        let len = row["base"].as_array().map_or(0, |b| b.len() as i64);
+        let t = T::arange_f32(&[len], 0.0);
+        let view = |k: &str| {
+            let (off, len) = (
+                row[k]["offset"].as_i64().unwrap(),
+                row[k]["len"].as_i64().unwrap(),
+            );
+            t.as_strided(&[len], &[1], off).unwrap()
+        };
+        let one = T::ones(F32, &[]).unwrap();
+        if row["case"] == "expanded_self" {
+            let s = &row["self"];
+            let base = T::arange_f32(&[s["base_len"].as_i64().unwrap()], 0.0);
+            let this = base
+                .as_strided(
+                    &json_shape(&s["shape"]),
+                    &json_shape(&s["strides"]),
+                    s["offset"].as_i64().unwrap(),
+                )
+                .unwrap();
+            agree(0, &this, &one, Form::InPlace, tally)
+        } else {
+            agree(0, &view("input"), &one, Form::Out(&view("out")), tally)
+        }
+    });
+}
+
+fn transpose(t: &T) -> T {
+    let mut out = ptr::null_mut();
+    check(unsafe { bc_tensor_transpose(t.ptr(), 0, 1, &mut out) }).unwrap();
+    T(out)
+}
