@@ -450,6 +450,23 @@
 #define BC_LOOP_STRIDED 4
 
 /**
+ * `bc_scalar.kind`: a bool (`b`). It promotes as PyTorch's `True`/`False` do.
+ */
+#define BC_SCALAR_BOOL 0
+
+/**
+ * `bc_scalar.kind`: an integer (`i`). It promotes as a Python int: an integer tensor keeps its
+ * type, a bool tensor becomes int64.
+ */
+#define BC_SCALAR_INT 1
+
+/**
+ * `bc_scalar.kind`: a floating number (`f`). It promotes as a Python float: an integer or bool
+ * tensor becomes float32 (the default floating type), a floating tensor keeps its type.
+ */
+#define BC_SCALAR_FLOAT 2
+
+/**
  * Most threads an operation uses, the calling one included.
  */
 #define BC_MAX_THREADS 64
@@ -888,6 +905,21 @@ typedef struct bc_plan {
    */
   size_t alloc_bytes;
 } bc_plan;
+
+/**
+ * A number given to an operation in place of a tensor (a Python number, in PyTorch's terms):
+ * `kind` says which of `b`, `i`, `f` holds it. Make one with `bc_scalar_bool`, `bc_scalar_int`
+ * or `bc_scalar_float`.
+ */
+typedef struct bc_scalar {
+  /**
+   * `BC_SCALAR_BOOL`, `BC_SCALAR_INT` or `BC_SCALAR_FLOAT`.
+   */
+  int32_t kind;
+  bool b;
+  int64_t i;
+  double f;
+} bc_scalar;
 
 /**
  * Receives each warning: `message` is NUL-terminated and valid only during the call (copy it to
@@ -1996,6 +2028,134 @@ int32_t bc_plan_binary_out(int32_t op,
                            const struct bc_geometry *b,
                            const struct bc_geometry *out,
                            struct bc_plan *plan);
+
+/**
+ * A bool `bc_scalar`.
+ */
+struct bc_scalar bc_scalar_bool(bool value);
+
+/**
+ * An integer `bc_scalar`.
+ */
+struct bc_scalar bc_scalar_int(int64_t value);
+
+/**
+ * A floating `bc_scalar`.
+ */
+struct bc_scalar bc_scalar_float(double value);
+
+/**
+ * `*out = t op s` in a new tensor, for `op` a `BC_OP_*` code and `s` a number (PyTorch's `t op
+ * s` with a Python number). The number promotes by category only: `int32 + 2.5` is float32,
+ * `uint8 + 300` is uint8 (300 wraps to 44, as in PyTorch). The result is laid out as
+ * `bc_binary`'s. On success the caller owns `*out` (free it with `bc_tensor_free`); on failure
+ * `*out` is NULL.
+ *
+ * # Returns
+ * As `bc_binary`; also `BC_ERR_INVALID_ARG` for an unknown `s.kind`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+int32_t bc_binary_scalar(int32_t op,
+                         const struct bc_tensor *t,
+                         struct bc_scalar s,
+                         struct bc_tensor **out);
+
+/**
+ * `*out = s op t` in a new tensor: PyTorch's `s op t` with a Python number `s` (for division,
+ * `torch.div(s, t)`), as `bc_binary_scalar` otherwise.
+ *
+ * # Returns
+ * As `bc_binary_scalar`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+int32_t bc_binary_rscalar(int32_t op,
+                          struct bc_scalar s,
+                          const struct bc_tensor *t,
+                          struct bc_tensor **out);
+
+/**
+ * `target op= s` (PyTorch's `target.op_(s)` with a Python number), written into `target`'s
+ * elements; the result type must cast to `target`'s type (`int32 += 2.5` is refused). When
+ * the call fails, `target` is unchanged.
+ *
+ * # Returns
+ * As `bc_binary_inplace`; also `BC_ERR_INVALID_ARG` for an unknown `s.kind`.
+ *
+ * Must not run while another thread reads or writes `target`'s elements.
+ */
+int32_t bc_binary_scalar_inplace(int32_t op, struct bc_tensor *target, struct bc_scalar s);
+
+/**
+ * `*out = t + s`: `bc_binary_scalar` with `BC_OP_ADD`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+int32_t bc_add_scalar(const struct bc_tensor *t, struct bc_scalar s, struct bc_tensor **out);
+
+/**
+ * `*out = t - s`: `bc_binary_scalar` with `BC_OP_SUB`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+int32_t bc_sub_scalar(const struct bc_tensor *t, struct bc_scalar s, struct bc_tensor **out);
+
+/**
+ * `*out = t * s`: `bc_binary_scalar` with `BC_OP_MUL`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+int32_t bc_mul_scalar(const struct bc_tensor *t, struct bc_scalar s, struct bc_tensor **out);
+
+/**
+ * `*out = t / s`: `bc_binary_scalar` with `BC_OP_DIV`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+int32_t bc_div_scalar(const struct bc_tensor *t, struct bc_scalar s, struct bc_tensor **out);
+
+/**
+ * `*out = s - t`: `bc_binary_rscalar` with `BC_OP_SUB`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+int32_t bc_rsub_scalar(struct bc_scalar s, const struct bc_tensor *t, struct bc_tensor **out);
+
+/**
+ * `*out = s / t`: `bc_binary_rscalar` with `BC_OP_DIV`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+int32_t bc_rdiv_scalar(struct bc_scalar s, const struct bc_tensor *t, struct bc_tensor **out);
+
+/**
+ * `target += s`: `bc_binary_scalar_inplace` with `BC_OP_ADD`.
+ */
+int32_t bc_add_scalar_inplace(struct bc_tensor *target, struct bc_scalar s);
+
+/**
+ * `target -= s`: `bc_binary_scalar_inplace` with `BC_OP_SUB`.
+ */
+int32_t bc_sub_scalar_inplace(struct bc_tensor *target, struct bc_scalar s);
+
+/**
+ * `target *= s`: `bc_binary_scalar_inplace` with `BC_OP_MUL`.
+ */
+int32_t bc_mul_scalar_inplace(struct bc_tensor *target, struct bc_scalar s);
+
+/**
+ * `target /= s`: `bc_binary_scalar_inplace` with `BC_OP_DIV`.
+ */
+int32_t bc_div_scalar_inplace(struct bc_tensor *target, struct bc_scalar s);
 
 /**
  * Turns the broadcast warning on or off (docs/semantics.md, section 5; PyTorch's

@@ -40,6 +40,7 @@ const KNOWN_SOURCES: &[&str] = &[
     "header_cxx.cpp",
     "views_data.c",
     "planner.c",
+    "scalar.c",
     "dlpack.c",
     "dlpack_header_official_first.c",
     "dlpack_header_ours_first.c",
@@ -327,6 +328,11 @@ fn views_data() {
 #[test]
 fn planner() {
     build_and_run("planner");
+}
+
+#[test]
+fn scalar() {
+    build_and_run("scalar");
 }
 
 #[test]

@@ -1259,7 +1259,100 @@ fn arithmetic() -> Vec<Scenario> {
         ),
     ]);
     v.extend(planner());
+    v.extend(with_numbers());
     v
+}
+
+/// Operations with a number, on a 7-d tensor (shapes and plans on the heap).
+fn with_numbers() -> Vec<Scenario> {
+    vec![
+        sc("bc_scalar_bool", "", BC_OK, |_| {
+            call!(|_c| if bc_scalar_bool(true).b { BC_OK } else { -1 })
+        }),
+        sc("bc_scalar_int", "", BC_OK, |_| {
+            call!(|_c| if bc_scalar_int(-3).i == -3 { BC_OK } else { -1 })
+        }),
+        sc("bc_scalar_float", "", BC_OK, |_| {
+            call!(|_c| if bc_scalar_float(0.5).f == 0.5 {
+                BC_OK
+            } else {
+                -1
+            })
+        }),
+        sc(
+            "bc_binary_scalar",
+            "int32 7-d tensor + 2.5 (float32)",
+            BC_OK,
+            |c| {
+                let t = c.t(I32, &C7);
+                call!(|c| bc_binary_scalar(BC_OP_ADD, t, bc_scalar_float(2.5), c.out(0)))
+            },
+        ),
+        sc(
+            "bc_binary_rscalar",
+            "300 - a reversed 7-d uint8 tensor",
+            BC_OK,
+            |c| {
+                let t = c.t(BC_DTYPE_UINT8, &C7);
+                let r = c.reversed(t);
+                call!(|c| bc_binary_rscalar(BC_OP_SUB, bc_scalar_int(300), r, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_binary_scalar_inplace",
+            "int32 7-d tensor *= 2.5 (refused: the error names both types)",
+            BC_ERR_DTYPE,
+            |c| {
+                let t = c.t(I32, &C7);
+                call!(|_c| bc_binary_scalar_inplace(BC_OP_MUL, t, bc_scalar_float(2.5)))
+            },
+        ),
+        sc("bc_add_scalar", "", BC_OK, |c| {
+            let t = c.t(F32, &C7);
+            call!(|c| bc_add_scalar(t, bc_scalar_bool(true), c.out(0)))
+        }),
+        sc("bc_sub_scalar", "", BC_OK, |c| {
+            let t = c.t(F64, &C7);
+            call!(|c| bc_sub_scalar(t, bc_scalar_int(1), c.out(0)))
+        }),
+        sc(
+            "bc_mul_scalar",
+            "float16 (the number read in float32)",
+            BC_OK,
+            |c| {
+                let t = c.t(BC_DTYPE_FLOAT16, &C7);
+                call!(|c| bc_mul_scalar(t, bc_scalar_float(1.0 / 3.0), c.out(0)))
+            },
+        ),
+        sc("bc_div_scalar", "int32 / 2 (float32)", BC_OK, |c| {
+            let t = c.t(I32, &C7);
+            call!(|c| bc_div_scalar(t, bc_scalar_int(2), c.out(0)))
+        }),
+        sc("bc_rsub_scalar", "", BC_OK, |c| {
+            let t = c.t(F32, &C7);
+            call!(|c| bc_rsub_scalar(bc_scalar_float(1.0), t, c.out(0)))
+        }),
+        sc("bc_rdiv_scalar", "", BC_OK, |c| {
+            let t = c.t(F32, &C7);
+            call!(|c| bc_rdiv_scalar(bc_scalar_int(6), t, c.out(0)))
+        }),
+        sc("bc_add_scalar_inplace", "", BC_OK, |c| {
+            let t = c.t(F32, &C7);
+            call!(|_c| bc_add_scalar_inplace(t, bc_scalar_int(1)))
+        }),
+        sc("bc_sub_scalar_inplace", "", BC_OK, |c| {
+            let t = c.t(I32, &C7);
+            call!(|_c| bc_sub_scalar_inplace(t, bc_scalar_int(1)))
+        }),
+        sc("bc_mul_scalar_inplace", "", BC_OK, |c| {
+            let t = c.t(F64, &C7);
+            call!(|_c| bc_mul_scalar_inplace(t, bc_scalar_float(0.5)))
+        }),
+        sc("bc_div_scalar_inplace", "", BC_OK, |c| {
+            let t = c.t(F32, &C7);
+            call!(|_c| bc_div_scalar_inplace(t, bc_scalar_int(4)))
+        }),
+    ]
 }
 
 /// The planner on geometry of seven dimensions (shapes, strides and plans on the heap).

@@ -18,51 +18,6 @@ fn shape_of(row: &Value, key: &str) -> Vec<i64> {
     json_shape(&row[key])
 }
 
-fn kind_status(kind: &str) -> i32 {
-    match kind {
-        "broadcast" | "inplace" | "expand" | "shape" => BC_ERR_SHAPE,
-        "dtype" | "unsupported" => BC_ERR_DTYPE,
-        "overlap" => BC_ERR_OVERLAP,
-        "value" => BC_ERR_VALUE,
-        k => panic!("unknown error kind {k:?} in oracle"),
-    }
-}
-
-/// Check a result against an expected error: status of the kind, and (when `exact`) the text.
-fn expect_error<X>(got: Result<X, Err>, kind: &str, msg: &str, exact: bool) -> Option<String> {
-    let want = kind_status(kind);
-    match got {
-        Ok(_) => Some(format!(
-            "expected {} {:?}, got success",
-            status_name(want),
-            msg
-        )),
-        Err(e) => {
-            if e.status != want {
-                Some(format!(
-                    "expected status {} ({:?}), got {e}",
-                    status_name(want),
-                    msg
-                ))
-            } else if exact && e.msg != msg {
-                Some(format!(
-                    "wrong message:\n      expected {:?}\n      got      {:?}",
-                    msg, e.msg
-                ))
-            } else {
-                let ls = bc_last_error_status();
-                if ls != want {
-                    Some(format!(
-                        "bc_last_error_status() = {ls} after a failed call with status {want}"
-                    ))
-                } else {
-                    None
-                }
-            }
-        }
-    }
-}
-
 // =============================================================================================
 // binary_shapes.jsonl
 // =============================================================================================
@@ -413,48 +368,6 @@ fn expand() {
 // =============================================================================================
 // values.jsonl
 // =============================================================================================
-
-fn compare_values(dtype: i32, got: &[V], want: &[V], ulps: i64) -> Option<String> {
-    compare_values_ties(dtype, got, want, ulps, false)
-}
-
-/// As `compare_values`; with `zero_ties`, a zero matches a zero of either sign.
-fn compare_values_ties(
-    dtype: i32,
-    got: &[V],
-    want: &[V],
-    ulps: i64,
-    zero_ties: bool,
-) -> Option<String> {
-    let close = |g: V, w: V| {
-        close_value(dtype, g, w, ulps)
-            || zero_ties && matches!((g, w), (V::F(x), V::F(y)) if x == 0.0 && y == 0.0)
-    };
-    if got.len() != want.len() {
-        return Some(format!(
-            "got {} elements, expected {}",
-            got.len(),
-            want.len()
-        ));
-    }
-    let bad: Vec<usize> = (0..got.len())
-        .filter(|&k| !close(got[k], want[k]))
-        .collect();
-    if bad.is_empty() {
-        None
-    } else {
-        let k = bad[0];
-        Some(format!(
-            "{} of {} elements differ (first at {k}: got {}, expected {})\n      got      {}\n      expected {}",
-            bad.len(),
-            got.len(),
-            got[k],
-            want[k],
-            fmt_vals(got),
-            fmt_vals(want)
-        ))
-    }
-}
 
 #[test]
 fn values() {

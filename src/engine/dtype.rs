@@ -125,24 +125,62 @@ pub fn promote_types(a: DType, b: DType) -> DType {
     }
 }
 
-/// PyTorch 2.x `result_type` for two tensor operands: 0-d operands only raise the category.
-pub fn result_type(a: DType, a_0d: bool, b: DType, b_0d: bool) -> DType {
-    match (a_0d, b_0d) {
-        (false, true) => combine_categories(a, b),
-        (true, false) => combine_categories(b, a),
-        _ => promote_types(a, b),
+/// How an operand takes part in type promotion (PyTorch's `ResultTypeState`): tensors with
+/// dimensions, 0-d tensors, and wrapped numbers (a Python scalar given to an operation). A later
+/// rank only raises the category of the ones before it; a wrapped float counts as float32 (the
+/// default floating type), a wrapped int as int64.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rank {
+    Dimensioned,
+    ZeroDim,
+    Wrapped,
+}
+
+impl Rank {
+    /// The rank of a tensor operand of `ndim` dimensions.
+    pub fn of_tensor(ndim: usize) -> Rank {
+        if ndim == 0 {
+            Rank::ZeroDim
+        } else {
+            Rank::Dimensioned
+        }
     }
 }
 
-/// `dim` is the type of the dimensioned operands, `zero` of the 0-d ones (c10's rule).
-fn combine_categories(dim: DType, zero: DType) -> DType {
-    if dim.is_floating() {
-        dim
-    } else if dim == DType::Bool || zero.is_floating() {
-        promote_types(dim, zero)
-    } else {
-        dim
+/// PyTorch 2.x `result_type` of operands given as (type, rank).
+pub fn result_type_ranked<const N: usize>(operands: [(DType, Rank); N]) -> DType {
+    let mut tiers: [Option<DType>; 3] = [None; 3];
+    for (dtype, rank) in operands {
+        let dtype = match rank {
+            Rank::Wrapped if dtype.is_floating() => DType::F32,
+            _ => dtype,
+        };
+        let tier = &mut tiers[rank as usize];
+        *tier = Some(tier.map_or(dtype, |t| promote_types(t, dtype)));
     }
+    combine_categories(tiers[0], combine_categories(tiers[1], tiers[2]))
+        .expect("result_type of no operands")
+}
+
+/// PyTorch 2.x `result_type` for two tensor operands: 0-d operands only raise the category.
+pub fn result_type(a: DType, a_0d: bool, b: DType, b_0d: bool) -> DType {
+    let rank = |zero: bool| Rank::of_tensor(!zero as usize);
+    result_type_ranked([(a, rank(a_0d)), (b, rank(b_0d))])
+}
+
+/// `higher` are the types of the higher rank, `lower` of the lower one (c10's rule): the lower
+/// one counts only when it raises the category.
+fn combine_categories(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
+    let (Some(h), Some(l)) = (higher, lower) else {
+        return higher.or(lower);
+    };
+    Some(if h.is_floating() {
+        h
+    } else if h == DType::Bool || l.is_floating() {
+        promote_types(h, l)
+    } else {
+        h
+    })
 }
 
 /// PyTorch's `canCast`: no floating to integral, no non-bool to bool.
@@ -169,6 +207,24 @@ mod tests {
         assert_eq!(result_type(I32, false, F64, true), F64);
         assert_eq!(result_type(Bool, false, I64, true), I64);
         assert_eq!(result_type(I8, true, I64, true), I64);
+    }
+
+    /// Wrapped numbers (PyTorch 2.15: `t + 2.5`, `t + 300`, ...) promote by category only, and
+    /// a wrapped float counts as float32.
+    #[test]
+    fn wrapped_numbers_promote_by_category() {
+        let w = |t: DType, s: DType, t_0d: bool| {
+            result_type_ranked([(t, Rank::of_tensor(!t_0d as usize)), (s, Rank::Wrapped)])
+        };
+        assert_eq!(w(I32, F64, false), F32);
+        assert_eq!(w(I32, F64, true), F32);
+        assert_eq!(w(U8, I64, false), U8);
+        assert_eq!(w(Bool, I64, false), I64);
+        assert_eq!(w(Bool, Bool, false), Bool);
+        assert_eq!(w(F16, F64, false), F16);
+        assert_eq!(w(I64, Bool, true), I64);
+        // A 0-d tensor outranks a wrapped number: int32 0-d with float64 0-d is float64.
+        assert_eq!(result_type(I32, true, F64, true), F64);
     }
 
     #[test]

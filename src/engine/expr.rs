@@ -18,7 +18,7 @@
 //! every intermediate is computed once, as with separate calls, and the pass reads it as an input.
 use super::alloc::{alloc_error, try_small, try_vec};
 use super::binary_ops::BinaryOp;
-use super::dtype::{can_cast, result_type, DType};
+use super::dtype::{can_cast, result_type, DType, Rank};
 use super::elem::Elem;
 use super::error::{Error, ErrorKind, Result};
 use super::kernels;
@@ -362,8 +362,8 @@ fn analyse(
                 }
                 let types = ops::types_of(
                     op,
-                    (x.dtype, x.shape.is_empty()),
-                    (y.dtype, y.shape.is_empty()),
+                    (x.dtype, Rank::of_tensor(x.shape.len())),
+                    (y.dtype, Rank::of_tensor(y.shape.len())),
                 );
                 if ops::check_kernel(op, types.compute).is_err() {
                     return Ok(None);

@@ -8,7 +8,7 @@
 //! decisions on geometry alone, so the planner reports what the call would do.
 use super::alloc::{try_collect, try_to_vec};
 use super::binary_ops::{BinaryOp, Compute, Rule};
-use super::dtype::{can_cast, result_type, DType};
+use super::dtype::{can_cast, result_type, result_type_ranked, DType, Rank};
 use super::error::{Error, ErrorKind, Result};
 use super::kernels;
 use super::layout;
@@ -63,11 +63,21 @@ pub struct Geometry<'a> {
     pub dtype: DType,
     pub shape: &'a [usize],
     pub strides: &'a [isize],
+    /// A wrapped number (see [`Tensor::is_wrapped_number`]).
+    pub wrapped: bool,
 }
 
 impl Geometry<'_> {
     fn numel(&self) -> usize {
         numel(self.shape)
+    }
+
+    /// How it takes part in type promotion.
+    fn rank(&self) -> Rank {
+        match self.wrapped {
+            true => Rank::Wrapped,
+            false => Rank::of_tensor(self.shape.len()),
+        }
     }
 }
 
@@ -88,6 +98,7 @@ impl Operand for Tensor {
             dtype: self.dtype(),
             shape: self.shape(),
             strides: self.strides(),
+            wrapped: self.is_wrapped_number(),
         }
     }
 
@@ -181,12 +192,8 @@ fn decide<O: Operand>(
         }
     }
     // Under the fallback `b` counts as a tensor of `a`'s shape.
-    let b_0d = if fallback {
-        ga.shape.is_empty()
-    } else {
-        gb.shape.is_empty()
-    };
-    let types = types_of(op, (ga.dtype, ga.shape.is_empty()), (gb.dtype, b_0d));
+    let b_rank = if fallback { ga.rank() } else { gb.rank() };
+    let types = types_of(op, (ga.dtype, ga.rank()), (gb.dtype, b_rank));
     if let Some(w) = written {
         check_cast(types.result, w.dtype)?;
     }
@@ -433,6 +440,7 @@ pub fn plan_binary(
                 dtype: d.types.result,
                 shape: &d.shape,
                 strides: &result_strides,
+                wrapped: false,
             };
             alloc_bytes += elements(g, d.types.result)?;
             g
@@ -464,6 +472,7 @@ pub fn plan_binary(
             dtype: made_type(k),
             shape: given[k].shape,
             strides: &row_major[k],
+            wrapped: false,
         },
     });
     let (loop_shape, loop_kind, threads) = if numel(&d.shape) == 0 {
@@ -545,10 +554,10 @@ pub(crate) struct Types {
     pub result: DType,
 }
 
-/// The types of `a op b` for operands given as (type, whether 0-d).
-pub(crate) fn types_of(op: BinaryOp, a: (DType, bool), b: (DType, bool)) -> Types {
+/// The types of `a op b` for operands given as (type, rank).
+pub(crate) fn types_of(op: BinaryOp, a: (DType, Rank), b: (DType, Rank)) -> Types {
     let rule = op.rule();
-    let t = result_type(a.0, a.1, b.0, b.1);
+    let t = result_type_ranked([a, b]);
     // Operations such as true division compute integers and bools in the default floating type.
     let compute = if rule.compute == Compute::Floating && !t.is_floating() {
         DType::F32
@@ -911,6 +920,7 @@ mod tests {
             dtype,
             shape,
             strides,
+            wrapped: false,
         }
     }
 

@@ -17,6 +17,9 @@ use std::ptr::NonNull;
 pub struct Tensor {
     storage: Shared<Storage>,
     dtype: DType,
+    /// A number given to an operation in place of a tensor (PyTorch's "wrapped number"): a 0-d
+    /// tensor that takes part in type promotion by category only. Never a view's.
+    wrapped: bool,
     shape: Dims,
     strides: Strides,
     offset: usize,
@@ -43,6 +46,14 @@ impl std::fmt::Debug for Tensor {
             .field("offset", &self.offset)
             .finish()
     }
+}
+
+/// A number given to an operation in place of a tensor (a Python scalar, in PyTorch's terms).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
 }
 
 /// How a new tensor's elements start out.
@@ -85,6 +96,7 @@ impl Tensor {
         let t = Tensor {
             storage: Shared::try_new(storage)?,
             dtype,
+            wrapped: false,
             shape,
             strides,
             offset: 0,
@@ -149,10 +161,38 @@ impl Tensor {
         Ok(Tensor {
             storage,
             dtype,
+            wrapped: false,
             shape,
             strides,
             offset,
         })
+    }
+
+    /// A wrapped number (see the field): a 0-d bool, int64 or float64 tensor holding `value`.
+    pub fn wrapped_number(value: Scalar) -> Result<Tensor> {
+        let mut bytes = [0u8; 8];
+        let dtype = match value {
+            Scalar::Bool(v) => {
+                bytes[0] = v as u8;
+                DType::Bool
+            }
+            Scalar::Int(v) => {
+                bytes = v.to_ne_bytes();
+                DType::I64
+            }
+            Scalar::Float(v) => {
+                bytes = v.to_ne_bytes();
+                DType::F64
+            }
+        };
+        let mut t = Tensor::from_bytes(dtype, &[], &bytes[..dtype.size()])?;
+        t.wrapped = true;
+        Ok(t)
+    }
+
+    /// Whether this is a wrapped number.
+    pub fn is_wrapped_number(&self) -> bool {
+        self.wrapped
     }
 
     pub fn dtype(&self) -> DType {
@@ -239,6 +279,7 @@ impl Tensor {
         Tensor {
             storage: Shared::clone(&self.storage),
             dtype: self.dtype,
+            wrapped: false,
             shape,
             strides,
             offset,

@@ -16,6 +16,7 @@ pub mod expr;
 pub mod handle;
 pub mod ops;
 pub mod plan;
+pub mod scalar;
 pub mod settings;
 pub mod shape;
 mod status;
@@ -28,6 +29,7 @@ pub use expr::*;
 pub use handle::{bc_tensor, BC_MAX_NDIM};
 pub use ops::*;
 pub use plan::*;
+pub use scalar::*;
 pub use settings::*;
 pub use shape::*;
 pub use status::{

@@ -221,6 +221,7 @@ impl Owned {
             dtype: self.dtype,
             shape: &self.shape,
             strides: &self.strides,
+            wrapped: false,
         }
     }
 }

@@ -985,8 +985,53 @@ impl Failures {
 }
 
 // ---------------------------------------------------------------------------------------------
-// oracle rows: operands
+// oracle rows: operands, expected errors, value comparison
 // ---------------------------------------------------------------------------------------------
+
+pub fn kind_status(kind: &str) -> i32 {
+    match kind {
+        "broadcast" | "inplace" | "expand" | "shape" => BC_ERR_SHAPE,
+        "dtype" | "unsupported" => BC_ERR_DTYPE,
+        "overlap" => BC_ERR_OVERLAP,
+        "value" => BC_ERR_VALUE,
+        k => panic!("unknown error kind {k:?} in oracle"),
+    }
+}
+
+/// Check a result against an expected error: status of the kind, and (when `exact`) the text.
+pub fn expect_error<X>(got: Result<X, Err>, kind: &str, msg: &str, exact: bool) -> Option<String> {
+    let want = kind_status(kind);
+    match got {
+        Ok(_) => Some(format!(
+            "expected {} {:?}, got success",
+            status_name(want),
+            msg
+        )),
+        Err(e) => {
+            if e.status != want {
+                Some(format!(
+                    "expected status {} ({:?}), got {e}",
+                    status_name(want),
+                    msg
+                ))
+            } else if exact && e.msg != msg {
+                Some(format!(
+                    "wrong message:\n      expected {:?}\n      got      {:?}",
+                    msg, e.msg
+                ))
+            } else {
+                let ls = bc_last_error_status();
+                if ls != want {
+                    Some(format!(
+                        "bc_last_error_status() = {ls} after a failed call with status {want}"
+                    ))
+                } else {
+                    None
+                }
+            }
+        }
+    }
+}
 
 /// A Rust-owned buffer holding one operand's storage, and a zero-copy view over it.
 pub struct Operand {
@@ -1025,6 +1070,61 @@ impl Operand {
 
     pub fn storage(&self) -> Vec<V> {
         decode(self.dtype, &self.buf)
+    }
+}
+
+/// A row's number.
+pub fn scalar_of(v: &serde_json::Value) -> bc_scalar {
+    let value = &v["value"];
+    match v["type"].as_str().unwrap() {
+        "bool" => bc_scalar_bool(value.as_bool().unwrap()),
+        "int" => bc_scalar_int(value.as_i64().expect("an int within int64")),
+        _ => match json_value(F64, value) {
+            V::F(f) => bc_scalar_float(f),
+            other => panic!("a float, got {other}"),
+        },
+    }
+}
+
+pub fn compare_values(dtype: i32, got: &[V], want: &[V], ulps: i64) -> Option<String> {
+    compare_values_ties(dtype, got, want, ulps, false)
+}
+
+/// As `compare_values`; with `zero_ties`, a zero matches a zero of either sign.
+pub fn compare_values_ties(
+    dtype: i32,
+    got: &[V],
+    want: &[V],
+    ulps: i64,
+    zero_ties: bool,
+) -> Option<String> {
+    let close = |g: V, w: V| {
+        close_value(dtype, g, w, ulps)
+            || zero_ties && matches!((g, w), (V::F(x), V::F(y)) if x == 0.0 && y == 0.0)
+    };
+    if got.len() != want.len() {
+        return Some(format!(
+            "got {} elements, expected {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    let bad: Vec<usize> = (0..got.len())
+        .filter(|&k| !close(got[k], want[k]))
+        .collect();
+    if bad.is_empty() {
+        None
+    } else {
+        let k = bad[0];
+        Some(format!(
+            "{} of {} elements differ (first at {k}: got {}, expected {})\n      got      {}\n      expected {}",
+            bad.len(),
+            got.len(),
+            got[k],
+            want[k],
+            fmt_vals(got),
+            fmt_vals(want)
+        ))
     }
 }
 
