@@ -385,35 +385,42 @@ func conformValues(t *testing.T) {
 		if p := cellsDiffer(t, sb, bBefore, 0); p != "" {
 			f.add(r, "input b changed: %s", p)
 		}
-		if r.has("error") {
-			if p := errProblem(err, r.str("kind"), r.str("error"), true); p != "" {
-				f.add(r, "%s: %s", r.str("op"), p)
-			}
-			if p := cellsDiffer(t, sa, aBefore, 0); p != "" {
-				f.add(r, "refused call changed a: %s", p)
-			}
-			continue
+		checkOutcome(t, f, r, res, err, sa, aBefore, ulps)
+	}
+}
+
+// checkOutcome checks a call on operand a (storage sa, holding aBefore before the call) against
+// a row of values.jsonl or scalar.jsonl: the error, or the result and what became of a.
+func checkOutcome(t *testing.T, f *failures, r row, res *bc.Tensor, err error, sa *bc.Tensor,
+	aBefore []cell, ulps int) {
+	if r.has("error") {
+		if p := errProblem(err, r.str("kind"), r.str("error"), true); p != "" {
+			f.add(r, "%s: %s", r.str("op"), p)
 		}
-		if err != nil {
-			f.add(r, "%s: %v", r.str("op"), err)
-			continue
+		if p := cellsDiffer(t, sa, aBefore, 0); p != "" {
+			f.add(r, "refused call changed a: %s", p)
 		}
-		want := row(r["result"].(map[string]any))
-		wd := dtypeNames[want.str("dtype")]
-		if res.DType() != wd || !reflect.DeepEqual(res.Shape(), want.ints("shape")) {
-			f.add(r, "result %v", res)
-			continue
+		return
+	}
+	if err != nil {
+		f.add(r, "%s: %v", r.str("op"), err)
+		return
+	}
+	want := row(r["result"].(map[string]any))
+	wd := dtypeNames[want.str("dtype")]
+	if res.DType() != wd || !reflect.DeepEqual(res.Shape(), want.ints("shape")) {
+		f.add(r, "result %v", res)
+		return
+	}
+	if p := cellsDiffer(t, res, jsonCells(wd, want["data"]), ulps); p != "" {
+		f.add(r, "result values: %s", p)
+	}
+	if r.boolean("inplace") {
+		if p := cellsDiffer(t, sa, jsonCells(wd, want["storage_after"]), ulps); p != "" {
+			f.add(r, "storage of a after the in-place op: %s", p)
 		}
-		if p := cellsDiffer(t, res, jsonCells(wd, want["data"]), ulps); p != "" {
-			f.add(r, "result values: %s", p)
-		}
-		if r.boolean("inplace") {
-			if p := cellsDiffer(t, sa, jsonCells(wd, want["storage_after"]), ulps); p != "" {
-				f.add(r, "storage of a after the in-place op: %s", p)
-			}
-		} else if p := cellsDiffer(t, sa, aBefore, 0); p != "" {
-			f.add(r, "input a changed: %s", p)
-		}
+	} else if p := cellsDiffer(t, sa, aBefore, 0); p != "" {
+		f.add(r, "input a changed: %s", p)
 	}
 }
 
@@ -685,8 +692,12 @@ func numCell(d bc.DType, x float64) cell {
 		}
 		return cell{d, uint64(int64(x))}
 	}
+	if math.IsNaN(x) { // a quiet NaN (every NaN compares equal to every other)
+		nan := map[bc.DType]uint64{bc.Float16: 0x7e00, bc.BFloat16: 0x7fc0, bc.Float32: 0x7fc00000}
+		return cell{d, nan[d]}
+	}
 	f := float32(x)
-	if float64(f) != x && !math.IsNaN(x) {
+	if float64(f) != x {
 		panic(fmt.Sprintf("%v is not a float32", x))
 	}
 	bits := math.Float32bits(f)
@@ -720,6 +731,8 @@ var halfOf = func() map[uint32]uint16 {
 
 func jsonCell(d bc.DType, v any) cell {
 	switch x := v.(type) {
+	case string: // "nan", "inf", "-inf"
+		return numCell(d, map[string]float64{"nan": math.NaN(), "inf": math.Inf(1), "-inf": math.Inf(-1)}[x])
 	case bool:
 		return numCell(d, map[bool]float64{false: 0, true: 1}[x])
 	case json.Number:

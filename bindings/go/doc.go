@@ -17,7 +17,20 @@
 // # Operations
 //
 // Each Op (Add, Sub, Mul, Div) has three forms: op.Apply(a, b) returns a new tensor,
-// op.InPlace(target, other) writes into target, op.Out(out, a, b) writes into out.
+// op.InPlace(target, other) writes into target, op.Out(out, a, b) writes into out. A new result
+// is laid out as PyTorch lays it out (the inputs' dimension order when they share one); Data and
+// CopyTo always read it in row-major order.
+//
+// With a number for an operand (PyTorch's rule for Python numbers: it promotes by category only,
+// so Int32 plus 2.5 is Float32 and Uint8 plus 300 stays Uint8): op.ApplyNumber(t, n),
+// op.ApplyNumberFirst(n, t) and op.InPlaceNumber(t, n), with n made by NumberOf(2.5).
+//
+// # Planning
+//
+// op.Plan(a, b), op.PlanInPlace(target, other) and op.PlanOut(out, a, b) take each operand as a
+// Geometry (type, shape, strides; no memory) and report what the call would do: the result's
+// type, shape and strides, its warnings, how it would run and what it would allocate, or the very
+// *Error the call would return.
 //
 // # Errors
 //

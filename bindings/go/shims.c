@@ -55,6 +55,38 @@ gobc_res gobc_binary_out(int32_t op, uintptr_t a, uintptr_t b, uintptr_t out) {
 	return done(bc_binary_out(op, H(a), H(b), H(out)), NULL, 0);
 }
 
+gobc_res gobc_binary_scalar(int form, int32_t op, uintptr_t t, bc_scalar s) {
+	bc_tensor *o = NULL;
+	int32_t st;
+	switch (form) {
+	case 0: st = bc_binary_scalar(op, H(t), s, &o); break;
+	case 1: st = bc_binary_rscalar(op, s, H(t), &o); break;
+	default: st = bc_binary_scalar_inplace(op, H(t), s); break;
+	}
+	return done(st, o, 0);
+}
+
+gobc_res gobc_plan(int form, int32_t op, const int32_t *dtypes, const size_t *ndims,
+                   const int64_t *shapes, const int64_t *strides, const bool *has_strides,
+                   bc_plan *plan) {
+	bc_geometry g[3];
+	size_t at = 0;
+	for (int k = 0; k < (form == 2 ? 3 : 2); k++) {
+		g[k].dtype = dtypes[k];
+		g[k].ndim = ndims[k];
+		g[k].shape = shapes + at;
+		g[k].strides = has_strides[k] ? strides + at : NULL;
+		at += ndims[k];
+	}
+	int32_t st;
+	switch (form) {
+	case 0: st = bc_plan_binary(op, &g[0], &g[1], plan); break;
+	case 1: st = bc_plan_binary_inplace(op, &g[0], &g[1], plan); break;
+	default: st = bc_plan_binary_out(op, &g[0], &g[1], &g[2], plan); break;
+	}
+	return done(st, NULL, 0);
+}
+
 gobc_res gobc_new(int fill, int32_t dtype, const int64_t *shape, size_t ndim, double value) {
 	bc_tensor *o = NULL;
 	int32_t s;

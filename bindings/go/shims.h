@@ -47,6 +47,17 @@ gobc_res gobc_binary(int32_t op, uintptr_t a, uintptr_t b);
 gobc_res gobc_binary_inplace(int32_t op, uintptr_t target, uintptr_t other);
 gobc_res gobc_binary_out(int32_t op, uintptr_t a, uintptr_t b, uintptr_t out);
 
+// With a number: form 0 is t op s, 1 is s op t, 2 is t op= s (no new handle).
+gobc_res gobc_binary_scalar(int form, int32_t op, uintptr_t t, bc_scalar s);
+
+// The planner: form 0 a new result (operands a, b), 1 in place (target, other), 2 into out (a,
+// b, out). Operand k has dtypes[k] and ndims[k] sizes, taken in turn from `shapes`; its strides
+// likewise from `strides` when has_strides[k], else it is row-major. (The geometries are built
+// here: Go memory passed to C may hold no Go pointers.)
+gobc_res gobc_plan(int form, int32_t op, const int32_t *dtypes, const size_t *ndims,
+                   const int64_t *shapes, const int64_t *strides, const bool *has_strides,
+                   bc_plan *plan);
+
 // fill: 0 empty, 1 zeros, 2 ones, 3 full(value).
 gobc_res gobc_new(int fill, int32_t dtype, const int64_t *shape, size_t ndim, double value);
 gobc_res gobc_from_data(int32_t dtype, const int64_t *shape, size_t ndim, const void *data,

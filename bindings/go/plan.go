@@ -1,0 +1,104 @@
+package broadcast
+
+// #include "shims.h"
+import "C"
+
+import "fmt"
+
+// Geometry describes an operand without its memory, for the planner: what a tensor of this type,
+// shape and strides (in elements; nil for row-major) would be.
+type Geometry struct {
+	DType   DType
+	Shape   []int
+	Strides []int
+}
+
+// LoopKind is the inner loop a call would run (a BC_LOOP_* code).
+type LoopKind int32
+
+// The inner loops.
+const (
+	LoopNone       LoopKind = C.BC_LOOP_NONE       // nothing to compute
+	LoopContiguous LoopKind = C.BC_LOOP_CONTIGUOUS // every operand contiguous
+	LoopBroadcast  LoopKind = C.BC_LOOP_BROADCAST  // an input repeated along the loop
+	LoopTiled      LoopKind = C.BC_LOOP_TILED      // a transposed input, walked in 2-D tiles
+	LoopStrided    LoopKind = C.BC_LOOP_STRIDED    // other strides
+)
+
+// Plan is what a call would do, as the planner reports it (bc_plan).
+type Plan struct {
+	DType        DType // the result type (in place or into out: before the cast to the target)
+	ComputeDType DType // the type computed in
+	Shape        []int // the result's shape
+	Strides      []int // the written tensor's strides: a new result's layout, else the target's
+	// The warnings the call would give under the current switches.
+	BroadcastWarning, FallbackWarning bool
+	LoopKind                          LoopKind
+	LoopShape                         []int // the sizes iterated once dimensions are merged
+	Threads                           int   // threads sharing the work, the calling one included
+	AllocBytes                        int   // element memory the call would allocate
+}
+
+// Plan reports what op.Apply(a, b) would do for operands of these geometries, without tensors:
+// the result's type, shape and layout and how the call would run, or the error the call would
+// give (the same *Error). The checks that need memory (read-only or overlapping operands) are
+// the call's alone.
+func (op Op) Plan(a, b Geometry) (*Plan, error) { return plan(0, op, a, b) }
+
+// PlanInPlace reports what op.InPlace(target, other) would do, as Plan.
+func (op Op) PlanInPlace(target, other Geometry) (*Plan, error) {
+	return plan(1, op, target, other)
+}
+
+// PlanOut reports what op.Out(out, a, b) would do, as Plan.
+func (op Op) PlanOut(out, a, b Geometry) (*Plan, error) { return plan(2, op, a, b, out) }
+
+func plan(form int, op Op, gs ...Geometry) (*Plan, error) {
+	var dtypes [3]C.int32_t
+	var ndims [3]C.size_t
+	var has [3]C.bool
+	// One flat array of sizes and one of strides (never empty: C is given a valid pointer).
+	var shapes, strides []C.int64_t
+	for k, g := range gs {
+		dtypes[k], ndims[k] = C.int32_t(g.DType), C.size_t(len(g.Shape))
+		has[k] = C.bool(g.Strides != nil)
+		if g.Strides != nil && len(g.Strides) != len(g.Shape) {
+			return nil, fmt.Errorf("broadcast: a Geometry with %d sizes and %d strides: %w",
+				len(g.Shape), len(g.Strides), ErrInvalidArg)
+		}
+		for i, n := range g.Shape {
+			shapes = append(shapes, C.int64_t(n))
+			stride := 0
+			if g.Strides != nil {
+				stride = g.Strides[i]
+			}
+			strides = append(strides, C.int64_t(stride))
+		}
+	}
+	shapes, strides = append(shapes, 0), append(strides, 0)
+	var p C.bc_plan
+	r := C.gobc_plan(C.int(form), C.int32_t(op), &dtypes[0], &ndims[0], &shapes[0], &strides[0],
+		&has[0], &p)
+	if err := check(r); err != nil {
+		return nil, err
+	}
+	list := func(vals []C.int64_t, n C.size_t) []int {
+		out := make([]int, int(n))
+		for i := range out {
+			out[i] = int(vals[i])
+		}
+		return out
+	}
+	return &Plan{
+		DType:            DType(p.dtype),
+		ComputeDType:     DType(p.compute_dtype),
+		Shape:            list(p.shape[:], p.ndim),
+		Strides:          list(p.strides[:], p.ndim),
+		BroadcastWarning: p.flags&C.BC_PLAN_WARNING_BROADCAST != 0,
+		FallbackWarning:  p.flags&C.BC_PLAN_WARNING_FALLBACK != 0,
+		LoopKind:         LoopKind(p.loop_kind),
+		LoopShape:        list(p.loop_shape[:], p.loop_ndim),
+		Threads:          int(p.threads),
+		AllocBytes:       int(p.alloc_bytes),
+	}, nil
+}
