@@ -27,12 +27,14 @@ pub enum Kind {
     Plain,
     /// `a` is the transpose of a row-major tensor of shape `a` reversed.
     TransposeA,
+    /// `a` is `permute(2, 0, 1)` of a row-major tensor of shape `a` (3-d); `out` likewise.
+    PermuteA,
     /// `a op= b`.
     InPlace,
 }
 
 const N: i64 = 4096;
-pub const CASES: [Case; 32] = [
+pub const CASES: [Case; 33] = [
     case(
         "S1",
         F32,
@@ -142,6 +144,15 @@ pub const CASES: [Case; 32] = [
         "S2 as a/b",
     ),
     case(
+        "P1",
+        F32,
+        &[64, 256, 256],
+        &[256, 1, 1],
+        BC_OP_ADD,
+        Kind::PermuteA,
+        "x.permute(2,0,1)+(256,1,1), x (64,256,256)",
+    ),
+    case(
         "L1",
         F32,
         &[3, 1],
@@ -222,6 +233,19 @@ fn numel(shape: &[i64]) -> usize {
     shape.iter().product::<i64>() as usize
 }
 
+/// The shape of operand `a` as the operation sees it.
+pub fn a_shape(c: &Case) -> Vec<i64> {
+    match c.kind {
+        Kind::PermuteA => vec![c.a[2], c.a[0], c.a[1]],
+        _ => c.a.to_vec(),
+    }
+}
+
+/// The result's shape.
+pub fn case_shape(c: &Case) -> Vec<i64> {
+    out_shape(&a_shape(c), c.b)
+}
+
 /// The broadcast shape of two shapes (they are known to broadcast).
 pub fn out_shape(a: &[i64], b: &[i64]) -> Vec<i64> {
     let nd = a.len().max(b.len());
@@ -246,7 +270,7 @@ pub fn out_shape(a: &[i64], b: &[i64]) -> Vec<i64> {
 /// (in place: the target read and written, plus the other input).
 pub fn case_bytes(c: &Case) -> f64 {
     let (na, nb) = (numel(c.a), numel(c.b));
-    let no = numel(&out_shape(c.a, c.b));
+    let no = numel(&case_shape(c));
     let n = if c.kind == Kind::InPlace {
         (2 * na + nb) * itemsize(c.dtype)
     } else {
@@ -331,33 +355,48 @@ pub struct Inputs {
     pub a: T,
     pub b: T,
     pub out: T,
-    /// Keeps the transposed operand's base alive.
-    _base: Option<T>,
+    /// Keeps the bases of permuted operands alive.
+    _base: [Option<T>; 2],
 }
 
 pub fn inputs(c: &Case) -> Inputs {
-    let (a, base) = if c.kind == Kind::TransposeA {
-        let rev: Vec<i64> = c.a.iter().rev().copied().collect();
-        let base = from_data(c.dtype, &rev, 1);
-        let mut t = ptr::null_mut();
-        // SAFETY: t is valid for one write.
-        check(
-            unsafe { bc_tensor_transpose(base.0, 0, 1, &mut t) },
-            "bc_tensor_transpose",
-        );
-        (T(t), Some(base))
-    } else {
-        (from_data(c.dtype, c.a, 1), None)
+    let (a, base) = match c.kind {
+        Kind::TransposeA => {
+            let rev: Vec<i64> = c.a.iter().rev().copied().collect();
+            let base = from_data(c.dtype, &rev, 1);
+            (permuted(&base, &[1, 0]), Some(base))
+        }
+        Kind::PermuteA => {
+            let base = from_data(c.dtype, c.a, 1);
+            (permuted(&base, &[2, 0, 1]), Some(base))
+        }
+        _ => (from_data(c.dtype, c.a, 1), None),
     };
     let b = from_data(c.dtype, c.b, 2);
-    let out = touched(out_dtype(c), &out_shape(c.a, c.b));
+    // An `out` in the layout the operands share, as `empty_like` gives it.
+    let (out, out_base) = match c.kind {
+        Kind::PermuteA => {
+            let base = touched(out_dtype(c), c.a);
+            (permuted(&base, &[2, 0, 1]), Some(base))
+        }
+        _ => (touched(out_dtype(c), &case_shape(c)), None),
+    };
     Inputs {
         case: *c,
         a,
         b,
         out,
-        _base: base,
+        _base: [base, out_base],
     }
+}
+
+/// A permuted view of `t`.
+fn permuted(t: &T, dims: &[i64]) -> T {
+    let mut v = ptr::null_mut();
+    // SAFETY: dims is valid for its length; v for one write.
+    let s = unsafe { bc_tensor_permute(t.0, dims.as_ptr(), dims.len(), &mut v) };
+    check(s, "bc_tensor_permute");
+    T(v)
 }
 
 impl Inputs {
@@ -450,7 +489,7 @@ pub fn median(s: &mut [f64]) -> f64 {
 
 /// Times one case: median ms per call.
 pub fn time_case(inp: &Inputs, alloc: bool, reps: usize, warm_ms: f64) -> f64 {
-    let min_batch = if numel(&out_shape(inp.case.a, inp.case.b)) < 100 {
+    let min_batch = if numel(&case_shape(&inp.case)) < 100 {
         2.0
     } else {
         1.0
@@ -501,7 +540,7 @@ fn values(t: &T, dtype: i32, n: usize) -> Vec<f64> {
 /// an error text on the first wrong element.
 pub fn verify(c: &Case) -> Result<(), String> {
     let inp = inputs(c);
-    let shape = out_shape(c.a, c.b);
+    let shape = case_shape(c);
     let n = numel(&shape);
     let nd = shape.len();
     // Row-major index -> the elements of a and b it reads.
@@ -524,11 +563,18 @@ pub fn verify(c: &Case) -> Result<(), String> {
         off
     };
     let a_at = |k: usize| -> f64 {
-        if c.kind == Kind::TransposeA {
-            let (i, j) = (k / c.a[1] as usize, k % c.a[1] as usize);
-            value(c.dtype, j * c.a[0] as usize + i, 1)
-        } else {
-            value(c.dtype, index(k, c.a), 1)
+        match c.kind {
+            Kind::TransposeA => {
+                let (i, j) = (k / c.a[1] as usize, k % c.a[1] as usize);
+                value(c.dtype, j * c.a[0] as usize + i, 1)
+            }
+            Kind::PermuteA => {
+                // Element (i, j, l) of the view is element (j, l, i) of the base.
+                let [d0, d1, d2] = [c.a[0], c.a[1], c.a[2]].map(|d| d as usize);
+                let (i, j, l) = (k / (d0 * d1), k / d1 % d0, k % d1);
+                value(c.dtype, (j * d1 + l) * d2 + i, 1)
+            }
+            _ => value(c.dtype, index(k, c.a), 1),
         }
     };
     let expect = |k: usize| -> f64 {

@@ -7,7 +7,7 @@
  * (-march=native is for the limit only; the library itself is built for any x86-64.)
  *
  * Protocol (one command per line on stdin, one answer line on stdout):
- *   case  <S1..S12|S2.op> <alloc|out> <reps> [warm ms] -> "ok <median ms> <variant>" (best variant)
+ *   case  <S1..S12|S2.op|P1> <alloc|out> <reps> [warm ms] -> "ok <median ms> <variant>" (best variant)
  *   lat   <L1|L2>   <alloc|out> <reps> [warm ms]   -> "ok <median ms> <variant>"
  *   sweep <elements> <alloc|out> <reps> [warm ms]  -> "ok <median ms> <variant>"
  *   expr  <E1|E2>   <alloc|out> <reps> [warm ms]   -> "ok <median ms> <variant>"  (fused loops)
@@ -390,6 +390,18 @@ static inline hbits h_narrow_bf16(hvec v) {
 HROW(f16)
 HROW(bf16)
 
+/* P1 x.permute(2,0,1) + y, x (64,256,256), y (256,1,1), the result in x's layout (as PyTorch and
+ * NumPy lay it out): in memory, (16384,256) + (256,) */
+#define P1R (64L * 256L)
+#define P1C 256L
+static void k_p1(void *o_, const void *a_, const void *b_, int nt) {
+    float *o = o_; const float *a = a_, *b = b_;
+    PAR_BEGIN FOR_STATIC for (long r = 0; r < P1R; r++) {
+        if (nt) vv_add_f32_nt(o + r * P1C, a + r * P1C, b, P1C);
+        else vv_add_f32(o + r * P1C, a + r * P1C, b, P1C);
+    } PAR_END
+}
+
 /* sweep: (n,1024)+(1024,); serial below 65,536 elements (a parallel region costs more) */
 static long sw_rows;
 static void k_sweep(void *o_, const void *a_, const void *b_, int nt) {
@@ -444,6 +456,7 @@ static const case_t CASES[] = {
     {"S10", 8, 2, 0, 1, NN, NN, C, k_s10, 8},
     {"S11", 4, 0, 0, 1, NN, NN, C, k_s11, 4},
     {"S12", 4, 1, 0, 1, NN, NN, C, k_s12, 4},
+    {"P1", 4, 1, 0, 1, P1R * P1C, P1R * P1C, P1C, k_p1, 4},
     {"L1", 4, 1, 0, 0, 9, 3, 3, k_l1, 4},
     {"L2", 4, 1, 0, 0, 4, 4, 4, k_l2, 4},
     {"S2.eq", 4, 1, 0, 1, NN, NN, C, k_s2_eq, 1},

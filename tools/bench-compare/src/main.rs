@@ -608,7 +608,11 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
         res.ratio(key, peer)
             .map_or("–".to_string(), |(r, _, _)| format!("{:.2}×", 1.0 / r))
     };
-    let suite: Vec<&Case> = o.cases.iter().filter(|c| c.name.starts_with('S')).collect();
+    let suite: Vec<&Case> = o
+        .cases
+        .iter()
+        .filter(|c| c.name.starts_with(['S', 'P']))
+        .collect();
     if !suite.is_empty() {
         let _ = writeln!(
             s,
@@ -952,7 +956,7 @@ fn allocation_check(cases: &[Case], expr_cases: &[exprs::ECase]) -> String {
     drop((b, base));
     for c in cases {
         let inp = lib_side::inputs(c);
-        let out_bytes = lib_side::out_shape(c.a, c.b).iter().product::<i64>() as usize
+        let out_bytes = lib_side::case_shape(c).iter().product::<i64>() as usize
             * lib_side::itemsize(lib_side::out_dtype(c));
         if c.kind == Kind::InPlace {
             row(&format!("{} in place", c.name), 0, &mut || inp.call(true));

@@ -6,7 +6,7 @@
 bfloat16, leaves that cell empty).
 
 One command per line on stdin, one answer line on stdout:
-  case  <S1..S12|S2.op|L1|L2> <alloc|out> <reps> [warm ms]           -> "ok <median ms> <variant>"
+  case  <S1..S12|S2.op|P1|L1|L2> <alloc|out> <reps> [warm ms]        -> "ok <median ms> <variant>"
   sweep <elements> <alloc|out> <reps> [warm ms]                     -> "ok <median ms> <variant>"
   expr  <E1|E2> <alloc|out> <reps> [warm ms]                        -> "ok <median ms> <variant>"
   quit
@@ -47,6 +47,7 @@ CASES = {
     "S12": ("f4", (N, N), (N,), "div", "plain"),
     "S2.f16": ("f2", (N, N), (N,), "add", "plain"),
     "S2.bf16": ("bf16", (N, N), (N,), "add", "plain"),
+    "P1": ("f4", (64, 256, 256), (256, 1, 1), "add", "permute_a"),
     "L1": ("f4", (3, 1), (1, 3), "add", "plain"),
     "L2": ("f4", (4,), (4,), "add", "plain"),
 }
@@ -148,6 +149,8 @@ def build_case(name):
     if kind == "transpose_a":
         # a non-contiguous view, like the others get
         a = tensor(fill((ash[1], ash[0]), dt, 1), dt).T
+    elif kind == "permute_a":
+        a = tensor(fill(ash, dt, 1), dt).permute(2, 0, 1) if TORCH else fill(ash, dt, 1).transpose(2, 0, 1)
     else:
         a = tensor(fill(ash, dt, 1), dt)
     b = tensor(fill(bsh, dt, 2), dt)
@@ -155,7 +158,12 @@ def build_case(name):
     f = getattr(torch, TORCH_NAMES.get(op, op)) if TORCH else getattr(np, op)
     # The result's type (bool for comparisons), from one element.
     one = f(a.reshape(-1)[:1], b.reshape(-1)[:1])
-    o = one.new_zeros(np.broadcast_shapes(ash, bsh)) if TORCH else np.zeros(np.broadcast_shapes(ash, bsh), one.dtype)
+    if kind == "permute_a":
+        # in a's layout, as the library's `out`
+        o = torch.empty_like(a).zero_() if TORCH else np.zeros_like(a)
+    else:
+        shape = np.broadcast_shapes(ash, bsh)
+        o = one.new_zeros(shape) if TORCH else np.zeros(shape, one.dtype)
     return namespace(a=a, b=b, o=o, f=f, kind=kind)
 
 
