@@ -255,6 +255,54 @@ void operators_and_out() {
     CHECK(out.to_vector<double>() == (std::vector<double>{10, 20, 10, 20}));
 }
 
+// Numbers as operands: PyTorch's promotion of Python numbers, both orders, in place.
+void numbers() {
+    bc::Tensor i({int32_t{1}, int32_t{2}, int32_t{3}}, {3});
+    bc::Tensor f = i + 2.5; // int32 with a float: float32
+    CHECK(f.dtype() == bc::DType::Float32 && f.to_vector<float>() == (std::vector<float>{3.5f, 4.5f, 5.5f}));
+    bc::Tensor j = 10 - i; // the number first; int32 stays int32
+    CHECK(j.dtype() == bc::DType::Int32 && j.to_vector<int32_t>() == (std::vector<int32_t>{9, 8, 7}));
+    CHECK((6 / i).to_vector<float>() == (std::vector<float>{6, 3, 2}));
+    bc::Tensor u({uint8_t{1}, uint8_t{2}}, {2});
+    CHECK((u + 300).to_vector<uint8_t>() == (std::vector<uint8_t>{45, 46})); // 300 wraps to 44
+    i *= 3;
+    i -= 1;
+    CHECK(i.to_vector<int32_t>() == (std::vector<int32_t>{2, 5, 8}));
+    CHECK(EXPECT_ERROR(i - true).kind() == BC_ERROR_KIND_BOOL_SUBTRACTION); // as in PyTorch
+    bc::Error e = EXPECT_ERROR(i *= 0.5);
+    CHECK(e.status() == BC_ERR_DTYPE && std::string(e.what()) == "result type Float can't be cast to the desired output type Int");
+    CHECK(i.to_vector<int32_t>() == (std::vector<int32_t>{2, 5, 8}));
+    // A transposed tensor with a number keeps its layout.
+    bc::Tensor t = bc::Tensor({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, {2, 3}).transpose(0, 1);
+    bc::Tensor r = bc::mul(t, 2);
+    CHECK(r.strides() == (bc::Shape{1, 3}) && r.to_vector<float>() == (std::vector<float>{2, 8, 4, 10, 6, 12}));
+}
+
+// The planner: its report, and the call's own error.
+void planner() {
+    bc::Geometry x{bc::DType::Float32, {256, 64, 256}, bc::Shape{1, 65536, 256}};
+    bc::Geometry y{bc::DType::Float32, {256, 1, 1}, std::nullopt};
+    bc::Plan p = bc::plan_binary(BC_OP_ADD, x, y);
+    CHECK(p.dtype == bc::DType::Float32 && p.shape == x.shape && p.strides == *x.strides);
+    CHECK(p.loop_shape == (bc::Shape{16384, 256}) && p.loop_kind == BC_LOOP_CONTIGUOUS);
+    CHECK(p.alloc_bytes == 256u * 64u * 256u * 4u && p.threads >= 1 && p.flags == 0);
+    bc::Geometry i{bc::DType::Int32, {2, 3}, std::nullopt}, f{bc::DType::Float32, {3}, std::nullopt};
+    bc::Error e = EXPECT_ERROR(bc::plan_binary_inplace(BC_OP_ADD, i, f));
+    CHECK(e.status() == BC_ERR_DTYPE && std::string(e.what()) == "result type Float can't be cast to the desired output type Int");
+    bc::Geometry g{bc::DType::Float32, {2, 3}, std::nullopt};
+    p = bc::plan_binary_inplace(BC_OP_ADD, g, i);
+    CHECK(p.dtype == bc::DType::Float32 && p.alloc_bytes == 6u * 4u); // the int32 operand converted
+    bc::Error shape = EXPECT_ERROR(bc::plan_binary_out(BC_OP_MUL, f, f, i));
+    CHECK(shape.status() == BC_ERR_SHAPE && shape.shape_a() == (bc::Shape{2, 3}));
+    bool threw = false;
+    try {
+        bc::plan_binary(BC_OP_ADD, bc::Geometry{bc::DType::Float32, {2}, bc::Shape{1, 1}}, y);
+    } catch (const std::invalid_argument &) {
+        threw = true;
+    }
+    CHECK(threw);
+}
+
 void views() {
     bc::Tensor a({1, 2, 3, 4, 5, 6}, {2, 3});
     bc::Tensor e = bc::Tensor({1, 2, 3}, {3}).expand({2, 3});
@@ -425,6 +473,8 @@ int main() {
         {"constructors_and_reading_back", constructors_and_reading_back},
         {"ownership_moves_and_frees", ownership_moves_and_frees},
         {"operators_and_out", operators_and_out},
+        {"numbers", numbers},
+        {"planner", planner},
         {"views", views},
         {"wrapped_memory", wrapped_memory},
         {"handler_exception_is_rethrown_after_the_call", handler_exception_is_rethrown_after_the_call},

@@ -1990,6 +1990,7 @@ int32_t bc_where_out(const struct bc_tensor *cond,
  * `a` and `b` must each be NULL or point to a `bc_geometry` whose arrays are valid for `ndim`
  * reads; `plan` must be valid for one write.
  */
+BC_MUST_USE
 int32_t bc_plan_binary(int32_t op,
                        const struct bc_geometry *a,
                        const struct bc_geometry *b,
@@ -2008,6 +2009,7 @@ int32_t bc_plan_binary(int32_t op,
  * # Safety
  * As `bc_plan_binary`.
  */
+BC_MUST_USE
 int32_t bc_plan_binary_inplace(int32_t op,
                                const struct bc_geometry *target,
                                const struct bc_geometry *other,
@@ -2023,6 +2025,7 @@ int32_t bc_plan_binary_inplace(int32_t op,
  * # Safety
  * As `bc_plan_binary`; `out` too.
  */
+BC_MUST_USE
 int32_t bc_plan_binary_out(int32_t op,
                            const struct bc_geometry *a,
                            const struct bc_geometry *b,
@@ -2057,6 +2060,7 @@ struct bc_scalar bc_scalar_float(double value);
  * # Safety
  * `out` must be valid for one write.
  */
+BC_MUST_USE
 int32_t bc_binary_scalar(int32_t op,
                          const struct bc_tensor *t,
                          struct bc_scalar s,
@@ -2072,6 +2076,7 @@ int32_t bc_binary_scalar(int32_t op,
  * # Safety
  * `out` must be valid for one write.
  */
+BC_MUST_USE
 int32_t bc_binary_rscalar(int32_t op,
                           struct bc_scalar s,
                           const struct bc_tensor *t,
@@ -2087,7 +2092,10 @@ int32_t bc_binary_rscalar(int32_t op,
  *
  * Must not run while another thread reads or writes `target`'s elements.
  */
-int32_t bc_binary_scalar_inplace(int32_t op, struct bc_tensor *target, struct bc_scalar s);
+BC_MUST_USE
+int32_t bc_binary_scalar_inplace(int32_t op,
+                                 struct bc_tensor *target,
+                                 struct bc_scalar s);
 
 /**
  * `*out = t + s`: `bc_binary_scalar` with `BC_OP_ADD`.
@@ -2095,7 +2103,10 @@ int32_t bc_binary_scalar_inplace(int32_t op, struct bc_tensor *target, struct bc
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_add_scalar(const struct bc_tensor *t, struct bc_scalar s, struct bc_tensor **out);
+BC_MUST_USE
+int32_t bc_add_scalar(const struct bc_tensor *t,
+                      struct bc_scalar s,
+                      struct bc_tensor **out);
 
 /**
  * `*out = t - s`: `bc_binary_scalar` with `BC_OP_SUB`.
@@ -2103,7 +2114,10 @@ int32_t bc_add_scalar(const struct bc_tensor *t, struct bc_scalar s, struct bc_t
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_sub_scalar(const struct bc_tensor *t, struct bc_scalar s, struct bc_tensor **out);
+BC_MUST_USE
+int32_t bc_sub_scalar(const struct bc_tensor *t,
+                      struct bc_scalar s,
+                      struct bc_tensor **out);
 
 /**
  * `*out = t * s`: `bc_binary_scalar` with `BC_OP_MUL`.
@@ -2111,7 +2125,10 @@ int32_t bc_sub_scalar(const struct bc_tensor *t, struct bc_scalar s, struct bc_t
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_mul_scalar(const struct bc_tensor *t, struct bc_scalar s, struct bc_tensor **out);
+BC_MUST_USE
+int32_t bc_mul_scalar(const struct bc_tensor *t,
+                      struct bc_scalar s,
+                      struct bc_tensor **out);
 
 /**
  * `*out = t / s`: `bc_binary_scalar` with `BC_OP_DIV`.
@@ -2119,7 +2136,10 @@ int32_t bc_mul_scalar(const struct bc_tensor *t, struct bc_scalar s, struct bc_t
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_div_scalar(const struct bc_tensor *t, struct bc_scalar s, struct bc_tensor **out);
+BC_MUST_USE
+int32_t bc_div_scalar(const struct bc_tensor *t,
+                      struct bc_scalar s,
+                      struct bc_tensor **out);
 
 /**
  * `*out = s - t`: `bc_binary_rscalar` with `BC_OP_SUB`.
@@ -2127,7 +2147,10 @@ int32_t bc_div_scalar(const struct bc_tensor *t, struct bc_scalar s, struct bc_t
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_rsub_scalar(struct bc_scalar s, const struct bc_tensor *t, struct bc_tensor **out);
+BC_MUST_USE
+int32_t bc_rsub_scalar(struct bc_scalar s,
+                       const struct bc_tensor *t,
+                       struct bc_tensor **out);
 
 /**
  * `*out = s / t`: `bc_binary_rscalar` with `BC_OP_DIV`.
@@ -2135,27 +2158,30 @@ int32_t bc_rsub_scalar(struct bc_scalar s, const struct bc_tensor *t, struct bc_
  * # Safety
  * `out` must be valid for one write.
  */
-int32_t bc_rdiv_scalar(struct bc_scalar s, const struct bc_tensor *t, struct bc_tensor **out);
+BC_MUST_USE
+int32_t bc_rdiv_scalar(struct bc_scalar s,
+                       const struct bc_tensor *t,
+                       struct bc_tensor **out);
 
 /**
  * `target += s`: `bc_binary_scalar_inplace` with `BC_OP_ADD`.
  */
-int32_t bc_add_scalar_inplace(struct bc_tensor *target, struct bc_scalar s);
+BC_MUST_USE int32_t bc_add_scalar_inplace(struct bc_tensor *target, struct bc_scalar s);
 
 /**
  * `target -= s`: `bc_binary_scalar_inplace` with `BC_OP_SUB`.
  */
-int32_t bc_sub_scalar_inplace(struct bc_tensor *target, struct bc_scalar s);
+BC_MUST_USE int32_t bc_sub_scalar_inplace(struct bc_tensor *target, struct bc_scalar s);
 
 /**
  * `target *= s`: `bc_binary_scalar_inplace` with `BC_OP_MUL`.
  */
-int32_t bc_mul_scalar_inplace(struct bc_tensor *target, struct bc_scalar s);
+BC_MUST_USE int32_t bc_mul_scalar_inplace(struct bc_tensor *target, struct bc_scalar s);
 
 /**
  * `target /= s`: `bc_binary_scalar_inplace` with `BC_OP_DIV`.
  */
-int32_t bc_div_scalar_inplace(struct bc_tensor *target, struct bc_scalar s);
+BC_MUST_USE int32_t bc_div_scalar_inplace(struct bc_tensor *target, struct bc_scalar s);
 
 /**
  * Turns the broadcast warning on or off (docs/semantics.md, section 5; PyTorch's

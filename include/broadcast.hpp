@@ -11,8 +11,11 @@
  *    error record right after the failing call, before anything else can replace it.
  *  - a + b, a - b, a * b, a / b make new tensors (bc_add, ...); a += b ... write into a
  *    (bc_add_inplace, ...); bc::add(a, b, out) writes into out (bc_add_out). Integer / gives
- *    float32, as in the C API. There are no implicit conversions from numbers: use
- *    bc::Tensor::scalar(2.0f) or bc::Tensor::full(...).
+ *    float32, as in the C API. A number may be an operand (t + 2.5, 2 * t, t -= 1): it promotes
+ *    as a Python number does in PyTorch (bc_binary_scalar); bc::Tensor::scalar(2.0f) is a 0-d
+ *    tensor instead, which promotes as a tensor.
+ *  - bc::plan_binary(op, a, b) (and _inplace, _out) reports what a call would do from bc::Geometry
+ *    values (type, shape, strides), without tensors, or throws the bc::Error the call would throw.
  *  - Warnings go to bc::set_warning_handler's function; an exception it throws is caught before
  *    it could cross the C library and rethrown from the bc:: call that emitted the warning.
  *
@@ -30,6 +33,7 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -478,8 +482,125 @@ BC_HPP_OPERATOR(-, sub)
 BC_HPP_OPERATOR(*, mul)
 BC_HPP_OPERATOR(/, div)
 
+namespace detail {
+
+/// A C++ number as the C API's bc_scalar: a bool, an integer (as int64_t; an unsigned value above
+/// INT64_MAX wraps) or a floating number (as double).
+template <class N> bc_scalar number(N value) noexcept {
+    if constexpr (std::is_same_v<N, bool>) {
+        return bc_scalar_bool(value);
+    } else if constexpr (std::is_integral_v<N>) {
+        return bc_scalar_int(static_cast<int64_t>(value));
+    } else {
+        return bc_scalar_float(static_cast<double>(value));
+    }
+}
+template <class N> using if_number = std::enable_if_t<std::is_arithmetic_v<N>, int>;
+
+} // namespace detail
+
+/*
+ * With a number for an operand, promoted as PyTorch promotes a Python number (by category only:
+ * an int32 tensor + 2.5 is float32, a uint8 tensor + 300 stays uint8). BC_HPP_NUMBER(op, name,
+ * code) gives
+ *   bc::name(t, n), bc::name(n, t)   new tensors                  (bc_binary_scalar, _rscalar)
+ *   bc::name_inplace(t, n)           into t                       (bc_binary_scalar_inplace)
+ * and the operators `t op n`, `n op t` and `t op= n`.
+ */
+#define BC_HPP_NUMBER(op, name, code)                                                                  \
+    template <class N, detail::if_number<N> = 0> Tensor name(const Tensor &t, N n) {                   \
+        return detail::make(                                                                           \
+            [&](bc_tensor **out) { return bc_binary_scalar(code, t.get(), detail::number(n), out); }); \
+    }                                                                                                  \
+    template <class N, detail::if_number<N> = 0> Tensor name(N n, const Tensor &t) {                   \
+        return detail::make(                                                                           \
+            [&](bc_tensor **out) { return bc_binary_rscalar(code, detail::number(n), t.get(), out); }); \
+    }                                                                                                  \
+    template <class N, detail::if_number<N> = 0> void name##_inplace(Tensor &t, N n) {                 \
+        detail::check(bc_binary_scalar_inplace(code, t.get(), detail::number(n)));                     \
+    }                                                                                                  \
+    template <class N, detail::if_number<N> = 0> Tensor operator op(const Tensor &t, N n) {            \
+        return name(t, n);                                                                             \
+    }                                                                                                  \
+    template <class N, detail::if_number<N> = 0> Tensor operator op(N n, const Tensor &t) {            \
+        return name(n, t);                                                                             \
+    }                                                                                                  \
+    template <class N, detail::if_number<N> = 0> Tensor &operator op##=(Tensor &t, N n) {              \
+        name##_inplace(t, n);                                                                          \
+        return t;                                                                                      \
+    }
+
+BC_HPP_NUMBER(+, add, BC_OP_ADD)
+BC_HPP_NUMBER(-, sub, BC_OP_SUB)
+BC_HPP_NUMBER(*, mul, BC_OP_MUL)
+BC_HPP_NUMBER(/, div, BC_OP_DIV)
+
 #undef BC_HPP_BINARY
 #undef BC_HPP_OPERATOR
+#undef BC_HPP_NUMBER
+
+/// An operand described without memory, for the planner: a type, a shape, and strides in
+/// elements (none: row-major).
+struct Geometry {
+    DType dtype;
+    Shape shape;
+    std::optional<Shape> strides;
+};
+
+/// What a call would do, as the planner reports it (bc_plan).
+struct Plan {
+    DType dtype;         ///< the result type (in place or into out: before the cast)
+    DType compute_dtype; ///< the type computed in
+    Shape shape;         ///< the result's shape
+    Shape strides;       ///< the written tensor's strides: a new result's layout, or the target's
+    uint32_t flags;      ///< BC_PLAN_WARNING_* bits and BC_PLAN_CHECKS_DIVISOR
+    int32_t loop_kind;   ///< a BC_LOOP_* code
+    Shape loop_shape;    ///< the sizes iterated once dimensions are merged
+    std::size_t threads; ///< threads sharing the work, the calling one included
+    std::size_t alloc_bytes; ///< element memory the call would allocate
+};
+
+namespace detail {
+
+inline bc_geometry geometry(const Geometry &g) {
+    if (g.strides && g.strides->size() != g.shape.size())
+        throw std::invalid_argument("bc::Geometry: strides and shape differ in length");
+    return bc_geometry{static_cast<int32_t>(g.dtype), g.shape.size(), data_or_null(g.shape),
+                       g.strides ? data_or_null(*g.strides) : nullptr};
+}
+
+template <class Call> Plan plan(Call &&call) {
+    bc_plan p;
+    check(call(&p));
+    return Plan{static_cast<DType>(p.dtype),
+                static_cast<DType>(p.compute_dtype),
+                Shape(p.shape, p.shape + p.ndim),
+                Shape(p.strides, p.strides + p.ndim),
+                p.flags,
+                p.loop_kind,
+                Shape(p.loop_shape, p.loop_shape + p.loop_ndim),
+                p.threads,
+                p.alloc_bytes};
+}
+
+} // namespace detail
+
+/// What a op b (`op` a BC_OP_* code) would do for operands of these geometries: the result's type,
+/// shape and layout and how it would run (bc_plan_binary), or the bc::Error the call would throw.
+inline Plan plan_binary(int32_t op, const Geometry &a, const Geometry &b) {
+    bc_geometry ga = detail::geometry(a), gb = detail::geometry(b);
+    return detail::plan([&](bc_plan *p) { return bc_plan_binary(op, &ga, &gb, p); });
+}
+/// As plan_binary, for target op= other (bc_plan_binary_inplace).
+inline Plan plan_binary_inplace(int32_t op, const Geometry &target, const Geometry &other) {
+    bc_geometry gt = detail::geometry(target), go = detail::geometry(other);
+    return detail::plan([&](bc_plan *p) { return bc_plan_binary_inplace(op, &gt, &go, p); });
+}
+/// As plan_binary, for a op b into out (bc_plan_binary_out).
+inline Plan plan_binary_out(int32_t op, const Geometry &a, const Geometry &b, const Geometry &out) {
+    bc_geometry ga = detail::geometry(a), gb = detail::geometry(b), go = detail::geometry(out);
+    return detail::plan([&](bc_plan *p) { return bc_plan_binary_out(op, &ga, &gb, &go, p); });
+}
 
 /// Views of every tensor expanded to their common shape (bc_tensor_broadcast_tensors).
 inline std::vector<Tensor>

@@ -108,6 +108,7 @@ pub const BC_LOOP_STRIDED: i32 = 4;
 /// # Safety
 /// `a` and `b` must each be NULL or point to a `bc_geometry` whose arrays are valid for `ndim`
 /// reads; `plan` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_plan_binary(
     op: i32,
@@ -130,6 +131,7 @@ pub unsafe extern "C" fn bc_plan_binary(
 ///
 /// # Safety
 /// As `bc_plan_binary`.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_plan_binary_inplace(
     op: i32,
@@ -156,6 +158,7 @@ pub unsafe extern "C" fn bc_plan_binary_inplace(
 ///
 /// # Safety
 /// As `bc_plan_binary`; `out` too.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_plan_binary_out(
     op: i32,

@@ -95,6 +95,7 @@ fn tensor_first(op: BinaryOp) -> bool {
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_binary_scalar(
     op: i32,
@@ -114,6 +115,7 @@ pub unsafe extern "C" fn bc_binary_scalar(
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_binary_rscalar(
     op: i32,
@@ -160,6 +162,7 @@ unsafe fn new_result(
 /// As `bc_binary_inplace`; also `BC_ERR_INVALID_ARG` for an unknown `s.kind`.
 ///
 /// Must not run while another thread reads or writes `target`'s elements.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_binary_scalar_inplace(op: i32, target: *mut bc_tensor, s: bc_scalar) -> i32 {
     call(|| {
@@ -178,6 +181,7 @@ pub extern "C" fn bc_binary_scalar_inplace(op: i32, target: *mut bc_tensor, s: b
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_add_scalar(
     t: *const bc_tensor,
@@ -192,6 +196,7 @@ pub unsafe extern "C" fn bc_add_scalar(
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_sub_scalar(
     t: *const bc_tensor,
@@ -206,6 +211,7 @@ pub unsafe extern "C" fn bc_sub_scalar(
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_mul_scalar(
     t: *const bc_tensor,
@@ -220,6 +226,7 @@ pub unsafe extern "C" fn bc_mul_scalar(
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_div_scalar(
     t: *const bc_tensor,
@@ -234,6 +241,7 @@ pub unsafe extern "C" fn bc_div_scalar(
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_rsub_scalar(
     s: bc_scalar,
@@ -248,6 +256,7 @@ pub unsafe extern "C" fn bc_rsub_scalar(
 ///
 /// # Safety
 /// `out` must be valid for one write.
+#[must_use]
 #[no_mangle]
 pub unsafe extern "C" fn bc_rdiv_scalar(
     s: bc_scalar,
@@ -259,24 +268,28 @@ pub unsafe extern "C" fn bc_rdiv_scalar(
 }
 
 /// `target += s`: `bc_binary_scalar_inplace` with `BC_OP_ADD`.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_add_scalar_inplace(target: *mut bc_tensor, s: bc_scalar) -> i32 {
     bc_binary_scalar_inplace(BC_OP_ADD, target, s)
 }
 
 /// `target -= s`: `bc_binary_scalar_inplace` with `BC_OP_SUB`.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_sub_scalar_inplace(target: *mut bc_tensor, s: bc_scalar) -> i32 {
     bc_binary_scalar_inplace(BC_OP_SUB, target, s)
 }
 
 /// `target *= s`: `bc_binary_scalar_inplace` with `BC_OP_MUL`.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_mul_scalar_inplace(target: *mut bc_tensor, s: bc_scalar) -> i32 {
     bc_binary_scalar_inplace(BC_OP_MUL, target, s)
 }
 
 /// `target /= s`: `bc_binary_scalar_inplace` with `BC_OP_DIV`.
+#[must_use]
 #[no_mangle]
 pub extern "C" fn bc_div_scalar_inplace(target: *mut bc_tensor, s: bc_scalar) -> i32 {
     bc_binary_scalar_inplace(BC_OP_DIV, target, s)
