@@ -229,6 +229,16 @@
 #define BC_ERROR_KIND_READ_ONLY_LEGACY_EXPORT 64
 
 /**
+ * An integer or bool tensor to a negative integer power given as a number.
+ */
+#define BC_ERROR_KIND_NEGATIVE_POWER 70
+
+/**
+ * A number `pow` reads in the computation type (`dtype_a`) does not fit it.
+ */
+#define BC_ERROR_KIND_NUMBER_OVERFLOW 71
+
+/**
  * A step that pushes input number `arg` (an index into the `inputs` array).
  */
 #define BC_EXPR_INPUT 0
@@ -2051,11 +2061,18 @@ struct bc_scalar bc_scalar_float(double value);
  * `*out = t op s` in a new tensor, for `op` a `BC_OP_*` code and `s` a number (PyTorch's `t op
  * s` with a Python number). The number promotes by category only: `int32 + 2.5` is float32,
  * `uint8 + 300` is uint8 (300 wraps to 44, as in PyTorch). The result is laid out as
- * `bc_binary`'s. On success the caller owns `*out` (free it with `bc_tensor_free`); on failure
- * `*out` is NULL.
+ * `bc_binary`'s. Every operation takes a number except those PyTorch gives no number form
+ * (`BC_OP_MAXIMUM`, `BC_OP_MINIMUM`, `BC_OP_ATAN2`, `BC_OP_HYPOT`, the logical operations), and
+ * `BC_OP_POW` follows PyTorch's `pow(Tensor, Scalar)` (docs/semantics.md, section 13). On
+ * success the caller owns `*out` (free it with `bc_tensor_free`); on failure `*out` is NULL.
  *
  * # Returns
- * As `bc_binary`; also `BC_ERR_INVALID_ARG` for an unknown `s.kind`.
+ * As `bc_binary`; also `BC_ERR_INVALID_ARG` for an unknown `s.kind` and, with PyTorch's
+ * TypeError text, for an operation that takes no number (`atan2(): argument 'other' (position
+ * 2) must be Tensor, not int`); `BC_ERR_VALUE` for `BC_OP_POW` with an integer or bool tensor
+ * and a negative integer (`Integers to negative integer powers are not allowed.`) or an exponent
+ * that does not fit a float16, bfloat16 or integer computation type (`value cannot be converted
+ * to type c10::Half without overflow`).
  *
  * # Safety
  * `out` must be valid for one write.
@@ -2067,11 +2084,14 @@ int32_t bc_binary_scalar(int32_t op,
                          struct bc_tensor **out);
 
 /**
- * `*out = s op t` in a new tensor: PyTorch's `s op t` with a Python number `s` (for division,
- * `torch.div(s, t)`), as `bc_binary_scalar` otherwise.
+ * `*out = s op t` in a new tensor: PyTorch's `s op t` with a Python number `s`, as
+ * `bc_binary_scalar` otherwise. Python hands `s op t` to the tensor: `BC_OP_ADD`, `BC_OP_MUL`,
+ * `BC_OP_EQ`, `BC_OP_NE` and the bitwise and/or/xor compute `t op s`, `BC_OP_LT` and the other
+ * ordered comparisons the mirrored `t > s` and so on, the others `op(s, t)` (`torch.div(s, t)`;
+ * for `BC_OP_POW`, `torch.pow(s, t)`, a row-major result).
  *
  * # Returns
- * As `bc_binary_scalar`.
+ * As `bc_binary_scalar` (`BC_OP_FMOD` also refuses a number first, with PyTorch's text).
  *
  * # Safety
  * `out` must be valid for one write.
@@ -2088,7 +2108,7 @@ int32_t bc_binary_rscalar(int32_t op,
  * the call fails, `target` is unchanged.
  *
  * # Returns
- * As `bc_binary_inplace`; also `BC_ERR_INVALID_ARG` for an unknown `s.kind`.
+ * As `bc_binary_inplace`; also `BC_ERR_INVALID_ARG` and `BC_ERR_VALUE` as `bc_binary_scalar`.
  *
  * Must not run while another thread reads or writes `target`'s elements.
  */

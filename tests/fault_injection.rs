@@ -1307,6 +1307,61 @@ fn with_numbers() -> Vec<Scenario> {
                 call!(|_c| bc_binary_scalar_inplace(BC_OP_MUL, t, bc_scalar_float(2.5)))
             },
         ),
+        sc(
+            "bc_binary_scalar",
+            "int32 7-d tensor ** 3 (the exponent checked against int32)",
+            BC_OK,
+            |c| {
+                let t = c.t(I32, &C7);
+                call!(|c| bc_binary_scalar(BC_OP_POW, t, bc_scalar_int(3), c.out(0)))
+            },
+        ),
+        sc(
+            "bc_binary_rscalar",
+            "1 ** a reversed 7-d tensor (filled with 1, no kernel)",
+            BC_OK,
+            |c| {
+                let t = c.t(F32, &C7);
+                let r = c.reversed(t);
+                call!(|c| bc_binary_rscalar(BC_OP_POW, bc_scalar_int(1), r, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_binary_scalar_inplace",
+            "float64 7-d tensor **= 1 (copied, no kernel)",
+            BC_OK,
+            |c| {
+                let t = c.t(F64, &C7);
+                call!(|_c| bc_binary_scalar_inplace(BC_OP_POW, t, bc_scalar_float(1.0)))
+            },
+        ),
+        sc(
+            "bc_binary_scalar_inplace",
+            "float32 7-d tensor **= 0 (filled with 1)",
+            BC_OK,
+            |c| {
+                let t = c.t(F32, &C7);
+                call!(|_c| bc_binary_scalar_inplace(BC_OP_POW, t, bc_scalar_int(0)))
+            },
+        ),
+        sc(
+            "bc_binary_scalar",
+            "bfloat16 ** 1e39 (the number does not fit: error data)",
+            BC_ERR_VALUE,
+            |c| {
+                let t = c.t(BC_DTYPE_BFLOAT16, &C7);
+                call!(|c| bc_binary_scalar(BC_OP_POW, t, bc_scalar_float(1e39), c.out(0)))
+            },
+        ),
+        sc(
+            "bc_binary_rscalar",
+            "fmod(2, t) (PyTorch's TypeError text)",
+            BC_ERR_INVALID_ARG,
+            |c| {
+                let t = c.t(F32, &C7);
+                call!(|c| bc_binary_rscalar(BC_OP_FMOD, bc_scalar_int(2), t, c.out(0)))
+            },
+        ),
         sc("bc_add_scalar", "", BC_OK, |c| {
             let t = c.t(F32, &C7);
             call!(|c| bc_add_scalar(t, bc_scalar_bool(true), c.out(0)))

@@ -99,6 +99,14 @@ pub enum Error {
     /// An integer division, remainder or fmod with a zero divisor among the elements read.
     #[error("ZeroDivisionError")]
     ZeroDivision,
+    /// An integer or bool tensor to a negative integer power given as a number (PyTorch's check;
+    /// a tensor of exponents is computed instead).
+    #[error("Integers to negative integer powers are not allowed.")]
+    NegativeIntegerPower,
+    /// A number that `pow` reads in the computation type does not fit it (PyTorch's checked
+    /// conversion of the exponent, which names the C++ type).
+    #[error("value cannot be converted to type {} without overflow", cpp_name(*dtype))]
+    NumberOverflow { dtype: DType },
     /// `where`: a condition that is neither bool nor uint8.
     #[error("where expected condition to be a boolean tensor, but got a tensor with dtype {}", dtype.torch_name())]
     WhereCondition { dtype: DType },
@@ -172,7 +180,7 @@ impl Error {
             | NotImplemented { .. }
             | WhereCondition { .. }
             | OutDtype { .. } => ErrorKind::Dtype,
-            ZeroDivision => ErrorKind::Value,
+            ZeroDivision | NegativeIntegerPower | NumberOverflow { .. } => ErrorKind::Value,
             InternalOverlap | PartialOverlap => ErrorKind::Overlap,
             Overflow { .. } => ErrorKind::Overflow,
             Alloc { .. } => ErrorKind::Alloc,
@@ -199,3 +207,19 @@ impl Error {
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// The C++ type of a dtype, as PyTorch's checked conversions name it.
+fn cpp_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::Bool => "bool",
+        DType::U8 => "uint8_t",
+        DType::I8 => "int8_t",
+        DType::I16 => "int16_t",
+        DType::I32 => "int",
+        DType::I64 => "int64_t",
+        DType::F16 => "c10::Half",
+        DType::BF16 => "c10::BFloat16",
+        DType::F32 => "float",
+        DType::F64 => "double",
+    }
+}

@@ -18,7 +18,7 @@ use super::shape::{
     broadcast_shapes, broadcast_shapes_n, check_inplace, checked_nbytes, contiguous_strides,
     is_contiguous, numel, Dims, Strides,
 };
-use super::tensor::{copy_into, Init, Tensor};
+use super::tensor::{copy_into, Init, Scalar, Tensor};
 use smallvec::{smallvec, SmallVec};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -132,7 +132,7 @@ impl Operand for Geometry<'_> {
 }
 
 /// Where a call writes its result.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub enum Dest<'a, O> {
     /// A new tensor.
     New,
@@ -141,6 +141,14 @@ pub enum Dest<'a, O> {
     /// Into the caller's `out`, which must have the broadcast shape.
     Out(&'a O),
 }
+
+impl<O> Clone for Dest<'_, O> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<O> Copy for Dest<'_, O> {}
 
 /// A call's decisions once every check has passed.
 #[derive(Debug)]
@@ -163,6 +171,19 @@ fn decide<O: Operand>(
     b: &O,
     dest: Dest<'_, O>,
     opts: Options,
+) -> Result<Decision> {
+    decide_with(op, a, b, dest, opts, true)
+}
+
+/// [`decide`]; `kernel` false skips the check that the operation has a kernel for the computation
+/// type (`pow` with an exponent of 0 or 1 given as a number runs none).
+fn decide_with<O: Operand>(
+    op: BinaryOp,
+    a: &O,
+    b: &O,
+    dest: Dest<'_, O>,
+    opts: Options,
+    kernel: bool,
 ) -> Result<Decision> {
     let (ga, gb) = (a.geometry(), b.geometry());
     check_op_defined(op, ga.dtype, gb.dtype)?;
@@ -197,7 +218,9 @@ fn decide<O: Operand>(
     if let Some(w) = written {
         check_cast(types.result, w.dtype)?;
     }
-    check_kernel(op, types.compute)?;
+    if kernel {
+        check_kernel(op, types.compute)?;
+    }
     Ok(Decision {
         shape,
         types,
@@ -215,6 +238,205 @@ pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, opts: Options) -> Result<(Te
     let out = Tensor::new_dense(d.types.result, &d.shape, strides, Init::Uninit)?;
     write_result(op, &out, a, b, d.types)?;
     Ok((out, d.warnings))
+}
+
+/// `t op s` for a number `s` (`number_first`: `s op t`), as PyTorch computes it for a Python
+/// number: the number is a wrapped number (it promotes by category only; see
+/// [`Tensor::wrapped_number`]), Python's reflection decides the order (`s * t` is `t * s`, `s < t`
+/// is `t > s`), the operations that take no number refuse it as PyTorch does, and `pow` has its
+/// rules for a number exponent or base (see [`pow_number`]).
+pub fn binary_number(
+    op: BinaryOp,
+    t: &Tensor,
+    s: Scalar,
+    number_first: bool,
+    opts: Options,
+) -> Result<(Tensor, Warnings)> {
+    let (op, number_first) = python_order(op, s, number_first, false)?;
+    let n = Tensor::wrapped_number(s)?;
+    if op == BinaryOp::Pow {
+        return pow_number(t, &n, s, number_first, Dest::New, opts).map(|(r, w)| (r.unwrap(), w));
+    }
+    match number_first {
+        true => binary(op, &n, t, opts),
+        false => binary(op, t, &n, opts),
+    }
+}
+
+/// `t op= s` for a number `s`, as [`binary_number`].
+pub fn binary_number_inplace(
+    op: BinaryOp,
+    t: &Tensor,
+    s: Scalar,
+    opts: Options,
+) -> Result<Warnings> {
+    let (op, _) = python_order(op, s, false, true)?;
+    let n = Tensor::wrapped_number(s)?;
+    if op == BinaryOp::Pow {
+        return pow_number(t, &n, s, false, Dest::InPlace, opts).map(|(_, w)| w);
+    }
+    binary_inplace(op, t, &n, opts)
+}
+
+/// The operation and order PyTorch runs for `t op s` (`number_first`: `s op t`) with a Python
+/// number `s`: Python hands `s op t` to the tensor, whose reflected method computes `t op s` for
+/// the operations that commute and the mirrored comparison for the others that compare, and
+/// `op(s, t)` for the rest. `maximum`, `minimum`, `atan2`, `hypot` and the logical operations take
+/// no number, nor does `fmod` as its first operand: PyTorch's TypeError, in its words (`maximum`
+/// and `minimum` have no in-place method; their `out=` form's text stands for it).
+fn python_order(
+    op: BinaryOp,
+    s: Scalar,
+    number_first: bool,
+    inplace: bool,
+) -> Result<(BinaryOp, bool)> {
+    use BinaryOp::*;
+    let kind = match s {
+        Scalar::Bool(_) => "bool",
+        Scalar::Int(_) => "int",
+        Scalar::Float(_) => "float",
+    };
+    if number_first && op == Fmod {
+        return Err(Error::invalid(format_args!(
+            "fmod() received an invalid combination of arguments - got ({kind}, Tensor), but \
+             expected one of:\n * (Tensor input, Tensor other, *, Tensor out = None)\n * (Tensor \
+             input, Number other, *, Tensor out = None)\n"
+        )));
+    }
+    if matches!(
+        op,
+        Maximum | Minimum | Atan2 | Hypot | LogicalAnd | LogicalOr | LogicalXor
+    ) {
+        let method = inplace && !matches!(op, Maximum | Minimum);
+        let (name, arg) = match (number_first, method) {
+            (true, _) => ("", "'input' (position 1)"),
+            (false, true) => ("_", "'other' (position 1)"),
+            (false, false) => ("", "'other' (position 2)"),
+        };
+        return Err(Error::invalid(format_args!(
+            "{}{name}(): argument {arg} must be Tensor, not {kind}",
+            op.name()
+        )));
+    }
+    Ok(match (number_first, op) {
+        (true, Add | Mul | Eq | Ne | BitwiseAnd | BitwiseOr | BitwiseXor) => (op, false),
+        (true, Lt) => (Gt, false),
+        (true, Le) => (Ge, false),
+        (true, Gt) => (Lt, false),
+        (true, Ge) => (Le, false),
+        _ => (op, number_first),
+    })
+}
+
+/// `pow` with a number (PyTorch's `pow(Tensor, Scalar)` and `pow(Scalar, Tensor)`):
+/// - `t ** s`: an integer or bool tensor to a negative integer is refused; after the call's
+///   checks, an exponent of 0 fills the result with 1 and an exponent of 1 copies `t` (no kernel
+///   runs, so a bool tensor is fine); otherwise the exponent must fit the computation type when
+///   that is float16, bfloat16 or an integer type (PyTorch reads it there with a checked
+///   conversion; float32 and float64 read it as a double).
+/// - `s ** t`: a base of 1 (an int or a float, not `True`) fills a row-major result with 1, with
+///   no check at all; any other base is `pow(s, t)` into a row-major result (PyTorch computes it
+///   through its `out=` form, which does not follow the operands' layout).
+fn pow_number(
+    t: &Tensor,
+    n: &Tensor,
+    s: Scalar,
+    number_first: bool,
+    dest: Dest<'_, Tensor>,
+    opts: Options,
+) -> Result<(Option<Tensor>, Warnings)> {
+    let op = BinaryOp::Pow;
+    if number_first {
+        let one = matches!(s, Scalar::Int(1)) || s == Scalar::Float(1.0);
+        let d = decide_with(op, n, t, Dest::New, opts, !one)?;
+        let init = if one { Init::Fill(1.0) } else { Init::Uninit };
+        let out = Tensor::new(d.types.result, &d.shape, init)?;
+        if !one {
+            write_result(op, &out, n, t, d.types)?;
+        }
+        return Ok((Some(out), d.warnings));
+    }
+    let integral = |dtype: DType| !dtype.is_floating();
+    if integral(t.dtype()) && matches!(s, Scalar::Int(i) if i < 0) {
+        return Err(Error::NegativeIntegerPower);
+    }
+    let trivial = match s {
+        Scalar::Bool(b) => Some(b),
+        Scalar::Int(i) => (i == 0 || i == 1).then_some(i == 1),
+        Scalar::Float(f) => (f == 0.0 || f == 1.0).then_some(f == 1.0),
+    };
+    let d = decide_with(op, t, n, dest, opts, trivial.is_none())?;
+    let checked = matches!(d.types.compute, DType::F16 | DType::BF16) || integral(d.types.compute);
+    if trivial.is_none() && checked && !fits(s, d.types.compute) {
+        return Err(Error::NumberOverflow {
+            dtype: d.types.compute,
+        });
+    }
+    let out = match dest {
+        Dest::New => {
+            let strides = result_layout(&d, t.geometry(), n.geometry())?;
+            Some(Tensor::new_dense(
+                d.types.result,
+                &d.shape,
+                strides,
+                Init::Uninit,
+            )?)
+        }
+        _ => None,
+    };
+    let written = out.as_ref().unwrap_or(t);
+    match trivial {
+        // An exponent of 1: `t` itself, cast to the result type.
+        Some(true) => copy_into(written, t)?,
+        Some(false) => fill(written, 1.0)?,
+        None => write_result(op, written, t, n, d.types)?,
+    }
+    Ok((out, d.warnings))
+}
+
+/// Whether a number fits `dtype` as PyTorch's checked conversion requires (c10's `overflows`): a
+/// bool always; a float when it is an infinity or NaN and the type has them, or lies within the
+/// type's finite range; an integer within the type's range, or for an unsigned type down to
+/// minus its maximum (negative values wrap).
+fn fits(s: Scalar, dtype: DType) -> bool {
+    let (lowest, max) = match dtype {
+        DType::Bool => (0.0, 1.0),
+        DType::U8 => (0.0, 255.0),
+        DType::I8 => (-128.0, 127.0),
+        DType::I16 => (-32768.0, 32767.0),
+        DType::I32 => (-2147483648.0, 2147483647.0),
+        DType::I64 => (i64::MIN as f64, i64::MAX as f64),
+        DType::F16 => (-65504.0, 65504.0),
+        DType::BF16 => (-3.3895313892515355e38, 3.3895313892515355e38),
+        DType::F32 => (f32::MIN as f64, f32::MAX as f64),
+        DType::F64 => (f64::MIN, f64::MAX),
+    };
+    match s {
+        Scalar::Bool(_) => true,
+        Scalar::Float(f) if dtype.is_floating() && !f.is_finite() => true,
+        Scalar::Float(f) => f >= lowest && f <= max,
+        Scalar::Int(_) if dtype == DType::I64 => true,
+        Scalar::Int(i) if lowest == 0.0 => {
+            (i as f64) <= max && (i >= 0 || i.unsigned_abs() as f64 <= max)
+        }
+        Scalar::Int(i) => (i as f64) >= lowest && (i as f64) <= max,
+    }
+}
+
+/// Writes `value` into every element of `dest` (any layout), as its type holds it.
+fn fill(dest: &Tensor, value: f64) -> Result<()> {
+    if dest.numel() == 0 {
+        return Ok(());
+    }
+    let dtype = dest.dtype();
+    let walk = Walk::new(dest.shape(), [dest.geometry()])?;
+    // SAFETY: the walk covers exactly dest's view, which lies within its storage.
+    unsafe {
+        walk.run([dest.data_ptr()], |p, s, n| {
+            kernels::fill_run(dtype, value, p[0], s[0], n)
+        })
+    };
+    Ok(())
 }
 
 /// `self op= other`.

@@ -124,6 +124,10 @@ pub const BC_ERROR_KIND_VIEW_AMBIGUOUS: i32 = 62;
 pub const BC_ERROR_KIND_VIEW_STRIDES: i32 = 63;
 /// A tensor that must not be written given to the legacy DLPack export (`BC_ERR_READ_ONLY`).
 pub const BC_ERROR_KIND_READ_ONLY_LEGACY_EXPORT: i32 = 64;
+/// An integer or bool tensor to a negative integer power given as a number.
+pub const BC_ERROR_KIND_NEGATIVE_POWER: i32 = 70;
+/// A number `pow` reads in the computation type (`dtype_a`) does not fit it.
+pub const BC_ERROR_KIND_NUMBER_OVERFLOW: i32 = 71;
 
 /// The last failure on this thread as data. Fields that do not apply to `kind` are -1.
 #[repr(C)]
@@ -266,6 +270,11 @@ pub(crate) fn describe(
                 info.dtype_a = dtype.code();
             }
             E::ZeroDivision => info.kind = BC_ERROR_KIND_ZERO_DIVISION,
+            E::NegativeIntegerPower => info.kind = BC_ERROR_KIND_NEGATIVE_POWER,
+            E::NumberOverflow { dtype } => {
+                info.kind = BC_ERROR_KIND_NUMBER_OVERFLOW;
+                info.dtype_a = dtype.code();
+            }
             E::WhereCondition { dtype } => {
                 info.kind = BC_ERROR_KIND_WHERE_CONDITION;
                 info.dtype_a = dtype.code();

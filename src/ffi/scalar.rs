@@ -7,8 +7,8 @@ use super::handle::{self, bc_tensor, hand_out, out_handle};
 use super::ops::{op_in, BC_OP_ADD, BC_OP_DIV, BC_OP_MUL, BC_OP_SUB};
 use super::settings::{emit, options};
 use super::status::FfiError;
+use crate::engine::ops;
 use crate::engine::tensor::Scalar;
-use crate::engine::{ops, BinaryOp, Tensor};
 
 /// A number given to an operation in place of a tensor (a Python number, in PyTorch's terms):
 /// `kind` says which of `b`, `i`, `f` holds it. Make one with `bc_scalar_bool`, `bc_scalar_int`
@@ -65,33 +65,31 @@ pub extern "C" fn bc_scalar_float(value: f64) -> bc_scalar {
     }
 }
 
-/// The number as the operand PyTorch makes of it: a 0-d "wrapped number" tensor.
-fn wrapped(s: bc_scalar) -> Result<Tensor, FfiError> {
-    let value = match s.kind {
+/// The number, checked.
+fn number(s: bc_scalar) -> Result<Scalar, FfiError> {
+    Ok(match s.kind {
         BC_SCALAR_BOOL => Scalar::Bool(s.b),
         BC_SCALAR_INT => Scalar::Int(s.i),
         BC_SCALAR_FLOAT => Scalar::Float(s.f),
         t => return Err(FfiError::invalid(format_args!("unknown scalar kind {t}"))),
-    };
-    Ok(Tensor::wrapped_number(value)?)
-}
-
-/// How PyTorch evaluates `s op t` for a Python number `s`: Python hands `op` to the tensor's
-/// reflected method, which for the operations that commute computes `t op s` (the order decides
-/// which operand a kernel reads as the scalar: `s * t` on float16 reads `s` in float32), and
-/// for the others `op(s, t)`. Returns whether the tensor comes first.
-fn tensor_first(op: BinaryOp) -> bool {
-    matches!(op, BinaryOp::Add | BinaryOp::Mul)
+    })
 }
 
 /// `*out = t op s` in a new tensor, for `op` a `BC_OP_*` code and `s` a number (PyTorch's `t op
 /// s` with a Python number). The number promotes by category only: `int32 + 2.5` is float32,
 /// `uint8 + 300` is uint8 (300 wraps to 44, as in PyTorch). The result is laid out as
-/// `bc_binary`'s. On success the caller owns `*out` (free it with `bc_tensor_free`); on failure
-/// `*out` is NULL.
+/// `bc_binary`'s. Every operation takes a number except those PyTorch gives no number form
+/// (`BC_OP_MAXIMUM`, `BC_OP_MINIMUM`, `BC_OP_ATAN2`, `BC_OP_HYPOT`, the logical operations), and
+/// `BC_OP_POW` follows PyTorch's `pow(Tensor, Scalar)` (docs/semantics.md, section 13). On
+/// success the caller owns `*out` (free it with `bc_tensor_free`); on failure `*out` is NULL.
 ///
 /// # Returns
-/// As `bc_binary`; also `BC_ERR_INVALID_ARG` for an unknown `s.kind`.
+/// As `bc_binary`; also `BC_ERR_INVALID_ARG` for an unknown `s.kind` and, with PyTorch's
+/// TypeError text, for an operation that takes no number (`atan2(): argument 'other' (position
+/// 2) must be Tensor, not int`); `BC_ERR_VALUE` for `BC_OP_POW` with an integer or bool tensor
+/// and a negative integer (`Integers to negative integer powers are not allowed.`) or an exponent
+/// that does not fit a float16, bfloat16 or integer computation type (`value cannot be converted
+/// to type c10::Half without overflow`).
 ///
 /// # Safety
 /// `out` must be valid for one write.
@@ -107,11 +105,14 @@ pub unsafe extern "C" fn bc_binary_scalar(
     unsafe { new_result(op, t, s, false, out) }
 }
 
-/// `*out = s op t` in a new tensor: PyTorch's `s op t` with a Python number `s` (for division,
-/// `torch.div(s, t)`), as `bc_binary_scalar` otherwise.
+/// `*out = s op t` in a new tensor: PyTorch's `s op t` with a Python number `s`, as
+/// `bc_binary_scalar` otherwise. Python hands `s op t` to the tensor: `BC_OP_ADD`, `BC_OP_MUL`,
+/// `BC_OP_EQ`, `BC_OP_NE` and the bitwise and/or/xor compute `t op s`, `BC_OP_LT` and the other
+/// ordered comparisons the mirrored `t > s` and so on, the others `op(s, t)` (`torch.div(s, t)`;
+/// for `BC_OP_POW`, `torch.pow(s, t)`, a row-major result).
 ///
 /// # Returns
-/// As `bc_binary_scalar`.
+/// As `bc_binary_scalar` (`BC_OP_FMOD` also refuses a number first, with PyTorch's text).
 ///
 /// # Safety
 /// `out` must be valid for one write.
@@ -140,13 +141,10 @@ unsafe fn new_result(
         // SAFETY: the caller's contract.
         let slot = unsafe { out_handle(out, "out")? };
         let op = op_in(op)?;
-        let s = wrapped(s)?;
+        let s = number(s)?;
         let opts = options();
         let (result, warnings) = handle::with([(t, "t")], ops::is_small, |[t]| {
-            match reversed && !tensor_first(op) {
-                true => ops::binary(op, &s, t, opts),
-                false => ops::binary(op, t, &s, opts),
-            }
+            ops::binary_number(op, t, s, reversed, opts)
         })??;
         hand_out(slot, result)?;
         emit(&warnings);
@@ -159,7 +157,7 @@ unsafe fn new_result(
 /// the call fails, `target` is unchanged.
 ///
 /// # Returns
-/// As `bc_binary_inplace`; also `BC_ERR_INVALID_ARG` for an unknown `s.kind`.
+/// As `bc_binary_inplace`; also `BC_ERR_INVALID_ARG` and `BC_ERR_VALUE` as `bc_binary_scalar`.
 ///
 /// Must not run while another thread reads or writes `target`'s elements.
 #[must_use]
@@ -167,10 +165,10 @@ unsafe fn new_result(
 pub extern "C" fn bc_binary_scalar_inplace(op: i32, target: *mut bc_tensor, s: bc_scalar) -> i32 {
     call(|| {
         let op = op_in(op)?;
-        let s = wrapped(s)?;
+        let s = number(s)?;
         let opts = options();
         let warnings = handle::with([(target, "target")], ops::is_small, |[t]| {
-            ops::binary_inplace(op, t, &s, opts)
+            ops::binary_number_inplace(op, t, s, opts)
         })??;
         emit(&warnings);
         Ok(())
