@@ -272,6 +272,22 @@ void numbers() {
     bc::Error e = EXPECT_ERROR(i *= 0.5);
     CHECK(e.status() == BC_ERR_DTYPE && std::string(e.what()) == "result type Float can't be cast to the desired output type Int");
     CHECK(i.to_vector<int32_t>() == (std::vector<int32_t>{2, 5, 8}));
+    // The further operations with a number, both orders (PyTorch 2.15's results).
+    bc::Tensor k({int32_t{1}, int32_t{2}, int32_t{3}}, {3});
+    using I = std::vector<int32_t>;
+    CHECK(bc::pow(k, 2).to_vector<int32_t>() == (I{1, 4, 9}) && bc::pow(2, k).to_vector<int32_t>() == (I{2, 4, 8}));
+    bc::Tensor eq = bc::eq(k, 2), lt = bc::lt(2, k); // 2 < k is k > 2
+    CHECK(eq.dtype() == bc::DType::Bool && eq.to_vector<bool>() == (std::vector<bool>{false, true, false}));
+    CHECK(lt.to_vector<bool>() == (std::vector<bool>{false, false, true}));
+    CHECK((k << 2).to_vector<int32_t>() == (I{4, 8, 12}) && (1 << k).to_vector<int32_t>() == (I{2, 4, 8}));
+    CHECK((k & 1).to_vector<int32_t>() == (I{1, 0, 1}) && (6 ^ k).to_vector<int32_t>() == (I{7, 4, 5}));
+    CHECK(bc::remainder(-7, k).to_vector<int32_t>() == (I{0, 1, 2}));
+    CHECK(bc::floor_divide(7, k).to_vector<int32_t>() == (I{7, 3, 2}));
+    bc::Error neg = EXPECT_ERROR(bc::pow(k, -1));
+    CHECK(neg.status() == BC_ERR_VALUE && neg.kind() == BC_ERROR_KIND_NEGATIVE_POWER);
+    CHECK(std::string(neg.what()) == "Integers to negative integer powers are not allowed.");
+    k >>= 1;
+    CHECK(k.to_vector<int32_t>() == (I{0, 1, 1}));
     // A transposed tensor with a number keeps its layout.
     bc::Tensor t = bc::Tensor({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, {2, 3}).transpose(0, 1);
     bc::Tensor r = bc::mul(t, 2);

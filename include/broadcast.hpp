@@ -11,9 +11,10 @@
  *    error record right after the failing call, before anything else can replace it.
  *  - a + b, a - b, a * b, a / b make new tensors (bc_add, ...); a += b ... write into a
  *    (bc_add_inplace, ...); bc::add(a, b, out) writes into out (bc_add_out). Integer / gives
- *    float32, as in the C API. A number may be an operand (t + 2.5, 2 * t, t -= 1): it promotes
- *    as a Python number does in PyTorch (bc_binary_scalar); bc::Tensor::scalar(2.0f) is a 0-d
- *    tensor instead, which promotes as a tensor.
+ *    float32, as in the C API. A number may be an operand (t + 2.5, 2 * t, t -= 1, t << 1,
+ *    bc::pow(t, 2), bc::lt(2, t)): it promotes as a Python number does in PyTorch
+ *    (bc_binary_scalar); bc::Tensor::scalar(2.0f) is a 0-d tensor instead, which promotes as a
+ *    tensor.
  *  - bc::plan_binary(op, a, b) (and _inplace, _out) reports what a call would do from bc::Geometry
  *    values (type, shape, strides), without tensors, or throws the bc::Error the call would throw.
  *  - Warnings go to bc::set_warning_handler's function; an exception it throws is caught before
@@ -501,13 +502,16 @@ template <class N> using if_number = std::enable_if_t<std::is_arithmetic_v<N>, i
 
 /*
  * With a number for an operand, promoted as PyTorch promotes a Python number (by category only:
- * an int32 tensor + 2.5 is float32, a uint8 tensor + 300 stays uint8). BC_HPP_NUMBER(op, name,
- * code) gives
+ * an int32 tensor + 2.5 is float32, a uint8 tensor + 300 stays uint8). BC_HPP_NUMBER(name, code)
+ * gives
  *   bc::name(t, n), bc::name(n, t)   new tensors                  (bc_binary_scalar, _rscalar)
  *   bc::name_inplace(t, n)           into t                       (bc_binary_scalar_inplace)
- * and the operators `t op n`, `n op t` and `t op= n`.
+ * and BC_HPP_NUMBER_OPERATOR(op, name) the operators `t op n`, `n op t` and `t op= n`. `n op t`
+ * is what PyTorch computes for Python's `n op t` (bc::lt(2, t) is t > 2; bc::pow(2, t) is
+ * torch.pow(2, t)). maximum, minimum, atan2, hypot and the logical operations take no number in
+ * PyTorch and have no number form here.
  */
-#define BC_HPP_NUMBER(op, name, code)                                                                  \
+#define BC_HPP_NUMBER(name, code)                                                                      \
     template <class N, detail::if_number<N> = 0> Tensor name(const Tensor &t, N n) {                   \
         return detail::make(                                                                           \
             [&](bc_tensor **out) { return bc_binary_scalar(code, t.get(), detail::number(n), out); }); \
@@ -518,7 +522,8 @@ template <class N> using if_number = std::enable_if_t<std::is_arithmetic_v<N>, i
     }                                                                                                  \
     template <class N, detail::if_number<N> = 0> void name##_inplace(Tensor &t, N n) {                 \
         detail::check(bc_binary_scalar_inplace(code, t.get(), detail::number(n)));                     \
-    }                                                                                                  \
+    }
+#define BC_HPP_NUMBER_OPERATOR(op, name)                                                               \
     template <class N, detail::if_number<N> = 0> Tensor operator op(const Tensor &t, N n) {            \
         return name(t, n);                                                                             \
     }                                                                                                  \
@@ -530,14 +535,40 @@ template <class N> using if_number = std::enable_if_t<std::is_arithmetic_v<N>, i
         return t;                                                                                      \
     }
 
-BC_HPP_NUMBER(+, add, BC_OP_ADD)
-BC_HPP_NUMBER(-, sub, BC_OP_SUB)
-BC_HPP_NUMBER(*, mul, BC_OP_MUL)
-BC_HPP_NUMBER(/, div, BC_OP_DIV)
+BC_HPP_NUMBER(add, BC_OP_ADD)
+BC_HPP_NUMBER(sub, BC_OP_SUB)
+BC_HPP_NUMBER(mul, BC_OP_MUL)
+BC_HPP_NUMBER(div, BC_OP_DIV)
+BC_HPP_NUMBER(eq, BC_OP_EQ)
+BC_HPP_NUMBER(ne, BC_OP_NE)
+BC_HPP_NUMBER(lt, BC_OP_LT)
+BC_HPP_NUMBER(le, BC_OP_LE)
+BC_HPP_NUMBER(gt, BC_OP_GT)
+BC_HPP_NUMBER(ge, BC_OP_GE)
+BC_HPP_NUMBER(pow, BC_OP_POW)
+BC_HPP_NUMBER(remainder, BC_OP_REMAINDER)
+BC_HPP_NUMBER(fmod, BC_OP_FMOD)
+BC_HPP_NUMBER(floor_divide, BC_OP_FLOOR_DIVIDE)
+BC_HPP_NUMBER(bitwise_and, BC_OP_BITWISE_AND)
+BC_HPP_NUMBER(bitwise_or, BC_OP_BITWISE_OR)
+BC_HPP_NUMBER(bitwise_xor, BC_OP_BITWISE_XOR)
+BC_HPP_NUMBER(bitwise_left_shift, BC_OP_BITWISE_LEFT_SHIFT)
+BC_HPP_NUMBER(bitwise_right_shift, BC_OP_BITWISE_RIGHT_SHIFT)
+
+BC_HPP_NUMBER_OPERATOR(+, add)
+BC_HPP_NUMBER_OPERATOR(-, sub)
+BC_HPP_NUMBER_OPERATOR(*, mul)
+BC_HPP_NUMBER_OPERATOR(/, div)
+BC_HPP_NUMBER_OPERATOR(&, bitwise_and)
+BC_HPP_NUMBER_OPERATOR(|, bitwise_or)
+BC_HPP_NUMBER_OPERATOR(^, bitwise_xor)
+BC_HPP_NUMBER_OPERATOR(<<, bitwise_left_shift)
+BC_HPP_NUMBER_OPERATOR(>>, bitwise_right_shift)
 
 #undef BC_HPP_BINARY
 #undef BC_HPP_OPERATOR
 #undef BC_HPP_NUMBER
+#undef BC_HPP_NUMBER_OPERATOR
 
 /// An operand described without memory, for the planner: a type, a shape, and strides in
 /// elements (none: row-major).

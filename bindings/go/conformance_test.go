@@ -95,6 +95,8 @@ func kindStatus(kind string) bc.Status {
 		return bc.ErrDType
 	case "overlap":
 		return bc.ErrOverlap
+	case "value":
+		return bc.ErrValue
 	}
 	panic("unknown error kind " + kind)
 }

@@ -21,6 +21,8 @@ const (
 	ErrBufferTooSmall Status = C.BC_ERR_BUFFER_TOO_SMALL
 	ErrInternal       Status = C.BC_ERR_INTERNAL
 	ErrInvalidHandle  Status = C.BC_ERR_INVALID_HANDLE
+	ErrValue          Status = C.BC_ERR_VALUE // the values are refused: an integer division by zero
+	ErrReadOnly       Status = C.BC_ERR_READ_ONLY
 )
 
 // Error is the library's description of the status (bc_status_str), such as

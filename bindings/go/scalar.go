@@ -40,15 +40,19 @@ func NumberOf[N bool | int | int8 | int16 | int32 | int64 | uint8 | uint16 | uin
 	}
 }
 
-// ApplyNumber returns t op s in a new tensor (PyTorch's t op s with a Python number s).
+// ApplyNumber returns t op s in a new tensor (PyTorch's t op s with a Python number s). Every Op
+// takes a number except Maximum, Minimum, Atan2, Hypot and the logical operations, which refuse
+// it with PyTorch's TypeError text (ErrInvalidArg), as PyTorch does.
 func (op Op) ApplyNumber(t *Tensor, s Number) (*Tensor, error) {
 	r := C.gobc_binary_scalar(0, C.int32_t(op), t.handle(), s.c)
 	keep(t)
 	return owned(r)
 }
 
-// ApplyNumberFirst returns s op t in a new tensor, as PyTorch computes s op t (for Div,
-// torch.div(s, t)).
+// ApplyNumberFirst returns s op t in a new tensor, as PyTorch computes s op t: t op s for the
+// operations Python hands to the tensor (add, mul, eq, ne, the bitwise ones), the mirrored
+// comparison for the ordered ones (2 < t is t > 2), op(s, t) otherwise (torch.div(s, t)); Fmod
+// refuses a number first, as PyTorch does.
 func (op Op) ApplyNumberFirst(s Number, t *Tensor) (*Tensor, error) {
 	r := C.gobc_binary_scalar(1, C.int32_t(op), t.handle(), s.c)
 	keep(t)
