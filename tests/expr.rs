@@ -159,7 +159,7 @@ fn reference(steps: &[bc_expr_step], inputs: &[&T], out: Option<&T>) -> Result<O
     })
 }
 
-/// Same dtype, shape and bytes (every bit: the same kernels run on the same types).
+/// Same dtype, shape, layout and bytes (every bit: the same kernels run on the same types).
 fn same(got: &T, want: &T) -> Result<(), String> {
     if got.dtype() != want.dtype() || got.shape() != want.shape() {
         return Err(format!(
@@ -168,6 +168,13 @@ fn same(got: &T, want: &T) -> Result<(), String> {
             got.shape(),
             dtype_str(want.dtype()),
             want.shape()
+        ));
+    }
+    if got.strides() != want.strides() {
+        return Err(format!(
+            "strides {:?} instead of {:?}",
+            got.strides(),
+            want.strides()
         ));
     }
     let (g, w) = (got.bytes(), want.bytes());
@@ -411,6 +418,26 @@ fn one_pass_makes_only_the_result() {
     ];
     let inputs = [&x, &y, &z];
     let got = eval(&steps, &inputs).unwrap();
+    same(&got, &reference(&steps, &inputs, None).unwrap().unwrap()).unwrap();
+}
+
+/// A new result is laid out as the last separate call lays out its own (docs/semantics.md,
+/// section 7): `x.permute(2, 0, 1) * y + z` keeps `x`'s permutation through both operations.
+#[test]
+fn one_pass_result_takes_the_calls_layout() {
+    let mut r = Rng(5);
+    let base = random_tensor(&mut r, F32, &[16, 24, 40]);
+    let mut x = ptr::null_mut();
+    check(unsafe { bc_tensor_permute(base.ptr(), [2, 0, 1].as_ptr(), 3, &mut x) }).unwrap();
+    let x = T(x);
+    let y = random_tensor(&mut r, F32, &[40, 1, 1]);
+    let z = random_tensor(&mut r, F32, &[24]);
+    let steps = [input(0), input(1), op(BC_OP_MUL), input(2), op(BC_OP_ADD)];
+    let inputs = [&x, &y, &z];
+    let before = storage::stats();
+    let got = eval(&steps, &inputs).unwrap();
+    assert_eq!(storage::stats().since(before).allocs, 1, "not one pass");
+    assert_eq!(got.strides(), vec![1, 960, 40]);
     same(&got, &reference(&steps, &inputs, None).unwrap().unwrap()).unwrap();
 }
 

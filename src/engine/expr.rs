@@ -24,7 +24,7 @@ use super::error::{Error, ErrorKind, Result};
 use super::kernels;
 use super::ops::{self, Options, Warning, Warnings};
 use super::overlap;
-use super::shape::{broadcast_shapes, checked_numel, Dims};
+use super::shape::{broadcast_shapes, checked_numel, contiguous_strides, Dims, Strides};
 use super::tensor::{Init, Tensor};
 use crate::with_elem;
 use smallvec::SmallVec;
@@ -166,7 +166,8 @@ pub fn eval(
 ) -> Result<(Tensor, Warnings)> {
     debug_assert!(check_program(steps, inputs.len()).is_ok());
     if let Some(pass) = plan(steps, inputs, None, opts)? {
-        let out = Tensor::new(pass.dtype, &pass.shape, Init::Uninit)?;
+        let strides = try_small(&pass.strides)?;
+        let out = Tensor::new_dense(pass.dtype, &pass.shape, strides, Init::Uninit)?;
         pass.run(steps, inputs, &out, opts)?;
         return Ok((out, Warnings::new()));
     }
@@ -282,6 +283,8 @@ fn pop<'a>(stack: &mut SmallVec<[Value<'a>; MAX_DEPTH]>) -> Value<'a> {
 struct Node {
     dtype: DType,
     shape: Dims,
+    /// The layout the separate call gives this value (an input's own).
+    strides: Strides,
     numel: usize,
     /// The first step of this value's sub-expression (its steps are `start..=` its own).
     start: usize,
@@ -338,6 +341,7 @@ fn analyse(
                 Node {
                     dtype: t.dtype(),
                     shape: try_small(t.shape())?,
+                    strides: try_small(t.strides())?,
                     numel: t.numel(),
                     start: k,
                     kind: NodeKind::Input(i),
@@ -346,6 +350,7 @@ fn analyse(
             Step::Const(c) => Node {
                 dtype: c.dtype,
                 shape: Dims::new(),
+                strides: Strides::new(),
                 numel: 1,
                 start: k,
                 kind: NodeKind::Const(c),
@@ -388,9 +393,11 @@ fn analyse(
                     }
                 }
                 let start = nodes[a].start;
+                let strides = ops::binary_layout(&shape, types.compute, [x, y].map(geometry))?;
                 Node {
                     dtype: types.result,
                     numel: or_calls!(checked_numel(&shape)),
+                    strides,
                     shape,
                     start,
                     kind: NodeKind::Binary { op, kernel, a, b },
@@ -423,6 +430,8 @@ fn analyse(
                 Node {
                     dtype,
                     numel: or_calls!(checked_numel(&shape)),
+                    // `where` gives a row-major result.
+                    strides: contiguous_strides(&shape)?,
                     shape,
                     start,
                     kind: NodeKind::Where { cond, a, b },
@@ -446,6 +455,16 @@ fn analyse(
         }
     }
     Ok(Some(nodes))
+}
+
+/// A node as the call that makes a value from it sees it.
+fn geometry(node: &Node) -> ops::Geometry<'_> {
+    ops::Geometry {
+        dtype: node.dtype,
+        shape: &node.shape,
+        strides: &node.strides,
+        wrapped: false,
+    }
 }
 
 fn pop_node(stack: &mut SmallVec<[usize; MAX_DEPTH]>) -> usize {
@@ -537,9 +556,10 @@ struct Tape {
 /// A fused evaluation, ready to run.
 struct Pass {
     nodes: Vec<Node>,
-    /// The result's shape, and its type when allocated.
+    /// The result's shape, and its type and layout when allocated (the last call's).
     shape: Dims,
     dtype: DType,
+    strides: Strides,
     tape: Tape,
     /// The pass's operands after the result (operand 0), in the tape's numbering.
     leaves: SmallVec<[Leaf; MAX_FUSED_OPERANDS]>,
@@ -602,10 +622,12 @@ fn plan(
     let mut nodes = nodes;
     // (Taken, not cloned: a clone of a long shape would allocate infallibly.)
     let shape = std::mem::take(&mut nodes[root].shape);
+    let strides = std::mem::take(&mut nodes[root].strides);
     Ok(Some(Pass {
         nodes,
         shape,
         dtype,
+        strides,
         tape,
         leaves,
     }))

@@ -490,12 +490,22 @@ fn read_b(d: &Decision, a: &Tensor, b: &Tensor) -> Result<Option<Tensor>> {
 /// The layout of a new result (see [`layout`]): an input of another type than the computation
 /// type takes part as the converted copy PyTorch makes of it.
 fn result_layout(d: &Decision, a: Geometry<'_>, b: Geometry<'_>) -> Result<Strides> {
-    let inputs = [a, b].map(|g| layout::Input {
+    binary_layout(&d.shape, d.types.compute, [a, b])
+}
+
+/// The strides of a new result of `shape` computed in `compute` from operands `ab` (see
+/// [`result_layout`]); also what a fused expression gives its result (`expr`).
+pub(crate) fn binary_layout(
+    shape: &[usize],
+    compute: DType,
+    ab: [Geometry<'_>; 2],
+) -> Result<Strides> {
+    let inputs = ab.map(|g| layout::Input {
         shape: g.shape,
         strides: g.strides,
-        converted: g.dtype != d.types.compute,
+        converted: g.dtype != compute,
     });
-    layout::result_strides(&d.shape, inputs)
+    layout::result_strides(shape, inputs)
 }
 
 /// `where(cond, a, b)` into a new tensor: `a`'s element where `cond` is true, else `b`'s; the
