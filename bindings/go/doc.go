@@ -16,10 +16,18 @@
 //
 // # Operations
 //
-// Each Op (Add, Sub, Mul, Div) has three forms: op.Apply(a, b) returns a new tensor,
-// op.InPlace(target, other) writes into target, op.Out(out, a, b) writes into out. A new result
-// is laid out as PyTorch lays it out (the inputs' dimension order when they share one); Data and
-// CopyTo always read it in row-major order.
+// Each Op (Add, Sub, Mul, Div; the comparisons Eq, Ne, Lt, Le, Gt, Ge; Maximum, Minimum, Pow,
+// Remainder, Fmod, FloorDivide; LogicalAnd, LogicalOr, LogicalXor; BitwiseAnd, BitwiseOr,
+// BitwiseXor, BitwiseLeftShift, BitwiseRightShift; Atan2, Hypot) has three forms: op.Apply(a, b)
+// returns a new tensor, op.InPlace(target, other) writes into target, op.Out(out, a, b) writes
+// into out. Where(cond, a, b) and WhereOut(out, cond, a, b) choose elements from a or b.
+//
+// An Expr evaluates several operations in one pass over memory, with exactly the separate calls'
+// results: broadcast.Add.Of(broadcast.Mul.Of(broadcast.Input(0), broadcast.Input(1)),
+// broadcast.Input(2)).Eval(a, b, c) is a*b + c.
+//
+// A new result is laid out as PyTorch lays it out (the inputs' dimension order when they share
+// one); Data and CopyTo always read it in row-major order.
 //
 // With a number for an operand (PyTorch's rule for Python numbers: it promotes by category only,
 // so Int32 plus 2.5 is Float32 and Uint8 plus 300 stays Uint8): op.ApplyNumber(t, n),

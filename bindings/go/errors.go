@@ -55,6 +55,15 @@ const (
 	KindNullArg              ErrorKind = C.BC_ERROR_KIND_NULL_ARG
 	KindInvalidHandle        ErrorKind = C.BC_ERROR_KIND_INVALID_HANDLE
 	KindInternal             ErrorKind = C.BC_ERROR_KIND_INTERNAL
+	KindNotImplemented       ErrorKind = C.BC_ERROR_KIND_NOT_IMPLEMENTED
+	KindZeroDivision         ErrorKind = C.BC_ERROR_KIND_ZERO_DIVISION
+	KindWhereCondition       ErrorKind = C.BC_ERROR_KIND_WHERE_CONDITION
+	KindOutDType             ErrorKind = C.BC_ERROR_KIND_OUT_DTYPE
+	KindReadOnly             ErrorKind = C.BC_ERROR_KIND_READ_ONLY
+	KindViewSize             ErrorKind = C.BC_ERROR_KIND_VIEW_SIZE
+	KindViewAmbiguous        ErrorKind = C.BC_ERROR_KIND_VIEW_AMBIGUOUS
+	KindViewStrides          ErrorKind = C.BC_ERROR_KIND_VIEW_STRIDES
+	KindReadOnlyLegacyExport ErrorKind = C.BC_ERROR_KIND_READ_ONLY_LEGACY_EXPORT
 )
 
 // Error is a failed call: the library's status, its error as data (bc_error_info and the two

@@ -182,6 +182,25 @@ gobc_res gobc_broadcast_tensors(const uintptr_t *ins, size_t n, uintptr_t *outs)
 	return done(s, NULL, 0);
 }
 
+gobc_res gobc_where(uintptr_t cond, uintptr_t a, uintptr_t b) {
+	bc_tensor *o = NULL;
+	int32_t s = bc_where(H(cond), H(a), H(b), &o);
+	return done(s, o, 0);
+}
+
+gobc_res gobc_where_out(uintptr_t cond, uintptr_t a, uintptr_t b, uintptr_t out) {
+	return done(bc_where_out(H(cond), H(a), H(b), H(out)), NULL, 0);
+}
+
+gobc_res gobc_expr_eval(const bc_expr_step *steps, size_t nsteps, const uintptr_t *ins, size_t n,
+                        int into, uintptr_t out) {
+	const bc_tensor *const *inputs = (const bc_tensor *const *)ins;
+	if (into) return done(bc_expr_eval_out(steps, nsteps, inputs, n, H(out)), NULL, 0);
+	bc_tensor *o = NULL;
+	int32_t s = bc_expr_eval(steps, nsteps, inputs, n, &o);
+	return done(s, o, 0);
+}
+
 gobc_dims gobc_shape_broadcast(const int64_t *a, size_t an, const int64_t *b, size_t bn) {
 	gobc_dims d;
 	size_t n = 0;

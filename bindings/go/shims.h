@@ -78,6 +78,12 @@ gobc_res gobc_transpose(uintptr_t t, int64_t dim0, int64_t dim1);
 gobc_res gobc_slice(uintptr_t t, int64_t dim, int64_t start, int64_t stop, int64_t step);
 gobc_res gobc_broadcast_tensors(const uintptr_t *ins, size_t n, uintptr_t *outs);
 
+gobc_res gobc_where(uintptr_t cond, uintptr_t a, uintptr_t b);
+gobc_res gobc_where_out(uintptr_t cond, uintptr_t a, uintptr_t b, uintptr_t out);
+// bc_expr_eval (into == 0) or bc_expr_eval_out into out.
+gobc_res gobc_expr_eval(const bc_expr_step *steps, size_t nsteps, const uintptr_t *ins, size_t n,
+                        int into, uintptr_t out);
+
 gobc_dims gobc_shape_broadcast(const int64_t *a, size_t an, const int64_t *b, size_t bn);
 // n shapes as one flat array of sizes plus their lengths.
 gobc_dims gobc_shape_broadcast_n(const int64_t *flat, const size_t *ndims, size_t n);

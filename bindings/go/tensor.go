@@ -264,16 +264,8 @@ func (t *Tensor) Slice(dim, start, stop, step int) (*Tensor, error) {
 // BroadcastTensors returns views of ts expanded to their common shape: all of them, or an error
 // and none.
 func BroadcastTensors(ts ...*Tensor) ([]*Tensor, error) {
-	ins := make([]C.uintptr_t, len(ts))
-	for i, t := range ts {
-		ins[i] = t.handle()
-	}
 	outs := make([]C.uintptr_t, len(ts)+1) // never empty, so &outs[0] exists
-	var pin *C.uintptr_t
-	if len(ins) > 0 {
-		pin = &ins[0]
-	}
-	r := C.gobc_broadcast_tensors(pin, C.size_t(len(ts)), &outs[0])
+	r := C.gobc_broadcast_tensors(handles(ts), C.size_t(len(ts)), &outs[0])
 	keep(ts...)
 	if err := check(r); err != nil {
 		return nil, err
@@ -283,6 +275,19 @@ func BroadcastTensors(ts ...*Tensor) ([]*Tensor, error) {
 		res[i] = newTensor(outs[i])
 	}
 	return res, nil
+}
+
+// handles passes the handles of ts to C as an array of uintptr_t for the length of one call
+// (Go memory holding no pointers; NULL when ts is empty). The caller keeps ts alive.
+func handles(ts []*Tensor) *C.uintptr_t {
+	if len(ts) == 0 {
+		return nil
+	}
+	hs := make([]C.uintptr_t, len(ts))
+	for i, t := range ts {
+		hs[i] = t.handle()
+	}
+	return &hs[0]
 }
 
 // LiveCount is the number of live handles in the process (bc_tensor_live_count), for leak checks.

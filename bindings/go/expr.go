@@ -1,0 +1,91 @@
+package broadcast
+
+// #include "shims.h"
+import "C"
+
+// Expr is an elementwise expression over numbered input tensors, evaluated by the library in one
+// pass over memory (bc_expr_eval) with exactly the results of the separate calls: the same types,
+// rounding at each step, errors and warnings. Build it from Input, Const and ConstInt with
+// Op.Of and WhereOf; a*b + c over inputs 0, 1, 2 is
+//
+//	e := broadcast.Add.Of(broadcast.Mul.Of(broadcast.Input(0), broadcast.Input(1)), broadcast.Input(2))
+//	res, err := e.Eval(a, b, c)
+//
+// An Expr is a value: building never changes its operands, and one Expr may be evaluated any
+// number of times, from any goroutine. The library checks the program when it is evaluated
+// (BC_EXPR_MAX_STEPS steps, BC_EXPR_MAX_DEPTH values waiting, input numbers in range).
+type Expr struct {
+	steps []C.bc_expr_step // postfix, as bc_expr_step arrays are
+}
+
+// The most steps an expression may have, and the most values it may have waiting at once.
+const (
+	ExprMaxSteps = C.BC_EXPR_MAX_STEPS
+	ExprMaxDepth = C.BC_EXPR_MAX_DEPTH
+)
+
+func step(kind C.int32_t, arg C.int32_t, i int64, f float64) Expr {
+	return Expr{[]C.bc_expr_step{{kind: kind, arg: arg, int_value: C.int64_t(i), float_value: C.double(f)}}}
+}
+
+// Input is input tensor number i of Eval's inputs.
+func Input(i int) Expr { return step(C.BC_EXPR_INPUT, C.int32_t(i), 0, 0) }
+
+// Const is a constant of a floating dtype: a 0-d tensor of dtype d holding v (rounded to d). It
+// promotes as a 0-d tensor does.
+func Const(d DType, v float64) Expr { return step(C.BC_EXPR_CONST, C.int32_t(d), 0, v) }
+
+// ConstInt is a constant of Bool or an integer dtype: a 0-d tensor of dtype d holding v
+// (converted as a C cast: wrapping; non-zero is true).
+func ConstInt(d DType, v int64) Expr { return step(C.BC_EXPR_CONST, C.int32_t(d), v, float64(v)) }
+
+// cat is the steps of parts in turn, then last, in a new slice.
+func cat(last C.bc_expr_step, parts ...Expr) Expr {
+	n := 1
+	for _, p := range parts {
+		n += len(p.steps)
+	}
+	s := make([]C.bc_expr_step, 0, n)
+	for _, p := range parts {
+		s = append(s, p.steps...)
+	}
+	return Expr{append(s, last)}
+}
+
+// Of is the expression a op b.
+func (op Op) Of(a, b Expr) Expr {
+	return cat(C.bc_expr_step{kind: C.BC_EXPR_OP, arg: C.int32_t(op)}, a, b)
+}
+
+// WhereOf is the expression where(cond, a, b).
+func WhereOf(cond, a, b Expr) Expr {
+	return cat(C.bc_expr_step{kind: C.BC_EXPR_WHERE}, cond, a, b)
+}
+
+// Len is the number of steps of e.
+func (e Expr) Len() int { return len(e.steps) }
+
+// Eval returns the value of e over inputs in a new tensor.
+func (e Expr) Eval(inputs ...*Tensor) (*Tensor, error) {
+	r := C.gobc_expr_eval(e.ptr(), C.size_t(len(e.steps)), handles(inputs), C.size_t(len(inputs)), 0, 0)
+	keep(inputs...)
+	return owned(r)
+}
+
+// EvalOut writes the value of e over inputs into out (destination first, as Op.Out): the last
+// operation writes as Op.Out (or WhereOut) would. out may be one of the inputs (x = x*a + b); when
+// the call fails, out is unchanged.
+func (e Expr) EvalOut(out *Tensor, inputs ...*Tensor) error {
+	r := C.gobc_expr_eval(e.ptr(), C.size_t(len(e.steps)), handles(inputs), C.size_t(len(inputs)), 1, out.handle())
+	keep(inputs...)
+	keep(out)
+	return check(r)
+}
+
+// ptr is the steps for the length of one call (Go memory holding no pointers; NULL when empty).
+func (e Expr) ptr() *C.bc_expr_step {
+	if len(e.steps) == 0 {
+		return nil
+	}
+	return &e.steps[0]
+}

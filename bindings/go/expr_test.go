@@ -1,0 +1,96 @@
+package broadcast_test
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	bc "libbroadcast/broadcast"
+)
+
+// sameTensor reports how x differs from y in type, shape or elements (bit for bit; "" if not).
+func sameTensor(t *testing.T, x, y *bc.Tensor) string {
+	if x.DType() != y.DType() || !reflect.DeepEqual(x.Shape(), y.Shape()) {
+		return "got " + x.String() + ", want " + y.String()
+	}
+	return cellsDiffer(t, x, readCells(t, y), 0)
+}
+
+// An expression gives exactly what its operations give as separate calls: mixed types, a
+// broadcast intermediate, a constant, a comparison feeding where, and Out into an input.
+func TestExprMatchesSeparateCalls(t *testing.T) {
+	a := f32(t, []int{4, 1}, 0.5, -1.25, 3, 1e-3)
+	b := must(bc.FromSlice([]int{3}, []int16{3, -2, 7}))(t)
+	c := must(bc.FromSlice([]int{4, 3}, arange(12, -6, 1.5)))(t)
+	h := must(bc.Full(bc.Float16, 0.1, 3))(t)
+
+	// where(a*b + c > h, pow(c, 2), maximum(a, c) - 0.3)
+	x, y, z, w := bc.Input(0), bc.Input(1), bc.Input(2), bc.Input(3)
+	cond := bc.Gt.Of(bc.Add.Of(bc.Mul.Of(x, y), z), w)
+	e := bc.WhereOf(cond, bc.Pow.Of(z, bc.ConstInt(bc.Int64, 2)),
+		bc.Sub.Of(bc.Maximum.Of(x, z), bc.Const(bc.Float64, 0.3)))
+	if e.Len() != 16 {
+		t.Errorf("%d steps, want 16", e.Len())
+	}
+
+	ab := must(bc.Mul.Apply(a, b))(t)
+	abc := must(bc.Add.Apply(ab, c))(t)
+	gt := must(bc.Gt.Apply(abc, h))(t)
+	two := must(bc.Scalar[int64](2))(t)
+	p := must(bc.Pow.Apply(c, two))(t)
+	m := must(bc.Maximum.Apply(a, c))(t)
+	k := must(bc.Scalar[float64](0.3))(t)
+	s := must(bc.Sub.Apply(m, k))(t)
+	want := must(bc.Where(gt, p, s))(t)
+
+	got := must(e.Eval(a, b, c, h))(t)
+	if d := sameTensor(t, got, want); d != "" {
+		t.Errorf("Eval: %s", d)
+	}
+	out := must(bc.Full(bc.Float32, 9, 4, 3))(t)
+	noErr(t, e.EvalOut(out, a, b, c, h))
+	if d := sameTensor(t, out, want); d != "" {
+		t.Errorf("EvalOut: %s", d)
+	}
+
+	// c = c*a + b, written into an input.
+	f := bc.Add.Of(bc.Mul.Of(bc.Input(0), bc.Input(1)), bc.Input(2))
+	want2 := must(bc.Add.Apply(must(bc.Mul.Apply(c, a))(t), b))(t)
+	noErr(t, f.EvalOut(c, c, a, b))
+	if d := sameTensor(t, c, want2); d != "" {
+		t.Errorf("EvalOut into an input: %s", d)
+	}
+}
+
+// A failing step gives the separate call's error; a malformed program is refused by the library.
+func TestExprErrors(t *testing.T) {
+	a := f32(t, []int{2, 3}, arange(6, 0, 1)...)
+	b := f32(t, []int{4}, arange(4, 0, 1)...)
+	_, want := bc.Add.Apply(a, b)
+	_, err := bc.Mul.Of(bc.Const(bc.Float32, 2), bc.Add.Of(bc.Input(0), bc.Input(1))).Eval(a, b)
+	var e, we *bc.Error
+	if !errors.As(err, &e) || !errors.As(want, &we) || e.Message != we.Message || e.Status != bc.ErrShape {
+		t.Errorf("failing step: %v, want %v", err, want)
+	}
+
+	_, err = bc.Add.Of(bc.Input(0), bc.Input(2)).Eval(a, b)
+	if !errors.Is(err, bc.ErrInvalidArg) {
+		t.Errorf("input out of range: %v", err)
+	}
+	_, err = bc.Input(0).Eval(a) // no operation
+	if !errors.Is(err, bc.ErrInvalidArg) {
+		t.Errorf("no operation: %v", err)
+	}
+	_, err = bc.Expr{}.Eval(a)
+	if !errors.Is(err, bc.ErrInvalidArg) {
+		t.Errorf("empty program: %v", err)
+	}
+	out := f32(t, []int{2, 3}, arange(6, 5, 1)...)
+	before := must(bc.Data[float32](out))(t)
+	if err := bc.Add.Of(bc.Input(0), bc.Input(1)).EvalOut(out, a, b); !errors.Is(err, bc.ErrShape) {
+		t.Errorf("EvalOut with a failing step: %v", err)
+	}
+	if got := must(bc.Data[float32](out))(t); !reflect.DeepEqual(got, before) {
+		t.Errorf("a refused EvalOut changed out: %v", got)
+	}
+}
