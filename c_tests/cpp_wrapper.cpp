@@ -12,8 +12,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 // Defined in cpp_wrapper_other.cpp.
@@ -471,6 +473,140 @@ void settings_and_version() {
     CHECK(other_tu_ones({2, 3}).shape() == (bc::Shape{2, 3}));
 }
 
+// ---- the further operations, where and expressions (docs/semantics.md, sections 11 and 12) --------
+// Rows of tests/data/pytorch/ops_values.jsonl and where.jsonl (PyTorch 2.15 CPU), cited by line.
+
+bc::Tensor half(bc::DType dtype, const std::vector<uint16_t> &bits, const bc::Shape &shape) {
+    return bc::Tensor::from_data(dtype, bits.data(), bits.size() * 2, shape);
+}
+
+void more_operations_against_pytorch_rows() {
+    // ops_values.jsonl:3333: float16 5.5 % int32 -4 -> float16 -2.5 (the divisor's sign).
+    bc::Tensor r = bc::remainder(half(bc::DType::Float16, {0x4580}, {}), bc::Tensor(std::vector<int32_t>{-4}, {}));
+    CHECK(r.dtype() == bc::DType::Float16 && r.ndim() == 0 && r.to_vector<float>() == std::vector<float>{-2.5f});
+    // :3779: fmod_ in place, float32 [-7, 9, -4, 9] fmod [-5] (the dividend's sign).
+    bc::Tensor x(std::vector<float>{-7, 9, -4, 9}, {4});
+    bc::fmod_inplace(x, bc::Tensor(std::vector<float>{-5}, {1}));
+    CHECK(x.to_vector<float>() == (std::vector<float>{-2, 4, -4, 4}));
+    // :4079: int8 -8 // [0] refused: ZeroDivisionError, BC_ERR_VALUE.
+    bc::Error e = EXPECT_ERROR(bc::floor_divide(bc::Tensor(std::vector<int8_t>{-8}, {}), bc::Tensor(std::vector<int8_t>{0}, {1})));
+    CHECK(e.status() == BC_ERR_VALUE && e.kind() == BC_ERROR_KIND_ZERO_DIVISION && std::string(e.what()) == "ZeroDivisionError");
+    // :7033: int64 (1,) >> int32 (2,3): shifts by 100, -1 and INT32_MIN, 0 and 31.
+    bc::Tensor big(std::vector<int64_t>{2406827583581979317}, {1});
+    bc::Tensor by(std::vector<int32_t>{100, 100, -1, -2147483647 - 1, 0, 31}, {2, 3});
+    r = big >> by;
+    CHECK(r.dtype() == bc::DType::Int64 && r.shape() == (bc::Shape{2, 3}));
+    CHECK(r.to_vector<int64_t>() == (std::vector<int64_t>{0, 0, 0, 0, 2406827583581979317, 1120766430}));
+    // :6670: int8 [6, 58] << [-3, 8] -> [0, 0].
+    r = bc::Tensor(std::vector<int8_t>{6, 58}, {2}) << bc::Tensor(std::vector<int8_t>{-3, 8}, {2});
+    CHECK(r.dtype() == bc::DType::Int8 && r.to_vector<int8_t>() == (std::vector<int8_t>{0, 0}));
+    // :6300: int64 [-3, 6] ^ uint8 [1, 1] -> int64 [-4, 7]; the same into out and in place.
+    bc::Tensor l(std::vector<int64_t>{-3, 6}, {2});
+    bc::Tensor m(std::vector<uint8_t>{1, 1}, {2});
+    CHECK((l ^ m).to_vector<int64_t>() == (std::vector<int64_t>{-4, 7}));
+    bc::Tensor out = bc::Tensor::zeros(bc::DType::Int64, {2});
+    bc::bitwise_xor(l, m, out);
+    CHECK(out.to_vector<int64_t>() == (std::vector<int64_t>{-4, 7}));
+    l ^= m;
+    CHECK(l.to_vector<int64_t>() == (std::vector<int64_t>{-4, 7}));
+    // :1853: float32 [3] >= bool (2,3) -> bool (2,3), all true.
+    r = bc::ge(bc::Tensor(std::vector<float>{3}, {1}),
+               bc::Tensor(std::vector<bool>{true, true, false, true, true, true}, {2, 3}));
+    CHECK(r.dtype() == bc::DType::Bool && r.shape() == (bc::Shape{2, 3}));
+    CHECK(r.to_vector<bool>() == std::vector<bool>(6, true));
+    // :2222: maximum(int16 128, float32 7) -> float32 128.
+    r = bc::maximum(bc::Tensor(std::vector<int16_t>{128}, {}), bc::Tensor(std::vector<float>{7}, {}));
+    CHECK(r.dtype() == bc::DType::Float32 && r.to_vector<float>() == std::vector<float>{128});
+    // :775: lt_ in place: int64 3590666969352184465 < float16 98.125 writes 0 into the int64.
+    bc::Tensor i64(std::vector<int64_t>{3590666969352184465}, {});
+    bc::lt_inplace(i64, half(bc::DType::Float16, {0x5622}, {}));
+    CHECK(i64.dtype() == bc::DType::Int64 && i64.to_vector<int64_t>() == std::vector<int64_t>{0});
+    // :7776: hypot(float32 [3], float16 [-4]) -> float32 [5].
+    r = bc::hypot(bc::Tensor(std::vector<float>{3}, {1}), half(bc::DType::Float16, {0xc400}, {1}));
+    CHECK(r.dtype() == bc::DType::Float32 && r.to_vector<float>() == std::vector<float>{5});
+    // :2967: pow_ in place: bfloat16 3 ** int32 -2 -> bfloat16 0.111328125.
+    bc::Tensor b16 = half(bc::DType::BFloat16, {0x4040}, {});
+    bc::pow_inplace(b16, bc::Tensor(std::vector<int32_t>{-2}, {}));
+    CHECK(b16.dtype() == bc::DType::BFloat16 && b16.to_vector<float>() == std::vector<float>{0.111328125f});
+    // :2244: maximum into a bool from float16: the cast is refused, the target unchanged.
+    bc::Tensor flag(std::vector<bool>{true}, {});
+    e = EXPECT_ERROR(bc::maximum_inplace(flag, half(bc::DType::Float16, {0xc700}, {})));
+    CHECK(e.status() == BC_ERR_DTYPE && std::string(e.what()) == "result type Half can't be cast to the desired output type Bool");
+    CHECK(flag.to_vector<bool>() == std::vector<bool>{true});
+    // :6705: int8 << float32 has no kernel.
+    e = EXPECT_ERROR(bc::Tensor(std::vector<int8_t>{44}, {}) << bc::Tensor(std::vector<float>{-8}, {}));
+    CHECK(e.status() == BC_ERR_DTYPE && e.kind() == BC_ERROR_KIND_NOT_IMPLEMENTED);
+    CHECK(std::string(e.what()) == "\"lshift_cpu\" not implemented for 'Float'");
+    // Comparisons have no operators (a Tensor converts to bool only to say it holds a handle).
+    static_assert(!std::is_invocable_v<std::equal_to<>, const bc::Tensor &, const bc::Tensor &>);
+    static_assert(!std::is_invocable_v<std::less<>, const bc::Tensor &, const bc::Tensor &>);
+}
+
+void where_against_pytorch_rows() {
+    // where.jsonl:51: bool (4,1), float16 (4,1), float16 (1,) -> float16 (4,1).
+    bc::Tensor cond(std::vector<bool>{true, true, false, true}, {4, 1});
+    bc::Tensor a = half(bc::DType::Float16, {0x4300, 0x4300, 0x4680, 0xc700}, {4, 1});
+    bc::Tensor b = half(bc::DType::Float16, {0xc200}, {1});
+    bc::Tensor r = bc::where(cond, a, b);
+    CHECK(r.dtype() == bc::DType::Float16 && r.shape() == (bc::Shape{4, 1}));
+    CHECK(r.to_vector<float>() == (std::vector<float>{3.5f, 3.5f, -3.0f, -7.0f}));
+    bc::Tensor out = bc::Tensor::zeros(bc::DType::Float16, {4, 1});
+    bc::where(cond, a, b, out);
+    CHECK(out.to_vector<float>() == (std::vector<float>{3.5f, 3.5f, -3.0f, -7.0f}));
+    // :60: bool (2,), float16 [inf], uint8 128 (0-d) -> float16 [inf, inf].
+    r = bc::where(bc::Tensor(std::vector<bool>{true, true}, {2}), half(bc::DType::Float16, {0x7c00}, {1}),
+                  bc::Tensor(std::vector<uint8_t>{128}, {}));
+    CHECK(r.dtype() == bc::DType::Float16 && r.to_vector<float>() == std::vector<float>(2, INFINITY));
+    // :7: bool, float64 1e10, int64 -8 (all 0-d) -> float64 1e10.
+    r = bc::where(bc::Tensor(std::vector<bool>{true}, {}), bc::Tensor(std::vector<double>{1e10}, {}),
+                  bc::Tensor(std::vector<int64_t>{-8}, {}));
+    CHECK(r.dtype() == bc::DType::Float64 && r.ndim() == 0 && r.to_vector<double>() == std::vector<double>{1e10});
+    // :93: a float64 condition is refused.
+    bc::Error e = EXPECT_ERROR(bc::where(bc::Tensor(std::vector<double>{-1.75}, {}),
+                                         bc::Tensor(std::vector<int64_t>{3, -1, -9, -7}, {4}),
+                                         bc::Tensor(std::vector<int8_t>{3, -3, 6, -5}, {4})));
+    CHECK(e.status() == BC_ERR_DTYPE && e.kind() == BC_ERROR_KIND_WHERE_CONDITION);
+    CHECK(std::string(e.what()) == "where expected condition to be a boolean tensor, but got a tensor with dtype Double");
+    // Into out of another type: PyTorch wants the type exactly; out unchanged.
+    bc::Tensor wrong = bc::Tensor::full(bc::DType::Float32, {4, 1}, 9.0);
+    e = EXPECT_ERROR(bc::where(cond, a, b, wrong));
+    CHECK(e.status() == BC_ERR_DTYPE && std::string(e.what()) == "Expected out type to be Half but got Float");
+    CHECK(all_equal(wrong, 9.0f));
+}
+
+bool same(const bc::Tensor &x, const bc::Tensor &y) {
+    return x.dtype() == y.dtype() && x.shape() == y.shape() && x.to_vector<double>() == y.to_vector<double>();
+}
+
+void expressions_match_separate_calls() {
+    bc::Tensor a(std::vector<float>{0.5f, -1.25f, 3, 1e-3f}, {4, 1});
+    bc::Tensor b(std::vector<int16_t>{3, -2, 7}, {3});
+    bc::Tensor c(std::vector<float>{-6, -4.5, -3, -1.5, 0, 1.5, 3, 4.5, 6, 7.5, 9, 10.5}, {4, 3});
+    bc::Expr x = bc::Expr::input(0), y = bc::Expr::input(1), z = bc::Expr::input(2);
+    // where(a*b + c > 0.1, c ** 2, maximum(a, c) - 0.3), then (a & 6) << 1 on integers.
+    bc::Expr e = bc::where(bc::gt(x * y + z, bc::Expr::constant(bc::DType::Float64, 0.1)),
+                           bc::pow(z, bc::Expr::constant_int(bc::DType::Int64, 2)),
+                           bc::maximum(x, z) - bc::Expr::constant(bc::DType::Float64, 0.3));
+    CHECK(e.steps().size() == 16 && e.steps().back().kind == BC_EXPR_WHERE);
+    bc::Tensor want = bc::where(bc::gt(a * b + c, bc::Tensor(std::vector<double>{0.1}, {})),
+                                bc::pow(c, bc::Tensor(std::vector<int64_t>{2}, {})),
+                                bc::maximum(a, c) - bc::Tensor(std::vector<double>{0.3}, {}));
+    CHECK(same(e.eval({a, b, c}), want));
+    bc::Tensor out = bc::Tensor::zeros(bc::DType::Float32, {4, 3});
+    e.eval({a, b, c}, out);
+    CHECK(same(out, want));
+    bc::Expr bits = (x & bc::Expr::constant_int(bc::DType::Int16, 6)) << y;
+    bc::Tensor n(std::vector<int16_t>{7, 5, -1}, {3});
+    CHECK(same(bits.eval({n, b}), (n & bc::Tensor(std::vector<int16_t>{6}, {})) << b));
+    // A failing step throws the separate call's error; a malformed program is refused.
+    bc::Tensor two(std::vector<float>{1, 2}, {2});
+    bc::Error err = EXPECT_ERROR((x * bc::Expr::constant(bc::DType::Float32, 2) + y).eval({c, two}));
+    bc::Error separate = EXPECT_ERROR(c + two);
+    CHECK(err.status() == BC_ERR_SHAPE && std::string(err.what()) == separate.what());
+    err = EXPECT_ERROR((x + bc::Expr::input(3)).eval({a, b}));
+    CHECK(err.status() == BC_ERR_INVALID_ARG);
+}
+
 struct Test {
     const char *name;
     void (*run)();
@@ -495,6 +631,9 @@ int main() {
         {"wrapped_memory", wrapped_memory},
         {"handler_exception_is_rethrown_after_the_call", handler_exception_is_rethrown_after_the_call},
         {"settings_and_version", settings_and_version},
+        {"more_operations_against_pytorch_rows", more_operations_against_pytorch_rows},
+        {"where_against_pytorch_rows", where_against_pytorch_rows},
+        {"expressions_match_separate_calls", expressions_match_separate_calls},
     };
     std::size_t live = bc::live_count();
     int failed_tests = 0;

@@ -10,7 +10,11 @@
  *    message) carrying the status, the error kind and both shapes, read from the thread's last
  *    error record right after the failing call, before anything else can replace it.
  *  - a + b, a - b, a * b, a / b make new tensors (bc_add, ...); a += b ... write into a
- *    (bc_add_inplace, ...); bc::add(a, b, out) writes into out (bc_add_out). Integer / gives
+ *    (bc_add_inplace, ...); bc::add(a, b, out) writes into out (bc_add_out). The other operations
+ *    of the C API have the same three forms under their C names (bc::pow, bc::maximum, bc::eq,
+ *    bc::bitwise_and, ...); & | ^ << >> (and &= ...) are the bitwise ones; comparisons have no
+ *    operators (bc::eq(a, b) is a bool tensor). bc::where(cond, a, b) chooses elements, and
+ *    bc::Expr evaluates a whole expression in one pass (bc_expr_eval). Integer / gives
  *    float32, as in the C API. A number may be an operand (t + 2.5, 2 * t, t -= 1, t << 1,
  *    bc::pow(t, 2), bc::lt(2, t)): it promotes as a Python number does in PyTorch
  *    (bc_binary_scalar); bc::Tensor::scalar(2.0f) is a 0-d tensor instead, which promotes as a
@@ -477,7 +481,37 @@ BC_HPP_BINARY(add)
 BC_HPP_BINARY(sub)
 BC_HPP_BINARY(mul)
 BC_HPP_BINARY(div)
+BC_HPP_BINARY(eq)
+BC_HPP_BINARY(ne)
+BC_HPP_BINARY(lt)
+BC_HPP_BINARY(le)
+BC_HPP_BINARY(gt)
+BC_HPP_BINARY(ge)
+BC_HPP_BINARY(maximum)
+BC_HPP_BINARY(minimum)
+BC_HPP_BINARY(pow)
+BC_HPP_BINARY(remainder)
+BC_HPP_BINARY(fmod)
+BC_HPP_BINARY(floor_divide)
+BC_HPP_BINARY(logical_and)
+BC_HPP_BINARY(logical_or)
+BC_HPP_BINARY(logical_xor)
+BC_HPP_BINARY(bitwise_and)
+BC_HPP_BINARY(bitwise_or)
+BC_HPP_BINARY(bitwise_xor)
+BC_HPP_BINARY(bitwise_left_shift)
+BC_HPP_BINARY(bitwise_right_shift)
+BC_HPP_BINARY(atan2)
+BC_HPP_BINARY(hypot)
 
+// Bitwise operators and shifts are elementwise, as + - * / are. Comparisons have no operators:
+// Tensor's explicit operator bool (it holds a handle) would let `if (a == b)` compile and mean
+// something else; use bc::eq, bc::lt, ... (a bool tensor).
+BC_HPP_OPERATOR(&, bitwise_and)
+BC_HPP_OPERATOR(|, bitwise_or)
+BC_HPP_OPERATOR(^, bitwise_xor)
+BC_HPP_OPERATOR(<<, bitwise_left_shift)
+BC_HPP_OPERATOR(>>, bitwise_right_shift)
 BC_HPP_OPERATOR(+, add)
 BC_HPP_OPERATOR(-, sub)
 BC_HPP_OPERATOR(*, mul)
@@ -685,6 +719,134 @@ inline bool is_broadcastable(const Shape &a, const Shape &b) {
                                             b.size(), &yes));
     return yes;
 }
+
+/// where(cond, a, b): a's element where cond is true, else b's, in a new tensor (bc_where). The
+/// three broadcast together; the result type promotes a and b only; cond is bool, or uint8
+/// (accepted with PyTorch's deprecation warning).
+inline Tensor where(const Tensor &cond, const Tensor &a, const Tensor &b) {
+    return detail::make([&](bc_tensor **out) { return bc_where(cond.get(), a.get(), b.get(), out); });
+}
+/// where(cond, a, b) into out, which must have exactly the broadcast shape and the result type
+/// (bc_where_out).
+inline void where(const Tensor &cond, const Tensor &a, const Tensor &b, Tensor &out) {
+    detail::check(bc_where_out(cond.get(), a.get(), b.get(), out.get()));
+}
+
+/// An elementwise expression over numbered input tensors, evaluated in one pass over memory
+/// (bc_expr_eval) with exactly the separate calls' results: types, rounding at each step, errors
+/// and warnings. Built from Expr::input, Expr::constant and Expr::constant_int with the same
+/// names as the tensor operations (bc::add, bc::pow, bc::where, ...) and the same operators:
+///     bc::Expr x = bc::Expr::input(0), y = bc::Expr::input(1), z = bc::Expr::input(2);
+///     bc::Tensor r = (x * y + z).eval({a, b, c}); // a * b + c
+/// The library checks the program when it runs (BC_EXPR_MAX_STEPS, BC_EXPR_MAX_DEPTH, inputs).
+class Expr {
+  public:
+    /// Input tensor number `index` of eval's inputs.
+    static Expr input(int32_t index) { return Expr(step(BC_EXPR_INPUT, index, 0, 0.0)); }
+    /// A constant of a floating type: a 0-d tensor of `dtype` holding `value` (rounded to it).
+    static Expr constant(DType dtype, double value) {
+        return Expr(step(BC_EXPR_CONST, static_cast<int32_t>(dtype), 0, value));
+    }
+    /// A constant of bool or an integer type: a 0-d tensor of `dtype` holding `value` (converted
+    /// as a C cast: wrapping; non-zero is true).
+    static Expr constant_int(DType dtype, int64_t value) {
+        return Expr(step(BC_EXPR_CONST, static_cast<int32_t>(dtype), value, static_cast<double>(value)));
+    }
+    /// a op b, for `op` a BC_OP_* code.
+    static Expr apply(int32_t op, const Expr &a, const Expr &b) {
+        return Expr(step(BC_EXPR_OP, op, 0, 0.0), {&a, &b});
+    }
+    /// where(cond, a, b).
+    static Expr where(const Expr &cond, const Expr &a, const Expr &b) {
+        return Expr(step(BC_EXPR_WHERE, 0, 0, 0.0), {&cond, &a, &b});
+    }
+
+    /// The value over `inputs`, in a new tensor (bc_expr_eval).
+    Tensor eval(const std::vector<std::reference_wrapper<const Tensor>> &inputs) const {
+        std::vector<const bc_tensor *> in = handles(inputs);
+        return detail::make([&](bc_tensor **out) {
+            return bc_expr_eval(steps_.data(), steps_.size(), in.empty() ? nullptr : in.data(), in.size(), out);
+        });
+    }
+    /// The value over `inputs` written into `out`, as the last operation's _out form writes; out
+    /// may be one of the inputs (bc_expr_eval_out).
+    void eval(const std::vector<std::reference_wrapper<const Tensor>> &inputs, Tensor &out) const {
+        std::vector<const bc_tensor *> in = handles(inputs);
+        detail::check(bc_expr_eval_out(steps_.data(), steps_.size(), in.empty() ? nullptr : in.data(),
+                                       in.size(), out.get()));
+    }
+
+    /// The program, postfix, as the C API takes it.
+    const std::vector<bc_expr_step> &steps() const noexcept { return steps_; }
+
+  private:
+    static bc_expr_step step(int32_t kind, int32_t arg, int64_t int_value, double float_value) {
+        return bc_expr_step{kind, arg, int_value, float_value};
+    }
+    explicit Expr(bc_expr_step last, std::initializer_list<const Expr *> operands = {}) {
+        std::size_t n = 1;
+        for (const Expr *e : operands) n += e->steps_.size();
+        steps_.reserve(n);
+        for (const Expr *e : operands) steps_.insert(steps_.end(), e->steps_.begin(), e->steps_.end());
+        steps_.push_back(last);
+    }
+    static std::vector<const bc_tensor *>
+    handles(const std::vector<std::reference_wrapper<const Tensor>> &inputs) {
+        std::vector<const bc_tensor *> in;
+        in.reserve(inputs.size());
+        for (const Tensor &t : inputs) in.push_back(t.get());
+        return in;
+    }
+
+    std::vector<bc_expr_step> steps_;
+};
+
+/// where(cond, a, b) in an expression.
+inline Expr where(const Expr &cond, const Expr &a, const Expr &b) { return Expr::where(cond, a, b); }
+
+// The operations in expressions: bc::name(x, y) for every operation, and the operators the
+// tensors have.
+#define BC_HPP_EXPR(name, code)                                                                     \
+    inline Expr name(const Expr &a, const Expr &b) { return Expr::apply(code, a, b); }
+#define BC_HPP_EXPR_OPERATOR(op, name)                                                              \
+    inline Expr operator op(const Expr &a, const Expr &b) { return name(a, b); }
+BC_HPP_EXPR(add, BC_OP_ADD)
+BC_HPP_EXPR(sub, BC_OP_SUB)
+BC_HPP_EXPR(mul, BC_OP_MUL)
+BC_HPP_EXPR(div, BC_OP_DIV)
+BC_HPP_EXPR(eq, BC_OP_EQ)
+BC_HPP_EXPR(ne, BC_OP_NE)
+BC_HPP_EXPR(lt, BC_OP_LT)
+BC_HPP_EXPR(le, BC_OP_LE)
+BC_HPP_EXPR(gt, BC_OP_GT)
+BC_HPP_EXPR(ge, BC_OP_GE)
+BC_HPP_EXPR(maximum, BC_OP_MAXIMUM)
+BC_HPP_EXPR(minimum, BC_OP_MINIMUM)
+BC_HPP_EXPR(pow, BC_OP_POW)
+BC_HPP_EXPR(remainder, BC_OP_REMAINDER)
+BC_HPP_EXPR(fmod, BC_OP_FMOD)
+BC_HPP_EXPR(floor_divide, BC_OP_FLOOR_DIVIDE)
+BC_HPP_EXPR(logical_and, BC_OP_LOGICAL_AND)
+BC_HPP_EXPR(logical_or, BC_OP_LOGICAL_OR)
+BC_HPP_EXPR(logical_xor, BC_OP_LOGICAL_XOR)
+BC_HPP_EXPR(bitwise_and, BC_OP_BITWISE_AND)
+BC_HPP_EXPR(bitwise_or, BC_OP_BITWISE_OR)
+BC_HPP_EXPR(bitwise_xor, BC_OP_BITWISE_XOR)
+BC_HPP_EXPR(bitwise_left_shift, BC_OP_BITWISE_LEFT_SHIFT)
+BC_HPP_EXPR(bitwise_right_shift, BC_OP_BITWISE_RIGHT_SHIFT)
+BC_HPP_EXPR(atan2, BC_OP_ATAN2)
+BC_HPP_EXPR(hypot, BC_OP_HYPOT)
+BC_HPP_EXPR_OPERATOR(+, add)
+BC_HPP_EXPR_OPERATOR(-, sub)
+BC_HPP_EXPR_OPERATOR(*, mul)
+BC_HPP_EXPR_OPERATOR(/, div)
+BC_HPP_EXPR_OPERATOR(&, bitwise_and)
+BC_HPP_EXPR_OPERATOR(|, bitwise_or)
+BC_HPP_EXPR_OPERATOR(^, bitwise_xor)
+BC_HPP_EXPR_OPERATOR(<<, bitwise_left_shift)
+BC_HPP_EXPR_OPERATOR(>>, bitwise_right_shift)
+#undef BC_HPP_EXPR
+#undef BC_HPP_EXPR_OPERATOR
 
 // Settings: process-wide, as in the C API.
 inline void set_broadcast_warning(bool enabled) { detail::check(bc_set_broadcast_warning(enabled)); }
