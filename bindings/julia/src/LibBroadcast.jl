@@ -10,6 +10,8 @@ turns one rule into the other, so `LibBroadcast.add(A, B)` has the shape and val
     LibBroadcast.add(A, B) == A .+ B        # true, and the same for sub, mul, divide
     t = Tensor(A)                           # a view of A's memory, no copy
     Array(t .+ Tensor(B))                   # Tensors broadcast with .+ .- .* ./
+    LibBroadcast.lt(A, B) == (A .< B)       # and the C API's other operations (OPS below)
+    LibBroadcast.select(A .> 0, A, B)       # ifelse.(A .> 0, A, B), torch.where
 
 Element types follow PyTorch's promotion, not Julia's: integer division gives `Float32`,
 `Bool .- Bool` is an error, `Bool .+ Bool` stays `Bool`. Error messages are the library's,
@@ -458,31 +460,105 @@ function binary!(op::Int32, Out::AbstractArray, A::AbstractArray, B::AbstractArr
     return Out
 end
 
-# (name, in-place name, BC_OP_* code, the Julia function whose broadcast it is)
+# (name, in-place name, BC_OP_* code, the Julia function whose broadcast it is on Tensors, or
+# nothing). The names are the C API's; the values are the library's (PyTorch's), which differ from
+# Julia's in places (a shift by a negative amount gives 0 or -1, an integer zero divisor is a
+# BroadcastError with status BC_ERR_VALUE = 11, comparisons give Bool).
 const OPS = (
     (:add, :add!, 0, :+),
     (:sub, :sub!, 1, :-),
     (:mul, :mul!, 2, :*),
     (:divide, :divide!, 3, :/), # true division: integer operands give Float32
+    (:eq, :eq!, 4, :(==)),
+    (:ne, :ne!, 5, :(!=)),
+    (:lt, :lt!, 6, :<),
+    (:le, :le!, 7, :<=),
+    (:gt, :gt!, 8, :>),
+    (:ge, :ge!, 9, :>=),
+    (:maximum, :maximum!, 10, :max), # module functions: Base.maximum (a reduction) is another
+    (:minimum, :minimum!, 11, :min),
+    (:pow, :pow!, 12, :^),
+    (:remainder, :remainder!, 13, :mod), # the divisor's sign
+    (:fmod, :fmod!, 14, :rem),           # the dividend's sign
+    (:floor_divide, :floor_divide!, 15, :fld),
+    (:logical_and, :logical_and!, 16, nothing),
+    (:logical_or, :logical_or!, 17, nothing),
+    (:logical_xor, :logical_xor!, 18, nothing),
+    (:bitwise_and, :bitwise_and!, 19, :(&)),
+    (:bitwise_or, :bitwise_or!, 20, :(|)),
+    (:bitwise_xor, :bitwise_xor!, 21, :xor),
+    (:bitwise_left_shift, :bitwise_left_shift!, 22, :<<),
+    (:bitwise_right_shift, :bitwise_right_shift!, 23, :>>),
+    (:atan2, :atan2!, 24, :atan), # atan(a, b)
+    (:hypot, :hypot!, 25, :hypot), # a module function, as maximum
 )
 
 for (name, name!, code, f) in OPS
+    what = f === nothing ? "The library's `$name` of `a` and `b`" : "`broadcast($f, a, b)`, computed by the library"
     doc = """
         $name(a, b)
         $name!(target, other)
         $name!(out, a, b)
 
-    `a .$f b`: on two Tensors a new Tensor, on two arrays a new Array; in place into `target`
+    $what: on two Tensors a new Tensor, on two arrays a new Array; in place into `target`
     (which must have the broadcast shape), or into `out`.
     """
     @eval begin
         $name(a, b) = binary(Int32($code), a, b)
         $name!(target, other) = binary!(Int32($code), target, other)
         $name!(out, a, b) = binary!(Int32($code), out, a, b)
-        Base.Broadcast.broadcasted(::typeof($f), a::Tensor, b::Tensor) = $name(a, b)
         @doc $doc $name
     end
+    f === nothing || @eval Base.Broadcast.broadcasted(::typeof(Base.$f), a::Tensor, b::Tensor) = $name(a, b)
 end
+
+"""
+    select(cond, a, b)
+    select!(out, cond, a, b)
+
+`ifelse.(cond, a, b)` computed by the library (PyTorch's `torch.where`; `where` is Julia syntax):
+`a`'s element where `cond` is true, else `b`'s. The three broadcast together; the element type
+promotes `a` and `b` only; `cond` is `Bool` (or `UInt8`, accepted with PyTorch's deprecation
+warning). On Tensors a new Tensor, on arrays a new Array, or into `out` (which must have exactly
+the broadcast size and the element type). `ifelse.(c, a, b)` on three Tensors is `select`.
+"""
+function select(cond::Tensor, a::Tensor, b::Tensor)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = ccall(fn(:bc_where), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Ref{Ptr{Cvoid}}), cond, a, b, out)
+    check(st)
+    flush_warnings()
+    return Tensor(Own(), out[], nothing)
+end
+
+function select!(out::Tensor, cond::Tensor, a::Tensor, b::Tensor)
+    st = ccall(fn(:bc_where_out), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}), cond, a, b, out)
+    check(st)
+    flush_warnings()
+    return out
+end
+
+function select(C::AbstractArray, A::AbstractArray, B::AbstractArray)
+    with(Tensor(C)) do c
+        with(Tensor(A)) do a
+            with(Tensor(B)) do b
+                with(r -> Array(r), select(c, a, b))
+            end
+        end
+    end
+end
+
+function select!(Out::AbstractArray, C::AbstractArray, A::AbstractArray, B::AbstractArray)
+    with(writable(Out)) do out
+        with(Tensor(C)) do c
+            with(Tensor(A)) do a
+                with(b -> select!(out, c, a, b), Tensor(B))
+            end
+        end
+    end
+    return Out
+end
+
+Base.Broadcast.broadcasted(::typeof(Base.ifelse), c::Tensor, a::Tensor, b::Tensor) = select(c, a, b)
 
 # ---------------------------------------------------------------------------------------------
 # Settings and warnings

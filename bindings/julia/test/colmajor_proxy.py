@@ -15,8 +15,8 @@ Julia's own rule written here from Julia's documentation, independently of the l
     where the operand's size is 1; arrays are stored column-major, the first index fastest.
 
 Out of place and in place (`A .+= B`, allowed when the broadcast size is A's own), for float64,
-float32, int32 and int64 and the four operations (division on floating types: the library's
-integer division gives Float32 where Julia's gives Float64). Ends with `N passed, N failed`.
+float32, int32 and int64 and the four operations plus maximum and minimum (division on floating
+types: the library's integer division gives Float32 where Julia's gives Float64). Ends with `N passed, N failed`.
 
 Usage: colmajor_proxy.py [path/to/libbroadcast.so] (default: target/release of this repository).
 BC_PROXY_SEED and BC_PROXY_PAIRS override the seed (printed) and the number of pairs (1500).
@@ -64,7 +64,7 @@ DTYPES = {
     "int32": (4, ctypes.c_int32, False),
     "int64": (5, ctypes.c_int64, False),
 }
-OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3}
+OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3, "maximum": 10, "minimum": 11}
 
 
 def last_error():
@@ -122,6 +122,8 @@ def apply(op, dtype, x, y):
     """x op y in dtype, as both Julia and the library compute it for these types."""
     if op == "div":
         r = ieee_div(x, y)
+    elif op in ("maximum", "minimum"):  # Julia's max.(A, B) / min.(A, B); no NaN in the values
+        return max(x, y) if op == "maximum" else min(x, y)
     else:
         r = x + y if op == "add" else x - y if op == "sub" else x * y
     if dtype == "float64":
@@ -328,7 +330,7 @@ def main():
     for n in range(pairs):
         sa, sb = random_pair(rng)
         dtype = rng.choice(list(DTYPES))
-        op = rng.choice(list(OPS) if DTYPES[dtype][2] else ["add", "sub", "mul"])
+        op = rng.choice([o for o in OPS if o != "div" or DTYPES[dtype][2]])
         inplace = rng.random() < 0.25
         problem = check_pair(rng, sa, sb, dtype, op, inplace)
         if julia_broadcast_size(sa, sb)[0] is None:
