@@ -426,12 +426,16 @@ func checkOutcome(t *testing.T, f *failures, r row, res *bc.Tensor, err error, s
 	}
 }
 
-func conformPromotion(t *testing.T) {
-	f := &failures{t: t, file: "promotion.jsonl"}
+func conformPromotion(t *testing.T) { checkPromotion(t, "promotion.jsonl", opNames, 2) }
+
+// checkPromotion checks every k-th row of a promotion file (ops names its operations): the result
+// type of a op b, of Out and InPlace, and the value 1 op 1, or the exact error.
+func checkPromotion(t *testing.T, file string, ops map[string]bc.Op, k int) {
+	f := &failures{t: t, file: file}
 	defer f.done()
-	for _, r := range every(readRows(t, f.file), 2) {
+	for _, r := range every(readRows(t, f.file), k) {
 		f.checked++
-		op := opNames[r.str("op")]
+		op := ops[r.str("op")]
 		da, db := dtypeNames[r.str("a")], dtypeNames[r.str("b")]
 		sa, sb, rs := []int{2}, []int{2}, []int{2}
 		if r.boolean("a_0d") {
@@ -457,7 +461,7 @@ func conformPromotion(t *testing.T) {
 				f.add(r, "Apply: %v", err)
 			} else if res.DType() != outType || res.NDim() != len(rs) {
 				f.add(r, "Apply: result %v", res)
-			} else if p := cellsDiffer(t, res, oneOpOne(op, outType, numel(rs)), 0); p != "" {
+			} else if p := onesDiffer(t, res, op, numel(rs)); p != "" {
 				f.add(r, "Apply: 1 op 1: %s", p)
 			}
 		}
@@ -474,7 +478,7 @@ func conformPromotion(t *testing.T) {
 			}
 		} else if err != nil {
 			f.add(r, "Out: %v", err)
-		} else if p := cellsDiffer(t, out, oneOpOne(op, outType, numel(rs)), 0); p != "" {
+		} else if p := onesDiffer(t, out, op, numel(rs)); p != "" {
 			f.add(r, "Out: 1 op 1: %s", p)
 		}
 		// In place, where the row says what happens.
@@ -493,20 +497,29 @@ func conformPromotion(t *testing.T) {
 			}
 		} else if err != nil {
 			f.add(r, "InPlace: %v", err)
-		} else if p := cellsDiffer(t, self, oneOpOne(op, da, numel(sa)), 0); p != "" {
+		} else if p := onesDiffer(t, self, op, numel(sa)); p != "" {
 			f.add(r, "InPlace: 1 op= 1: %s", p)
 		}
 	}
 }
 
-// oneOpOne is n copies of what 1 op 1 gives in dtype d.
-func oneOpOne(op bc.Op, d bc.DType, n int) []cell {
-	x := map[bc.Op]float64{bc.Add: 2, bc.Sub: 0, bc.Mul: 1, bc.Div: 1}[op]
-	out := make([]cell, n)
-	for i := range out {
-		out[i] = numCell(d, x)
+// onesDiffer compares x with n copies of what 1 op 1 gives in x's type ("" when they agree, and
+// for atan2 and hypot, whose values are not exact).
+func onesDiffer(t *testing.T, x *bc.Tensor, op bc.Op, n int) string {
+	v, ok := map[bc.Op]float64{
+		bc.Add: 2, bc.Sub: 0, bc.Mul: 1, bc.Div: 1, bc.Eq: 1, bc.Ne: 0, bc.Lt: 0, bc.Le: 1,
+		bc.Gt: 0, bc.Ge: 1, bc.Maximum: 1, bc.Minimum: 1, bc.Pow: 1, bc.Remainder: 0, bc.Fmod: 0,
+		bc.FloorDivide: 1, bc.LogicalAnd: 1, bc.LogicalOr: 1, bc.LogicalXor: 0, bc.BitwiseAnd: 1,
+		bc.BitwiseOr: 1, bc.BitwiseXor: 0, bc.BitwiseLeftShift: 2, bc.BitwiseRightShift: 0,
+	}[op]
+	if !ok {
+		return ""
 	}
-	return out
+	want := make([]cell, n)
+	for i := range want {
+		want[i] = numCell(x.DType(), v)
+	}
+	return cellsDiffer(t, x, want, 0)
 }
 
 func conformOverlap(t *testing.T) {

@@ -136,8 +136,10 @@ random_values(::Type{T}, sz) where {T<:Integer} = rand(T(-100):T(100), sz)
         T = rand((Float64, Float32, Int32, Int64))
         A = rand(Bool) ? strided(T, sa) : random_values(T, sa)
         B = rand(Bool) ? strided(T, sb) : random_values(T, sb)
-        ops = T <: AbstractFloat ? ((LB.add, +), (LB.sub, -), (LB.mul, *), (LB.divide, /)) :
-              ((LB.add, +), (LB.sub, -), (LB.mul, *))
+        ops = [(LB.add, +), (LB.sub, -), (LB.mul, *), (LB.eq, ==), (LB.ne, !=), (LB.lt, <),
+               (LB.le, <=), (LB.gt, >), (LB.ge, >=), (LB.maximum, max), (LB.minimum, min)]
+        T <: AbstractFloat && push!(ops, (LB.divide, /))
+        T <: Integer && append!(ops, [(LB.bitwise_and, &), (LB.bitwise_or, |), (LB.bitwise_xor, xor)])
         for (op, f) in ops
             want = f.(A, B)
             want isa AbstractArray || (want = fill(want)) # Julia gives a number for 0-d operands
@@ -146,6 +148,11 @@ random_values(::Type{T}, sz) where {T<:Integer} = rand(T(-100):T(100), sz)
             # The same through Tensors and Julia's dot syntax.
             @test isequal(Array(broadcast(f, Tensor(A), Tensor(B))), want)
         end
+        C = rand(Bool, size(A))
+        want = ifelse.(C, A, B)
+        want isa AbstractArray || (want = fill(want))
+        @test isequal(LB.select(C, A, B), want)
+        @test isequal(Array(ifelse.(Tensor(C), Tensor(A), Tensor(B))), want)
     end
 end
 
@@ -232,37 +239,16 @@ end
     @test mixed[] == 0
 end
 
-# The further operations and select where Julia's own broadcast gives the same values and element
-# type for these operands (same-type operands: the element types agree).
-@testset "further operations and select against Julia's broadcasting" begin
-    for _ in 1:200
-        sa, sb = random_sizes()
-        T = rand((Float64, Float32, Int32, Int64))
-        A = rand(Bool) ? strided(T, sa) : random_values(T, sa)
-        B = rand(Bool) ? strided(T, sb) : random_values(T, sb)
-        ops = [(LB.eq, ==), (LB.ne, !=), (LB.lt, <), (LB.le, <=), (LB.gt, >), (LB.ge, >=),
-               (LB.maximum, max), (LB.minimum, min)]
-        T <: AbstractFloat && push!(ops, (LB.hypot, hypot))
-        T <: Integer && append!(ops, [(LB.bitwise_and, &), (LB.bitwise_or, |), (LB.bitwise_xor, xor)])
-        for (op, f) in ops
-            want = f.(A, B)
-            want isa AbstractArray || (want = fill(want))
-            got = op(A, B)
-            @test size(got) == size(want) && eltype(got) == eltype(want) && isequal(got, want)
-            @test isequal(Array(broadcast(f, Tensor(A), Tensor(B))), want)
-        end
-        C = rand(Bool, sa)
-        want = ifelse.(C, A, B)
-        want isa AbstractArray || (want = fill(want))
-        @test isequal(LB.select(C, A, B), want)
-        @test isequal(Array(ifelse.(Tensor(C), Tensor(A), Tensor(B))), want)
-    end
+@testset "further operations: PyTorch's values where Julia's differ" begin
     # An integer zero divisor: status BC_ERR_VALUE (11), PyTorch's text.
     e = caught(() -> LB.remainder(Int32[7, 1], Int32[0, 1]))
     @test e isa BroadcastError && e.status == 11 && e.msg == "ZeroDivisionError"
-    # The divisor's sign (mod) and the dividend's (rem), as Julia's own.
-    @test LB.remainder([-7.0, 7.0], [2.0, -2.0]) == mod.([-7.0, 7.0], [2.0, -2.0])
-    @test LB.fmod([-7.0, 7.0], [2.0, -2.0]) == rem.([-7.0, 7.0], [2.0, -2.0])
+    # Shifts by a negative amount or the bit width give 0 (or -1 to the right).
+    @test LB.bitwise_left_shift(Int32[6, 6, -6], Int32[-1, 32, 1]) == Int32[0, 0, -12]
+    @test LB.bitwise_right_shift(Int32[-6, 6], Int32[40, -1]) == Int32[-1, 0]
+    # Comparisons give Bool, in place 0 or 1 in the target's type.
+    A = [1.0, 5.0]
+    @test LB.lt!(A, [2.0, 2.0]) === A && A == [1.0, 0.0]
 end
 
 @testset "README quick start" begin
