@@ -16,7 +16,8 @@ Julia's own rule written here from Julia's documentation, independently of the l
 
 Out of place and in place (`A .+= B`, allowed when the broadcast size is A's own), for float64,
 float32, int32 and int64 and the four operations plus maximum and minimum (division on floating
-types: the library's integer division gives Float32 where Julia's gives Float64). Ends with `N passed, N failed`.
+types: the library's integer division gives Float32 where Julia's gives Float64); then
+`LibBroadcast.select(C, A, B)` (bc_where) against `ifelse.(C, A, B)` on a third as many triples. Ends with `N passed, N failed`.
 
 Usage: colmajor_proxy.py [path/to/libbroadcast.so] (default: target/release of this repository).
 BC_PROXY_SEED and BC_PROXY_PAIRS override the seed (printed) and the number of pairs (1500).
@@ -41,6 +42,8 @@ lib.bc_binary.argtypes = [ctypes.c_int32, P, P, ctypes.POINTER(P)]
 lib.bc_binary.restype = ctypes.c_int32
 lib.bc_binary_inplace.argtypes = [ctypes.c_int32, P, P]
 lib.bc_binary_inplace.restype = ctypes.c_int32
+lib.bc_where.argtypes = [P, P, P, ctypes.POINTER(P)]
+lib.bc_where.restype = ctypes.c_int32
 lib.bc_tensor_ndim.argtypes = [P, ctypes.POINTER(ctypes.c_size_t)]
 lib.bc_tensor_ndim.restype = ctypes.c_int32
 lib.bc_tensor_shape.argtypes = [P, I64P, ctypes.c_size_t]
@@ -64,6 +67,8 @@ DTYPES = {
     "int32": (4, ctypes.c_int32, False),
     "int64": (5, ctypes.c_int64, False),
 }
+# The condition of where (LibBroadcast.select): Bool.
+BOOL = (0, ctypes.c_bool, False)
 OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3, "maximum": 10, "minimum": 11}
 
 
@@ -170,9 +175,11 @@ class JuliaArray:
             acc *= p
         self.strides = tuple(st * ps for st, ps in zip(steps, pstrides))
         self.offset = sum(o * ps for o, ps in zip(offs, pstrides))
-        code, ctype, floating = DTYPES[dtype]
+        code, ctype, floating = BOOL if dtype == "bool" else DTYPES[dtype]
         n = acc
-        if floating:
+        if dtype == "bool":
+            vals = [rng.random() < 0.5 for _ in range(n)]
+        elif floating:
             vals = [rng.choice([-3.5, -1, -0.25, 0.0, 0.5, 1.0, 2.0, 7.75, 1e10, -1e-3])
                     * rng.randint(1, 9) for _ in range(n)]
             if dtype == "float32":
@@ -319,6 +326,39 @@ def check_pair(rng, sa, sb, dtype, op, inplace):
         lib.bc_tensor_free(tb)
 
 
+def check_select(rng, sc, sa, sb, dtype):
+    """LibBroadcast.select(C, A, B) against ifelse.(C, A, B): three operands, sizes and strides
+    reversed; a description of what went wrong, or None."""
+    C, A, B = JuliaArray(rng, "bool", sc), JuliaArray(rng, dtype, sa), JuliaArray(rng, dtype, sb)
+    size = julia_broadcast_size(sc, sa)[0]
+    if size is not None:
+        size = julia_broadcast_size(size, sb)[0]
+    tc, ta, tb, tr = C.tensor(), A.tensor(), B.tensor(), P()
+    try:
+        st = lib.bc_where(tc, ta, tb, ctypes.byref(tr))
+        if size is None:
+            return None if st == BC_ERR_SHAPE else f"Julia refuses this, the library returned {st}"
+        if st != BC_OK:
+            return f"Julia broadcasts this to {size}, the library failed: {last_error()}"
+        if julia_size_of(tr) != size:
+            return f"result size {julia_size_of(tr)}, Julia's is {size}"
+        want = [element(A, i) if element(C, i) else element(B, i) for i in column_major_indices(size)]
+        got = julia_array_of(tr, dtype, size)
+        return None if same_values(got, want) else f"values differ:\n      got      {got}\n      expected {want}"
+    finally:
+        for t in (tr, tc, ta, tb):
+            if t:
+                lib.bc_tensor_free(t)
+
+
+def random_triple(rng):
+    """Three Julia sizes for select: a pair, and a condition made from one of them with sizes set
+    to 1 and trailing dimensions dropped (so that most triples broadcast)."""
+    sa, sb = random_pair(rng)
+    sc = [s if rng.random() < 0.7 else 1 for s in rng.choice([sa, sb])]
+    return sc[: rng.randint(0, len(sc))], sa, sb
+
+
 def main():
     seed = int(os.environ.get("BC_PROXY_SEED", random.randrange(1 << 32)))
     pairs = int(os.environ.get("BC_PROXY_PAIRS", 1500))
@@ -342,6 +382,16 @@ def main():
             if failed <= 10:
                 kind = "in place" if inplace else "out of place"
                 print(f"FAIL pair {n}: A {tuple(sa)} {op} B {tuple(sb)}, {dtype}, {kind}: {problem}")
+    for n in range(pairs // 3):
+        sc, sa, sb = random_triple(rng)
+        dtype = rng.choice(list(DTYPES))
+        problem = check_select(rng, sc, sa, sb, dtype)
+        if problem is None:
+            passed += 1
+        else:
+            failed += 1
+            if failed <= 10:
+                print(f"FAIL select {n}: C {tuple(sc)}, A {tuple(sa)}, B {tuple(sb)}, {dtype}: {problem}")
     if lib.bc_tensor_live_count() != live:
         failed += 1
         print(f"FAIL: {lib.bc_tensor_live_count() - live} tensor handles leaked")
