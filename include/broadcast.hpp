@@ -455,14 +455,44 @@ inline void binary_out(OutFn fn, const Tensor &a, const Tensor &b, Tensor &out) 
 
 } // namespace detail
 
+/* The operations of the C API, X(name, BC_OP_* code): a new one is one line here (the tensor forms
+ * and the expression form come from it). */
+#define BC_HPP_OPERATIONS(X)                                                                       \
+    X(add, BC_OP_ADD)                                                                              \
+    X(sub, BC_OP_SUB)                                                                              \
+    X(mul, BC_OP_MUL)                                                                              \
+    X(div, BC_OP_DIV)                                                                              \
+    X(eq, BC_OP_EQ)                                                                                \
+    X(ne, BC_OP_NE)                                                                                \
+    X(lt, BC_OP_LT)                                                                                \
+    X(le, BC_OP_LE)                                                                                \
+    X(gt, BC_OP_GT)                                                                                \
+    X(ge, BC_OP_GE)                                                                                \
+    X(maximum, BC_OP_MAXIMUM)                                                                      \
+    X(minimum, BC_OP_MINIMUM)                                                                      \
+    X(pow, BC_OP_POW)                                                                              \
+    X(remainder, BC_OP_REMAINDER)                                                                  \
+    X(fmod, BC_OP_FMOD)                                                                            \
+    X(floor_divide, BC_OP_FLOOR_DIVIDE)                                                            \
+    X(logical_and, BC_OP_LOGICAL_AND)                                                              \
+    X(logical_or, BC_OP_LOGICAL_OR)                                                                \
+    X(logical_xor, BC_OP_LOGICAL_XOR)                                                              \
+    X(bitwise_and, BC_OP_BITWISE_AND)                                                              \
+    X(bitwise_or, BC_OP_BITWISE_OR)                                                                \
+    X(bitwise_xor, BC_OP_BITWISE_XOR)                                                              \
+    X(bitwise_left_shift, BC_OP_BITWISE_LEFT_SHIFT)                                                \
+    X(bitwise_right_shift, BC_OP_BITWISE_RIGHT_SHIFT)                                              \
+    X(atan2, BC_OP_ATAN2)                                                                          \
+    X(hypot, BC_OP_HYPOT)
+
 /*
- * Elementwise operations, one line each. BC_HPP_BINARY(name) gives
+ * Elementwise operations, one line each in BC_HPP_OPERATIONS. BC_HPP_BINARY(name, code) gives
  *   bc::name(a, b)            a new tensor                  (bc_name)
  *   bc::name(a, b, out)       into an existing tensor       (bc_name_out)
  *   bc::name_inplace(x, y)    into x                        (bc_name_inplace)
  * and BC_HPP_OPERATOR(op, name) the operators `a op b` and `x op= y`.
  */
-#define BC_HPP_BINARY(name)                                                                        \
+#define BC_HPP_BINARY(name, code)                                                                      \
     inline Tensor name(const Tensor &a, const Tensor &b) { return detail::binary(bc_##name, a, b); }  \
     inline void name(const Tensor &a, const Tensor &b, Tensor &out) {                                  \
         detail::binary_out(bc_##name##_out, a, b, out);                                                \
@@ -477,32 +507,7 @@ inline void binary_out(OutFn fn, const Tensor &a, const Tensor &b, Tensor &out) 
         return self;                                                                                   \
     }
 
-BC_HPP_BINARY(add)
-BC_HPP_BINARY(sub)
-BC_HPP_BINARY(mul)
-BC_HPP_BINARY(div)
-BC_HPP_BINARY(eq)
-BC_HPP_BINARY(ne)
-BC_HPP_BINARY(lt)
-BC_HPP_BINARY(le)
-BC_HPP_BINARY(gt)
-BC_HPP_BINARY(ge)
-BC_HPP_BINARY(maximum)
-BC_HPP_BINARY(minimum)
-BC_HPP_BINARY(pow)
-BC_HPP_BINARY(remainder)
-BC_HPP_BINARY(fmod)
-BC_HPP_BINARY(floor_divide)
-BC_HPP_BINARY(logical_and)
-BC_HPP_BINARY(logical_or)
-BC_HPP_BINARY(logical_xor)
-BC_HPP_BINARY(bitwise_and)
-BC_HPP_BINARY(bitwise_or)
-BC_HPP_BINARY(bitwise_xor)
-BC_HPP_BINARY(bitwise_left_shift)
-BC_HPP_BINARY(bitwise_right_shift)
-BC_HPP_BINARY(atan2)
-BC_HPP_BINARY(hypot)
+BC_HPP_OPERATIONS(BC_HPP_BINARY)
 
 // Bitwise operators and shifts are elementwise, as + - * / are. Comparisons have no operators:
 // Tensor's explicit operator bool (it holds a handle) would let `if (a == b)` compile and mean
@@ -810,32 +815,7 @@ inline Expr where(const Expr &cond, const Expr &a, const Expr &b) { return Expr:
     inline Expr name(const Expr &a, const Expr &b) { return Expr::apply(code, a, b); }
 #define BC_HPP_EXPR_OPERATOR(op, name)                                                              \
     inline Expr operator op(const Expr &a, const Expr &b) { return name(a, b); }
-BC_HPP_EXPR(add, BC_OP_ADD)
-BC_HPP_EXPR(sub, BC_OP_SUB)
-BC_HPP_EXPR(mul, BC_OP_MUL)
-BC_HPP_EXPR(div, BC_OP_DIV)
-BC_HPP_EXPR(eq, BC_OP_EQ)
-BC_HPP_EXPR(ne, BC_OP_NE)
-BC_HPP_EXPR(lt, BC_OP_LT)
-BC_HPP_EXPR(le, BC_OP_LE)
-BC_HPP_EXPR(gt, BC_OP_GT)
-BC_HPP_EXPR(ge, BC_OP_GE)
-BC_HPP_EXPR(maximum, BC_OP_MAXIMUM)
-BC_HPP_EXPR(minimum, BC_OP_MINIMUM)
-BC_HPP_EXPR(pow, BC_OP_POW)
-BC_HPP_EXPR(remainder, BC_OP_REMAINDER)
-BC_HPP_EXPR(fmod, BC_OP_FMOD)
-BC_HPP_EXPR(floor_divide, BC_OP_FLOOR_DIVIDE)
-BC_HPP_EXPR(logical_and, BC_OP_LOGICAL_AND)
-BC_HPP_EXPR(logical_or, BC_OP_LOGICAL_OR)
-BC_HPP_EXPR(logical_xor, BC_OP_LOGICAL_XOR)
-BC_HPP_EXPR(bitwise_and, BC_OP_BITWISE_AND)
-BC_HPP_EXPR(bitwise_or, BC_OP_BITWISE_OR)
-BC_HPP_EXPR(bitwise_xor, BC_OP_BITWISE_XOR)
-BC_HPP_EXPR(bitwise_left_shift, BC_OP_BITWISE_LEFT_SHIFT)
-BC_HPP_EXPR(bitwise_right_shift, BC_OP_BITWISE_RIGHT_SHIFT)
-BC_HPP_EXPR(atan2, BC_OP_ATAN2)
-BC_HPP_EXPR(hypot, BC_OP_HYPOT)
+BC_HPP_OPERATIONS(BC_HPP_EXPR)
 BC_HPP_EXPR_OPERATOR(+, add)
 BC_HPP_EXPR_OPERATOR(-, sub)
 BC_HPP_EXPR_OPERATOR(*, mul)
@@ -847,6 +827,7 @@ BC_HPP_EXPR_OPERATOR(<<, bitwise_left_shift)
 BC_HPP_EXPR_OPERATOR(>>, bitwise_right_shift)
 #undef BC_HPP_EXPR
 #undef BC_HPP_EXPR_OPERATOR
+#undef BC_HPP_OPERATIONS
 
 // Settings: process-wide, as in the C API.
 inline void set_broadcast_warning(bool enabled) { detail::check(bc_set_broadcast_warning(enabled)); }
