@@ -29,7 +29,12 @@ func step(kind C.int32_t, arg C.int32_t, i int64, f float64) Expr {
 }
 
 // Input is input tensor number i of Eval's inputs.
-func Input(i int) Expr { return step(C.BC_EXPR_INPUT, C.int32_t(i), 0, 0) }
+func Input(i int) Expr {
+	if int(int32(i)) != i {
+		i = -1 // out of range for the library too, rather than wrapped into range
+	}
+	return step(C.BC_EXPR_INPUT, C.int32_t(i), 0, 0)
+}
 
 // Const is a constant of a floating dtype: a 0-d tensor of dtype d holding v (rounded to d). It
 // promotes as a 0-d tensor does.

@@ -3,6 +3,7 @@ package broadcast_test
 import (
 	"errors"
 	"reflect"
+	"strconv"
 	"testing"
 
 	bc "libbroadcast/broadcast"
@@ -76,6 +77,13 @@ func TestExprErrors(t *testing.T) {
 	_, err = bc.Add.Of(bc.Input(0), bc.Input(2)).Eval(a, b)
 	if !errors.Is(err, bc.ErrInvalidArg) {
 		t.Errorf("input out of range: %v", err)
+	}
+	if strconv.IntSize == 64 {
+		var s uint = 32
+		_, err = bc.Add.Of(bc.Input(0), bc.Input(1<<s)).Eval(a, b) // as int32: input 0
+		if !errors.Is(err, bc.ErrInvalidArg) {
+			t.Errorf("input 2^32: %v", err)
+		}
 	}
 	_, err = bc.Input(0).Eval(a) // no operation
 	if !errors.Is(err, bc.ErrInvalidArg) {
