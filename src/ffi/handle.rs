@@ -2,14 +2,29 @@
 //! dereferenced: it is a token (slot index + generation) into a registry of live tensors, so a
 //! freed, twice-freed or made-up handle is recognised and refused instead of being followed.
 //!
+//! # Reading without locks
+//!
+//! Each slot holds its tensor in place and one atomic word of state: the slot's generation and
+//! whether it is live. A call reads its operands without taking any lock and without writing to
+//! the slots: it announces the slots in its thread's record, checks each state against the
+//! handle's generation, and borrows the tensors where they lie ([`readers`]). A free marks the
+//! slot dead (one compare-and-swap, so of two racing frees exactly one wins), waits for reads
+//! announced on that slot to end, then drops the tensor. So a freed, stale or forged handle is
+//! refused, a free racing a read is safe, and reading costs a few plain stores, one fence and
+//! one load per handle; two threads using the same handles never write a common cache line.
+//!
 //! Nothing here allocates except a new chunk of slots, which is allocated fallibly: the registry
 //! keeps its free slots in lists threaded through the slots themselves, so freeing a handle never
 //! needs memory, and reaching the handle limit or failing to grow is `BC_ERR_ALLOC`.
 use super::status::FfiError;
 use crate::engine::shape::Dims;
 use crate::engine::Tensor;
+use readers::{Own, Reading, MAX_HAZARDS};
 use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+mod readers;
 
 /// An opaque tensor handle. Obtain one from a `bc_tensor_*` constructor, a view function or an
 /// operation; release it with `bc_tensor_free`. Handles are tokens, not addresses: never
@@ -23,18 +38,15 @@ pub const BC_MAX_NDIM: usize = 64;
 const _: () = assert!(BC_MAX_NDIM == crate::engine::shape::MAX_NDIM);
 
 /// Slots live in fixed-size chunks that are allocated on first need and never move or go away,
-/// so a lookup finds its slot without any registry-wide lock: it locks only that slot. Threads
-/// working on different tensors therefore never contend. Creating and freeing handles take the
-/// (short) allocator lock only when the thread's own cache of freed slots is empty or full.
+/// so a lookup finds its slot without any registry-wide lock, and a slot's memory stays valid
+/// for a reader whatever happens to its handle. Creating and freeing handles take the (short)
+/// allocator lock only when the thread's own cache of freed slots is empty or full.
 const CHUNK_SLOTS: usize = 256;
 const MAX_CHUNKS: usize = 1 << 16;
 
-/// A lock for the registry's short critical sections. Taking it costs one atomic
-/// read-modify-write and releasing it one plain store (a `std::sync::Mutex` pays a second
-/// read-modify-write to release, about 10 ns on the machines we measure, and a small operation
-/// takes three or four locks). A waiter spins briefly, then yields its time slice, so a holder
-/// that was descheduled is not starved. Holders never take another slot lock out of index order
-/// (see [`with`]) and never run caller code, so waits are short and cannot form a cycle.
+/// A lock for the registry's short critical sections (the shared free list). Taking it costs one
+/// atomic read-modify-write and releasing it one plain store. A waiter spins briefly, then
+/// yields its time slice, so a holder that was descheduled is not starved.
 struct SpinLock<T> {
     locked: AtomicBool,
     value: UnsafeCell<T>,
@@ -52,11 +64,6 @@ impl<T> SpinLock<T> {
     }
 
     fn lock(&self) -> SpinGuard<'_, T> {
-        self.acquire();
-        SpinGuard { lock: self }
-    }
-
-    fn acquire(&self) {
         let mut spins = 0u32;
         while self
             .locked
@@ -72,23 +79,11 @@ impl<T> SpinLock<T> {
                 }
             }
         }
-    }
-
-    fn release(&self) {
-        self.locked.store(false, Ordering::Release);
-    }
-
-    /// # Safety
-    /// The caller holds the lock for as long as the reference lives.
-    unsafe fn get_locked(&self) -> &T {
-        // SAFETY: the lock excludes writers.
-        unsafe { &*self.value.get() }
+        SpinGuard { lock: self }
     }
 }
 
-/// Releases the lock when dropped, also while unwinding: every critical section leaves its data
-/// consistent, so a panic inside one (only possible in the engine code run by [`with`]) leaves
-/// nothing half-done behind.
+/// Releases the lock when dropped, also while unwinding.
 struct SpinGuard<'a, T> {
     lock: &'a SpinLock<T>,
 }
@@ -110,23 +105,43 @@ impl<T> std::ops::DerefMut for SpinGuard<'_, T> {
 
 impl<T> Drop for SpinGuard<'_, T> {
     fn drop(&mut self) {
-        self.lock.release();
+        self.lock.locked.store(false, Ordering::Release);
     }
 }
 
-/// The tensor a slot holds, and the slot's generation: it grows by one at every free, and a
-/// token names the slot only at the generation it was made at.
-struct SlotData {
-    generation: u64,
-    tensor: Option<Tensor>,
-}
-
 struct Slot {
-    inner: SpinLock<SlotData>,
+    /// `generation << 1 | live`. The generation grows by one at every free, and a token names
+    /// the slot only at the generation it was made at. Changed only by the slot's owner: the
+    /// thread filling a reserved slot, or the free that won the compare-and-swap.
+    state: AtomicU64,
+    /// The tensor, initialised exactly while the slot is live and until its free has waited out
+    /// the reads (see the module doc). Never written while live.
+    tensor: UnsafeCell<MaybeUninit<Tensor>>,
     /// While the slot is free: the next slot of the free list it is on ([`NONE`] at the end).
     /// Written only by the thread that owns the list (under the allocator lock for the shared
     /// list).
     next: AtomicU32,
+}
+
+// SAFETY: the tensor is written only by the slot's owner while no reader can reach it (not live,
+// or live but not yet published), read by any thread only while live and announced, and taken
+// out by the one free that marked it dead, once every announced read has ended.
+unsafe impl Sync for Slot {}
+
+fn live(generation: u64) -> u64 {
+    generation << 1 | 1
+}
+
+impl Slot {
+    /// The tensor of a slot whose state was seen live in a read still under way.
+    ///
+    /// # Safety
+    /// The caller's [`Reading`] announced this slot before seeing its state live, and outlives
+    /// the reference.
+    unsafe fn tensor(&self) -> &Tensor {
+        // SAFETY: live means initialised, and the announced read keeps it from being dropped.
+        unsafe { (*self.tensor.get()).assume_init_ref() }
+    }
 }
 
 /// No slot: the end of a free list.
@@ -189,6 +204,7 @@ fn decode(handle: *const bc_tensor) -> (usize, u64) {
 }
 
 /// The slot at `index`, if its chunk exists.
+#[inline]
 fn slot(index: usize) -> Option<&'static Slot> {
     let chunk = CHUNKS.get(index / CHUNK_SLOTS)?.load(Ordering::Acquire);
     // SAFETY: a non-null chunk pointer comes from `new_chunk` and is never freed.
@@ -211,10 +227,8 @@ fn new_chunk() -> Option<*mut Chunk> {
         // SAFETY: slot i of the fresh block, written once before anything reads it.
         unsafe {
             std::ptr::addr_of_mut!((*chunk).slots[i]).write(Slot {
-                inner: SpinLock::new(SlotData {
-                    generation: 0,
-                    tensor: None,
-                }),
+                state: AtomicU64::new(0),
+                tensor: UnsafeCell::new(MaybeUninit::uninit()),
                 next: AtomicU32::new(NONE),
             })
         };
@@ -247,50 +261,77 @@ pub fn set_slot_limit_for_tests(limit: usize) -> usize {
 #[doc(hidden)]
 pub fn set_generation_for_tests(h: *mut bc_tensor, generation: u64) -> Option<*mut bc_tensor> {
     let (index, old) = decode(h);
-    let mut inner = slot(index)?.inner.lock();
-    if inner.tensor.is_none() || inner.generation != old || generation > LAST_GENERATION {
+    if generation > LAST_GENERATION {
         return None;
     }
-    inner.generation = generation;
+    slot(index)?
+        .state
+        .compare_exchange(
+            live(old),
+            live(generation),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        )
+        .ok()?;
     Some(encode(index, generation))
 }
 
 // ---------------------------------------------------------------------------------------------
-// Free slots: a shared list under the allocator lock, and a per-thread cache in front of it.
+// Per thread: the cache of freed slots and the reader record.
 
-/// This thread's freed slots, kept for its next registrations: a loop that makes and frees
-/// handles then never takes the allocator lock. A list threaded through the slots (`Slot::next`),
-/// so the thread-local is plain data: it is never destroyed (usable while the thread exits) and
-/// caching never allocates.
+/// This thread's freed slots, kept for its next registrations (a loop that makes and frees
+/// handles then never takes the allocator lock), and its reader record. A list threaded through
+/// the slots (`Slot::next`), so the thread-local is plain data: it is never destroyed (usable
+/// while the thread exits) and caching never allocates.
 #[derive(Clone, Copy)]
-struct LocalFree {
+struct Local {
     head: u32,
     len: u32,
-    state: CacheState,
+    state: HookState,
+    record: Own,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum CacheState {
-    /// No thread-exit hook yet: slots freed here go to the shared list.
+enum HookState {
+    /// No thread-exit hook yet: slots freed here go to the shared list, and reads share
+    /// record 0.
     Off,
-    /// The thread-exit hook is registered: it hands the cache back.
+    /// The thread-exit hook is registered: it hands the cache and the record back.
     On,
-    /// The thread is exiting (the hook ran): no more caching.
+    /// The thread is exiting (the hook ran), or no hook can be registered: no more caching, no
+    /// record of its own.
     Closed,
 }
 
 const LOCAL_FREE_MAX: u32 = 64;
 // Plain data: the thread-local has no destructor, so it is usable while the thread exits.
-const _: () = assert!(!std::mem::needs_drop::<LocalFree>());
+const _: () = assert!(!std::mem::needs_drop::<Local>());
 
 thread_local! {
-    static LOCAL_FREE: Cell<LocalFree> = const {
-        Cell::new(LocalFree {
+    static LOCAL: Cell<Local> = const {
+        Cell::new(Local {
             head: NONE,
             len: 0,
-            state: CacheState::Off,
+            state: HookState::Off,
+            record: Own::NONE,
         })
     };
+}
+
+/// Registers the thread-exit hook on first need, and takes a reader record along: both are
+/// given back by the hook, so neither is taken without it.
+#[cold]
+fn arm(mut local: Local) -> Local {
+    if local.state == HookState::Off {
+        if thread_exit::register() {
+            local.state = HookState::On;
+            local.record = readers::take_record();
+        } else {
+            local.state = HookState::Closed;
+        }
+        LOCAL.set(local);
+    }
+    local
 }
 
 /// The slot at a free-list index (every index on a list names an existing slot).
@@ -300,31 +341,25 @@ fn listed(index: u32) -> &'static Slot {
 
 /// Pops a slot from this thread's cache.
 fn pop_local() -> Option<usize> {
-    let mut local = LOCAL_FREE.get();
+    let mut local = LOCAL.get();
     if local.head == NONE {
         return None;
     }
     let index = local.head;
     local.head = listed(index).next.load(Ordering::Relaxed);
     local.len -= 1;
-    LOCAL_FREE.set(local);
+    LOCAL.set(local);
     Some(index as usize)
 }
 
 /// Pushes a freed slot on this thread's cache; false when the cache is full or off (the caller
 /// then puts the slot on the shared list).
 fn push_local(index: usize) -> bool {
-    let mut local = LOCAL_FREE.get();
-    if local.len >= LOCAL_FREE_MAX {
-        return false;
+    let mut local = LOCAL.get();
+    if local.state != HookState::On {
+        local = arm(local);
     }
-    if local.state == CacheState::Off {
-        if !thread_exit::register() {
-            return false;
-        }
-        local.state = CacheState::On;
-    }
-    if local.state != CacheState::On {
+    if local.len >= LOCAL_FREE_MAX || local.state != HookState::On {
         return false;
     }
     listed(index as u32)
@@ -332,19 +367,32 @@ fn push_local(index: usize) -> bool {
         .store(local.head, Ordering::Relaxed);
     local.head = index as u32;
     local.len += 1;
-    LOCAL_FREE.set(local);
+    LOCAL.set(local);
     true
 }
 
-/// Hands this thread's cached slots back to the shared list and stops caching: the thread is
+/// This thread's reader record ([`Own::NONE`]: it shares record 0).
+#[inline]
+fn own_record() -> Own {
+    let local = LOCAL.get();
+    match local.state {
+        HookState::On => local.record,
+        HookState::Off => arm(local).record,
+        HookState::Closed => Own::NONE,
+    }
+}
+
+/// Hands this thread's cached slots and its record back, and stops caching: the thread is
 /// exiting.
 fn close_local() {
-    let mut local = LOCAL_FREE.get();
-    let (head, len) = (local.head, local.len);
+    let mut local = LOCAL.get();
+    let (head, len, record) = (local.head, local.len, local.record);
     local.head = NONE;
     local.len = 0;
-    local.state = CacheState::Closed;
-    LOCAL_FREE.set(local);
+    local.state = HookState::Closed;
+    local.record = Own::NONE;
+    LOCAL.set(local);
+    readers::give_back(record);
     if len == 0 {
         return;
     }
@@ -359,7 +407,8 @@ fn close_local() {
 
 /// A thread-exit hook that runs [`close_local`], registered per thread through a POSIX key
 /// (`pthread_setspecific` reports a refusal, where a Rust thread-local with a destructor would
-/// abort when glibc cannot allocate its record). Without it a thread caches nothing.
+/// abort when glibc cannot allocate its record). Without it a thread caches nothing and has no
+/// reader record of its own.
 #[cfg(unix)]
 mod thread_exit {
     use std::sync::OnceLock;
@@ -410,6 +459,9 @@ mod thread_exit {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Making and freeing handles.
+
 /// A slot taken for a handle about to be made. Dropping it unused puts it back, so a call can
 /// take its slot before it builds anything it could not undo (a wrapped tensor's release
 /// callback must not run when the call fails).
@@ -422,11 +474,14 @@ impl Reserved {
     pub(crate) fn fill(self, t: Tensor) -> *mut bc_tensor {
         let index = self.index;
         std::mem::forget(self);
-        // The slot is ours until it holds a tensor: it is on no free list, and stale handles to
-        // it carry an older generation.
-        let mut inner = listed(index as u32).inner.lock();
-        inner.tensor = Some(t);
-        encode(index, inner.generation)
+        // The slot is ours until it is live: it is on no free list, and its state is not live,
+        // so no reader reaches the tensor before the release store below publishes it.
+        let slot = listed(index as u32);
+        // SAFETY: as above; the slot's previous tensor, if any, was taken out by its free.
+        unsafe { (*slot.tensor.get()).write(t) };
+        let generation = slot.state.load(Ordering::Relaxed) >> 1;
+        slot.state.store(live(generation), Ordering::Release);
+        encode(index, generation)
     }
 }
 
@@ -478,113 +533,9 @@ fn free_slot(index: usize) {
     }
 }
 
-/// The tensor behind a handle argument (a cheap clone: storage is shared).
-pub(crate) fn get(handle: *const bc_tensor, name: &'static str) -> Result<Tensor, FfiError> {
-    Ok(with([(handle, name)], |_| true, |[t]| t.try_clone())??)
-}
-
-/// Runs `f` on the tensor behind one handle, borrowed under its slot's lock: for reading
-/// metadata and making views, which take no time. `f` must not register handles (see [`with`]).
-pub(crate) fn borrow<R>(
-    handle: *const bc_tensor,
-    name: &'static str,
-    f: impl FnOnce(&Tensor) -> R,
-) -> Result<R, FfiError> {
-    with([(handle, name)], |_| true, |[t]| f(t))
-}
-
-/// Runs `f` on the tensors behind `handles` (each given with its argument name, for errors).
-/// When `inline` says the work is small, `f` borrows them while their slots stay locked, which
-/// spares two atomic operations per handle (an `Arc` clone and drop) on calls that take well
-/// under a microsecond; otherwise `f` gets clones, after the locks are released, so a long
-/// computation never holds up another thread's use of the same handles.
-///
-/// Slots are locked in index order, each once (the same handle may be passed twice), so threads
-/// locking several never wait on each other in a cycle. Errors name the first bad argument in
-/// argument order: NULL gives `NullArg`, anything not live `InvalidHandle`. `f` must not register
-/// a handle (that locks another slot, out of order) nor drop the last reference to a storage (a
-/// caller's release hook must not run under the locks; the borrowed tensors keep theirs alive).
-pub(crate) fn with<const K: usize, R>(
-    handles: [(*const bc_tensor, &'static str); K],
-    inline: impl FnOnce([&Tensor; K]) -> bool,
-    f: impl FnOnce([&Tensor; K]) -> R,
-) -> Result<R, FfiError> {
-    let mut found: [(usize, u64, Option<&'static Slot>); K] = [(0, 0, None); K];
-    for (i, &(h, name)) in handles.iter().enumerate() {
-        if h.is_null() {
-            // An earlier argument that is not live is the first error.
-            for &(earlier, earlier_name) in &handles[..i] {
-                // (Not NULL: the first NULL is this one.)
-                if !is_live(earlier) {
-                    return Err(FfiError::InvalidHandle(earlier_name));
-                }
-            }
-            return Err(FfiError::NullArg(name));
-        }
-        let (index, generation) = decode(h);
-        found[i] = (index, generation, slot(index));
-    }
-    // Lock order: by slot index (K is at most 4: an insertion sort of positions).
-    let mut order: [usize; K] = std::array::from_fn(|i| i);
-    for i in 1..K {
-        let mut j = i;
-        while j > 0 && found[order[j - 1]].0 > found[order[j]].0 {
-            order.swap(j - 1, j);
-            j -= 1;
-        }
-    }
-    /// The slots locked so far, released on every way out (also unwinding out of `f`).
-    struct Held<const K: usize>([Option<&'static Slot>; K]);
-    impl<const K: usize> Drop for Held<K> {
-        fn drop(&mut self) {
-            for slot in self.0.iter().flatten() {
-                slot.inner.release();
-            }
-        }
-    }
-    let mut held = Held([None; K]);
-    let mut last = None;
-    for (n, &i) in order.iter().enumerate() {
-        let (index, _, slot) = found[i];
-        if let Some(slot) = slot {
-            if last != Some(index) {
-                slot.inner.acquire();
-                held.0[n] = Some(slot);
-                last = Some(index);
-            }
-        }
-    }
-    for (i, &(_, generation, slot)) in found.iter().enumerate() {
-        let live = slot.is_some_and(|slot| {
-            // SAFETY: every slot in `found` is locked (once) in `held`.
-            let inner = unsafe { slot.inner.get_locked() };
-            inner.tensor.is_some() && inner.generation == generation
-        });
-        if !live {
-            return Err(FfiError::InvalidHandle(handles[i].1));
-        }
-    }
-    let tensors: [&Tensor; K] = std::array::from_fn(|i| {
-        let slot = found[i].2.expect("checked live above");
-        // SAFETY: locked in `held`, which outlives every use of these references below.
-        let inner = unsafe { slot.inner.get_locked() };
-        inner.tensor.as_ref().expect("checked live above")
-    });
-    if inline(tensors) {
-        return Ok(f(tensors));
-    }
-    let mut owned: [Option<Tensor>; K] = [const { None }; K];
-    for (o, t) in owned.iter_mut().zip(tensors) {
-        *o = Some(t.try_clone()?);
-    }
-    drop(held);
-    Ok(f(owned
-        .each_ref()
-        .map(|t| t.as_ref().expect("cloned above"))))
-}
-
-/// Frees a handle. Returns false when it was not live. The tensor is dropped after the locks are
-/// released, because dropping may run a caller's release callback, which may call back in.
+/// Frees a handle. Returns false when it was not live. The tensor is dropped last, once the slot
+/// is dead and no read of it is under way, because dropping may run a caller's release
+/// callback, which may call back in.
 ///
 /// A slot at the last generation a token can hold is retired instead of reused: its next handle
 /// would repeat a token that was handed out before, and a stale copy of that token would then
@@ -595,17 +546,20 @@ pub(crate) fn release(handle: *mut bc_tensor) -> bool {
     let Some(slot) = slot(index) else {
         return false;
     };
-    let (taken, retired) = {
-        let mut inner = slot.inner.lock();
-        if inner.generation != generation || inner.tensor.is_none() {
-            return false;
-        }
-        let retired = inner.generation == LAST_GENERATION;
-        if !retired {
-            inner.generation += 1;
-        }
-        (inner.tensor.take(), retired)
-    };
+    let retired = generation == LAST_GENERATION;
+    let dead = if retired { generation } else { generation + 1 } << 1;
+    // Of racing frees of one handle, exactly one gets past this.
+    if slot
+        .state
+        .compare_exchange(live(generation), dead, Ordering::AcqRel, Ordering::Relaxed)
+        .is_err()
+    {
+        return false;
+    }
+    readers::wait_for_readers(own_record(), index);
+    // SAFETY: the slot was live (so its tensor is initialised) and is now dead and ours: no read
+    // of it is under way, and no later one gets past its state.
+    let taken = unsafe { (*slot.tensor.get()).assume_init_read() };
     if !retired {
         free_slot(index);
     }
@@ -613,17 +567,90 @@ pub(crate) fn release(handle: *mut bc_tensor) -> bool {
     true
 }
 
-/// Whether a handle is live right now.
-pub(crate) fn is_live(handle: *const bc_tensor) -> bool {
-    borrow(handle, "t", |_| ()).is_ok()
+// ---------------------------------------------------------------------------------------------
+// Reading handles.
+
+/// The tensor behind a handle argument (a cheap clone: storage is shared).
+pub(crate) fn get(handle: *const bc_tensor, name: &'static str) -> Result<Tensor, FfiError> {
+    Ok(with([(handle, name)], |_| true, |[t]| t.try_clone())??)
 }
 
-/// Number of live handles (for leak checks in tests): a count of the slots holding a tensor, in
-/// time proportional to the most handles ever live at once.
+/// Runs `f` on the tensor behind one handle, borrowed where it lies: for reading metadata and
+/// making views, which take no time. `f` must not register or free handles (see [`with`]).
+pub(crate) fn borrow<R>(
+    handle: *const bc_tensor,
+    name: &'static str,
+    f: impl FnOnce(&Tensor) -> R,
+) -> Result<R, FfiError> {
+    with([(handle, name)], |_| true, |[t]| f(t))
+}
+
+/// Runs `f` on the tensors behind `handles` (each given with its argument name, for errors;
+/// the same handle may come more than once). When `inline` says the work is small, `f` borrows
+/// them in their slots, read without locks (see the module doc); otherwise `f` gets clones, made
+/// before the read ends, so a long computation never holds up a free of the same handles.
+///
+/// Errors name the first bad argument in argument order: NULL gives `NullArg`, anything not live
+/// `InvalidHandle`. `f` must not read, register or free a handle (reads do not nest, and a free
+/// would wait for this read), nor drop the last reference to a storage (a caller's release hook
+/// must not run inside a read; the borrowed tensors keep theirs alive).
+#[inline]
+pub(crate) fn with<const K: usize, R>(
+    handles: [(*const bc_tensor, &'static str); K],
+    inline: impl FnOnce([&Tensor; K]) -> bool,
+    f: impl FnOnce([&Tensor; K]) -> R,
+) -> Result<R, FfiError> {
+    const { assert!(K <= MAX_HAZARDS) };
+    if let Some(i) = handles.iter().position(|(h, _)| h.is_null()) {
+        // An earlier argument that is not live is the first error.
+        if let Some(&(_, name)) = handles[..i].iter().find(|(h, _)| !is_live(*h)) {
+            return Err(FfiError::InvalidHandle(name));
+        }
+        return Err(FfiError::NullArg(handles[i].1));
+    }
+    let found: [(u64, Option<&'static Slot>); K] = std::array::from_fn(|i| {
+        let (index, generation) = decode(handles[i].0);
+        (generation, slot(index))
+    });
+    let mut hazards = [0u32; MAX_HAZARDS];
+    for (h, &(handle, _)) in hazards.iter_mut().zip(&handles) {
+        *h = decode(handle).0.wrapping_add(1) as u32;
+    }
+    let reading = Reading::begin(own_record(), hazards);
+    for (i, &(generation, slot)) in found.iter().enumerate() {
+        if !slot.is_some_and(|s| s.state.load(Ordering::Acquire) == live(generation)) {
+            return Err(FfiError::InvalidHandle(handles[i].1));
+        }
+    }
+    // SAFETY: every slot was announced by `reading` and then seen live; `reading` outlives every
+    // use of the references (it ends when this function returns, or after the clones below).
+    let tensors: [&Tensor; K] =
+        std::array::from_fn(|i| unsafe { found[i].1.expect("seen live").tensor() });
+    if inline(tensors) {
+        return Ok(f(tensors));
+    }
+    let mut owned: [Option<Tensor>; K] = [const { None }; K];
+    for (o, t) in owned.iter_mut().zip(tensors) {
+        *o = Some(t.try_clone()?);
+    }
+    drop(reading);
+    Ok(f(owned
+        .each_ref()
+        .map(|t| t.as_ref().expect("cloned above"))))
+}
+
+/// Whether a handle is live right now.
+pub(crate) fn is_live(handle: *const bc_tensor) -> bool {
+    let (index, generation) = decode(handle);
+    slot(index).is_some_and(|s| s.state.load(Ordering::Acquire) == live(generation))
+}
+
+/// Number of live handles (for leak checks in tests): a count of the live slots, in time
+/// proportional to the most handles ever live at once.
 pub(crate) fn live_count() -> usize {
     let next = ALLOCATOR.lock().next;
     (0..next)
-        .filter(|&i| slot(i).is_some_and(|s| s.inner.lock().tensor.is_some()))
+        .filter(|&i| slot(i).is_some_and(|s| s.state.load(Ordering::Acquire) & 1 == 1))
         .count()
 }
 
