@@ -75,8 +75,23 @@ pub fn try_small_with_capacity<A: Array>(n: usize) -> Result<SmallVec<A>> {
     Ok(v)
 }
 
-/// A `SmallVec` copy of `s` (inline when it fits, else on the heap, fallibly).
+/// A `SmallVec` copy of `s` (inline when it fits, else on the heap, fallibly). The inline case
+/// is inlined into the caller: returning a `SmallVec` through a `Result` in memory made the
+/// caller's wide reads of it wait for the callee's narrow writes (a failed store forwarding, the
+/// largest single cost of making a small tensor).
+#[inline(always)]
 pub fn try_small<A: Array>(s: &[A::Item]) -> Result<SmallVec<A>>
+where
+    A::Item: Copy,
+{
+    if s.len() <= A::size() {
+        Ok(SmallVec::from_slice(s)) // allocates nothing
+    } else {
+        try_small_spilled(s)
+    }
+}
+
+fn try_small_spilled<A: Array>(s: &[A::Item]) -> Result<SmallVec<A>>
 where
     A::Item: Copy,
 {
@@ -85,8 +100,20 @@ where
     Ok(v)
 }
 
-/// `n` copies of `x` in a `SmallVec`.
+/// `n` copies of `x` in a `SmallVec` (the inline case inlined, as [`try_small`]).
+#[inline(always)]
 pub fn try_small_elem<A: Array>(x: A::Item, n: usize) -> Result<SmallVec<A>>
+where
+    A::Item: Copy,
+{
+    if n <= A::size() {
+        Ok(SmallVec::from_elem(x, n)) // allocates nothing
+    } else {
+        try_small_elem_spilled(x, n)
+    }
+}
+
+fn try_small_elem_spilled<A: Array>(x: A::Item, n: usize) -> Result<SmallVec<A>>
 where
     A::Item: Copy,
 {
@@ -180,9 +207,13 @@ impl<T> Shared<T> {
         let layout = Layout::new::<SharedBlock<T>>();
         // SAFETY: the block has a non-zero size (it holds a counter).
         let raw = unsafe { alloc::alloc(layout) }.cast::<SharedBlock<T>>();
-        let ptr = NonNull::new(raw).ok_or(Error::Alloc {
-            bytes: layout.size(),
-        })?;
+        // (Not `ok_or`: its error value, built eagerly, was dropped through the drop glue of
+        // `Error` on every success.)
+        let Some(ptr) = NonNull::new(raw) else {
+            return Err(Error::Alloc {
+                bytes: layout.size(),
+            });
+        };
         // SAFETY: a fresh, suitably aligned block of the right size.
         unsafe {
             ptr.as_ptr().write(SharedBlock {
@@ -229,11 +260,15 @@ impl<T> Clone for Shared<T> {
 impl<T> Drop for Shared<T> {
     fn drop(&mut self) {
         // Release, then Acquire by the last owner: every use of the value through other
-        // references happens before it is dropped (the same protocol as `Arc`).
-        if self.block().count.fetch_sub(1, Ordering::Release) != 1 {
-            return;
+        // references happens before it is dropped (the same protocol as `Arc`). A sole owner
+        // (the count read as 1: no other reference exists to make a new one) skips the
+        // read-modify-write, which is most of what dropping a small result costs.
+        if self.block().count.load(Ordering::Acquire) != 1 {
+            if self.block().count.fetch_sub(1, Ordering::Release) != 1 {
+                return;
+            }
+            atomic::fence(Ordering::Acquire);
         }
-        atomic::fence(Ordering::Acquire);
         // SAFETY: this was the last reference: nothing else can reach the block. It was
         // allocated in `try_new_with` with this layout.
         unsafe {

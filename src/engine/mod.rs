@@ -7,6 +7,7 @@ pub mod dtype;
 pub mod elem;
 pub mod error;
 pub mod expr;
+pub mod fast;
 pub mod format;
 pub mod kernels;
 pub mod layout;

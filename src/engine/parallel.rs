@@ -91,6 +91,12 @@ pub fn threshold() -> usize {
     THRESHOLD.load(Ordering::Relaxed)
 }
 
+/// Whether work of `numel` elements runs on the calling thread alone (as [`threads_for`] says,
+/// without its division).
+pub fn is_serial(numel: usize) -> bool {
+    numel < threshold().max(1).saturating_mul(2) || num_threads() == 1
+}
+
 /// Results of at least this many bytes are written with streaming stores: they do not stay in a
 /// core's cache anyway, and skipping the read-for-ownership of every destination line saves a
 /// third of the traffic of `c = a + b`. Smaller results stay in cache for whatever reads them

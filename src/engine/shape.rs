@@ -74,23 +74,32 @@ pub fn checked_numel(shape: &[usize]) -> Result<usize> {
     if shape.contains(&0) {
         return Ok(0);
     }
-    shape
+    match shape
         .iter()
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))
         .filter(|&n| n <= isize::MAX as usize)
-        .ok_or(Error::Overflow { what: "numel" })
+    {
+        Some(n) => Ok(n),
+        // (Not `ok_or`: its eager error value went through `Error`'s drop glue on success.)
+        None => Err(Error::Overflow { what: "numel" }),
+    }
 }
 
 /// Number of bytes of `numel` elements of `itemsize`, refusing overflow.
 pub fn checked_nbytes(numel: usize, itemsize: usize) -> Result<usize> {
-    numel
+    match numel
         .checked_mul(itemsize)
         .filter(|&n| n <= isize::MAX as usize)
-        .ok_or(Error::Overflow { what: "nbytes" })
+    {
+        Some(n) => Ok(n),
+        None => Err(Error::Overflow { what: "nbytes" }),
+    }
 }
 
 /// Row-major strides, PyTorch's way: a size-0 or size-1 dimension counts as 1 for the
-/// dimensions outside it, so strides never collapse to 0.
+/// dimensions outside it, so strides never collapse to 0. (Inlined: built in the caller's frame,
+/// a small vector is not copied out through memory right after being written.)
+#[inline(always)]
 pub fn contiguous_strides(shape: &[usize]) -> Result<Strides> {
     let mut strides: Strides = try_small_elem(0, shape.len())?;
     let mut acc: isize = 1;

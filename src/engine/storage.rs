@@ -21,10 +21,12 @@
 //! Nothing here aborts when memory runs out: element memory is requested fallibly, and freeing
 //! never needs memory (the cache's list has room for every entry it may hold, reserved fallibly
 //! the first time; a buffer that finds no room is simply freed).
+use super::alloc::Shared;
 use super::error::{Error, Result};
 use smallvec::SmallVec;
 use std::alloc::{self, Layout};
 use std::cell::{Cell, UnsafeCell};
+use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -66,13 +68,19 @@ pub struct Storage {
 /// than the arithmetic.
 const INLINE_BYTES: usize = 64;
 
-/// Aligned as the allocator's small blocks are, which suits every element type.
+/// Aligned as the allocator's small blocks are, which suits every element type. Left
+/// uninitialised unless zeroes are asked for: every other owner writes its elements before they
+/// are read (and storages of other kinds never use these bytes).
 #[repr(C, align(16))]
-struct InlineBytes(UnsafeCell<[u8; INLINE_BYTES]>);
+struct InlineBytes(UnsafeCell<MaybeUninit<[u8; INLINE_BYTES]>>);
 
 impl InlineBytes {
-    const fn new() -> InlineBytes {
-        InlineBytes(UnsafeCell::new([0; INLINE_BYTES]))
+    const fn new(zeroed: bool) -> InlineBytes {
+        InlineBytes(UnsafeCell::new(if zeroed {
+            MaybeUninit::zeroed()
+        } else {
+            MaybeUninit::uninit()
+        }))
     }
 }
 
@@ -169,14 +177,38 @@ impl Storage {
         })
     }
 
-    fn alloc_once(nbytes: usize, zeroed: bool) -> Result<Storage> {
+    /// [`Storage::alloc`], shared: a storage of up to [`INLINE_BYTES`] is built directly in the
+    /// block of its reference count (its one allocation), rather than built, then moved there.
+    #[inline]
+    pub fn alloc_shared(nbytes: usize, zeroed: bool) -> Result<Shared<Storage>> {
         if nbytes <= INLINE_BYTES {
-            // Empty storages too, uncounted: they allocate nothing. The inline bytes start out
-            // zeroed, which serves both kinds of request.
+            let shared = Shared::try_new_with(|| Storage::inline(nbytes, zeroed))?;
             if nbytes > 0 {
                 count(nbytes, false);
             }
-            return Ok(Storage::new(NonNull::dangling(), nbytes, Owner::Inline));
+            return Ok(shared);
+        }
+        Shared::try_new(Storage::alloc(nbytes, zeroed)?)
+    }
+
+    /// Storage in its own inline bytes (empty storages too, uncounted: they allocate nothing).
+    #[inline(always)]
+    fn inline(nbytes: usize, zeroed: bool) -> Storage {
+        Storage {
+            ptr: NonNull::dangling(),
+            nbytes,
+            owner: Owner::Inline,
+            read_only: false,
+            inline: InlineBytes::new(zeroed),
+        }
+    }
+
+    fn alloc_once(nbytes: usize, zeroed: bool) -> Result<Storage> {
+        if nbytes <= INLINE_BYTES {
+            if nbytes > 0 {
+                count(nbytes, false);
+            }
+            return Ok(Storage::inline(nbytes, zeroed));
         }
         if nbytes >= LARGE_BYTES {
             if let Some((ptr, len, hit)) = map_large(nbytes, zeroed) {
@@ -250,7 +282,7 @@ impl Storage {
             nbytes,
             owner,
             read_only: false,
-            inline: InlineBytes::new(),
+            inline: InlineBytes::new(false),
         }
     }
 
@@ -567,8 +599,7 @@ mod tests {
     #[test]
     fn tiny_storages_live_inline_zeroed_and_aligned() {
         for n in [1, 17, INLINE_BYTES] {
-            let s =
-                crate::engine::alloc::Shared::try_new(Storage::alloc(n, true).unwrap()).unwrap();
+            let s = Storage::alloc_shared(n, true).unwrap();
             assert!(matches!(s.owner, Owner::Inline));
             let p = s.as_ptr();
             assert_eq!(p as usize % SMALL_ALIGN, 0);

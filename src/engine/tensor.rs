@@ -92,9 +92,8 @@ impl Tensor {
             }
         );
         let shape = try_small(shape)?;
-        let storage = Storage::alloc(nbytes, init == Init::Zeros)?;
         let t = Tensor {
-            storage: Shared::try_new(storage)?,
+            storage: Storage::alloc_shared(nbytes, init == Init::Zeros)?,
             dtype,
             wrapped: false,
             shape,

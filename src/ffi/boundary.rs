@@ -146,13 +146,20 @@ type PanicHook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'sta
 /// a status and a message) and hands every other panic to the hook that was there before. The
 /// new hook captures nothing (the previous one waits in a static), so installing it allocates
 /// nothing.
+#[inline]
 fn quiet_panics_inside_boundary() {
-    static INSTALLED: AtomicBool = AtomicBool::new(false);
+    if !INSTALLED.load(Ordering::Acquire) {
+        install_quiet_hook();
+    }
+}
+
+/// Whether [`install_quiet_hook`] has run.
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+#[cold]
+fn install_quiet_hook() {
     static PREVIOUS: OnceLock<PanicHook> = OnceLock::new();
     static INSTALLING: Mutex<()> = Mutex::new(());
-    if INSTALLED.load(Ordering::Acquire) {
-        return;
-    }
     let _guard = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
     if INSTALLED.load(Ordering::Relaxed) {
         return;

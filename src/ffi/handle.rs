@@ -282,13 +282,14 @@ pub fn set_generation_for_tests(h: *mut bc_tensor, generation: u64) -> Option<*m
 /// This thread's freed slots, kept for its next registrations (a loop that makes and frees
 /// handles then never takes the allocator lock), and its reader record. A list threaded through
 /// the slots (`Slot::next`), so the thread-local is plain data: it is never destroyed (usable
-/// while the thread exits) and caching never allocates.
-#[derive(Clone, Copy)]
+/// while the thread exits) and caching never allocates. One cell per field: each is read at the
+/// width it was written (copying the whole struct in and out of one cell made loads wait for
+/// narrower stores to drain).
 struct Local {
-    head: u32,
-    len: u32,
-    state: HookState,
-    record: Own,
+    head: Cell<u32>,
+    len: Cell<u32>,
+    state: Cell<HookState>,
+    record: Cell<Own>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -308,30 +309,29 @@ const LOCAL_FREE_MAX: u32 = 64;
 const _: () = assert!(!std::mem::needs_drop::<Local>());
 
 thread_local! {
-    static LOCAL: Cell<Local> = const {
-        Cell::new(Local {
-            head: NONE,
-            len: 0,
-            state: HookState::Off,
-            record: Own::NONE,
-        })
+    static LOCAL: Local = const {
+        Local {
+            head: Cell::new(NONE),
+            len: Cell::new(0),
+            state: Cell::new(HookState::Off),
+            record: Cell::new(Own::NONE),
+        }
     };
 }
 
 /// Registers the thread-exit hook on first need, and takes a reader record along: both are
-/// given back by the hook, so neither is taken without it.
+/// given back by the hook, so neither is taken without it. Returns the state.
 #[cold]
-fn arm(mut local: Local) -> Local {
-    if local.state == HookState::Off {
+fn arm(local: &Local) -> HookState {
+    if local.state.get() == HookState::Off {
         if thread_exit::register() {
-            local.state = HookState::On;
-            local.record = readers::take_record();
+            local.record.set(readers::take_record());
+            local.state.set(HookState::On);
         } else {
-            local.state = HookState::Closed;
+            local.state.set(HookState::Closed);
         }
-        LOCAL.set(local);
     }
-    local
+    local.state.get()
 }
 
 /// The slot at a free-list index (every index on a list names an existing slot).
@@ -341,57 +341,58 @@ fn listed(index: u32) -> &'static Slot {
 
 /// Pops a slot from this thread's cache.
 fn pop_local() -> Option<usize> {
-    let mut local = LOCAL.get();
-    if local.head == NONE {
-        return None;
-    }
-    let index = local.head;
-    local.head = listed(index).next.load(Ordering::Relaxed);
-    local.len -= 1;
-    LOCAL.set(local);
-    Some(index as usize)
+    LOCAL.with(|local| {
+        let index = local.head.get();
+        if index == NONE {
+            return None;
+        }
+        local.head.set(listed(index).next.load(Ordering::Relaxed));
+        local.len.set(local.len.get() - 1);
+        Some(index as usize)
+    })
 }
 
 /// Pushes a freed slot on this thread's cache; false when the cache is full or off (the caller
 /// then puts the slot on the shared list).
 fn push_local(index: usize) -> bool {
-    let mut local = LOCAL.get();
-    if local.state != HookState::On {
-        local = arm(local);
-    }
-    if local.len >= LOCAL_FREE_MAX || local.state != HookState::On {
-        return false;
-    }
-    listed(index as u32)
-        .next
-        .store(local.head, Ordering::Relaxed);
-    local.head = index as u32;
-    local.len += 1;
-    LOCAL.set(local);
-    true
+    LOCAL.with(|local| {
+        let state = match local.state.get() {
+            HookState::On => HookState::On,
+            _ => arm(local),
+        };
+        if local.len.get() >= LOCAL_FREE_MAX || state != HookState::On {
+            return false;
+        }
+        listed(index as u32)
+            .next
+            .store(local.head.get(), Ordering::Relaxed);
+        local.head.set(index as u32);
+        local.len.set(local.len.get() + 1);
+        true
+    })
 }
 
 /// This thread's reader record ([`Own::NONE`]: it shares record 0).
 #[inline]
 fn own_record() -> Own {
-    let local = LOCAL.get();
-    match local.state {
-        HookState::On => local.record,
-        HookState::Off => arm(local).record,
-        HookState::Closed => Own::NONE,
-    }
+    LOCAL.with(|local| match local.state.get() {
+        HookState::On => local.record.get(),
+        HookState::Off if arm(local) == HookState::On => local.record.get(),
+        _ => Own::NONE,
+    })
 }
 
 /// Hands this thread's cached slots and its record back, and stops caching: the thread is
 /// exiting.
 fn close_local() {
-    let mut local = LOCAL.get();
-    let (head, len, record) = (local.head, local.len, local.record);
-    local.head = NONE;
-    local.len = 0;
-    local.state = HookState::Closed;
-    local.record = Own::NONE;
-    LOCAL.set(local);
+    let (head, len, record) = LOCAL.with(|local| {
+        local.state.set(HookState::Closed);
+        (
+            local.head.replace(NONE),
+            local.len.replace(0),
+            local.record.replace(Own::NONE),
+        )
+    });
     readers::give_back(record);
     if len == 0 {
         return;
@@ -533,9 +534,9 @@ fn free_slot(index: usize) {
     }
 }
 
-/// Frees a handle. Returns false when it was not live. The tensor is dropped last, once the slot
-/// is dead and no read of it is under way, because dropping may run a caller's release
-/// callback, which may call back in.
+/// Frees a handle. Returns false when it was not live. The tensor is dropped once the slot is
+/// dead and no read of it is under way, and with no lock held, because dropping may run a
+/// caller's release callback, which may call back in.
 ///
 /// A slot at the last generation a token can hold is retired instead of reused: its next handle
 /// would repeat a token that was handed out before, and a stale copy of that token would then
@@ -558,12 +559,12 @@ pub(crate) fn release(handle: *mut bc_tensor) -> bool {
     }
     readers::wait_for_readers(own_record(), index);
     // SAFETY: the slot was live (so its tensor is initialised) and is now dead and ours: no read
-    // of it is under way, and no later one gets past its state.
-    let taken = unsafe { (*slot.tensor.get()).assume_init_read() };
+    // of it is under way, no later one gets past its state, and it is on no free list yet (so a
+    // release callback run by the drop, calling back in, cannot reuse it).
+    unsafe { (*slot.tensor.get()).assume_init_drop() };
     if !retired {
         free_slot(index);
     }
-    drop(taken);
     true
 }
 

@@ -3,7 +3,7 @@ use super::boundary::call;
 use super::handle::{self, bc_tensor, hand_out, out_handle};
 use super::settings::{emit, options};
 use super::status::FfiError;
-use crate::engine::{ops, BinaryOp};
+use crate::engine::{fast, ops, BinaryOp};
 
 /// `a + b` (bools: or).
 ///
@@ -110,7 +110,7 @@ pub unsafe extern "C" fn bc_binary(
         let op = op_in(op)?;
         let opts = options();
         let (result, warnings) = handle::with([(a, "a"), (b, "b")], ops::is_small, |[a, b]| {
-            ops::binary(op, a, b, opts)
+            fast::binary(op, a, b, opts)
         })??;
         hand_out(slot, result)?;
         emit(&warnings);
@@ -148,7 +148,7 @@ pub extern "C" fn bc_binary_inplace(
         let warnings = handle::with(
             [(target, "target"), (other, "other")],
             |[target, _]| ops::is_small([target]),
-            |[s, o]| ops::binary_inplace(op, s, o, opts),
+            |[s, o]| fast::binary_inplace(op, s, o, opts),
         )??;
         emit(&warnings);
         Ok(())
@@ -176,7 +176,7 @@ pub extern "C" fn bc_binary_out(
         let warnings = handle::with(
             [(a, "a"), (b, "b"), (out, "out")],
             |[_, _, out]| ops::is_small([out]),
-            |[a, b, out]| ops::binary_out(op, a, b, out, opts),
+            |[a, b, out]| fast::binary_out(op, a, b, out, opts),
         )??;
         emit(&warnings);
         Ok(())

@@ -60,8 +60,15 @@ pub(crate) fn options() -> Options {
 
 /// Delivers warnings to the installed handler, or to standard error. Each delivery is counted
 /// while it runs, so that `bc_set_warning_handler` can wait for the ones using the handler it
-/// replaces.
+/// replaces. (Inlined: most calls have none to deliver.)
+#[inline]
 pub(crate) fn emit(warnings: &[Warning]) {
+    if !warnings.is_empty() {
+        deliver(warnings);
+    }
+}
+
+fn deliver(warnings: &[Warning]) {
     for w in warnings {
         let (handler, parity) = {
             let mut h = handlers();
