@@ -132,7 +132,14 @@ pub fn run<const N: usize>(
     }
     let in_place = (1..N).any(|k| base[k] == base[0]);
     let stream = !in_place && numel.saturating_mul(itemsize[0]) >= stream_threshold();
-    let threads = threads_for(numel);
+    // Work worth several threads counts this caller as computing meanwhile, and takes only the
+    // threads that other callers computing at the same time leave free.
+    let mut threads = threads_for(numel);
+    let _caller = (threads > 1).then(|| {
+        let (caller, others) = Caller::enter();
+        threads = threads.min(num_threads().saturating_sub(others)).max(1);
+        caller
+    });
     let tiling = plan.tiling(itemsize);
     let base = SendPtrs(base);
     // Work units: tile rows for a tiled plan, else elements in row-major order.
@@ -187,6 +194,35 @@ pub fn run<const N: usize>(
     };
     let min_chunk = MIN_CHUNK_ELEMS.div_ceil((numel / units).max(1));
     pool::execute(split(units, grain, min_chunk, threads), &body);
+}
+
+/// Callers computing work worth several threads right now (in [`run`]), the pool's job
+/// included. Two callers that each take every core would run three or more threads on them,
+/// and lose to one thread each: a caller takes the cores the others leave, a worker leaves a
+/// job that other callers' work has made too wide, and idle workers stop spinning while the
+/// callers alone keep every core busy.
+static CALLERS: AtomicUsize = AtomicUsize::new(0);
+
+/// One caller counted in [`CALLERS`] while alive (also while unwinding).
+struct Caller;
+
+impl Caller {
+    /// Counts this caller; also returns how many others were computing.
+    fn enter() -> (Caller, usize) {
+        (Caller, CALLERS.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+impl Drop for Caller {
+    fn drop(&mut self) {
+        CALLERS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Whether worker `seat` (1, 2, ...) is one too many: with the callers computing now, the
+/// threads in force are taken without it.
+fn crowded(seat: usize) -> bool {
+    seat + CALLERS.load(Ordering::Relaxed) > num_threads()
 }
 
 /// One tile of `rows` runs: offered whole to the kernel (binary kernels then transpose in
@@ -402,7 +438,12 @@ mod pool {
         fn work(&self, seat: usize) -> bool {
             for k in 0..self.nparts {
                 let part = &self.parts[(seat + k) % self.nparts];
-                while let Some(c) = part.claim(k != 0) {
+                // A worker leaves (between chunks) once other callers need its core: the
+                // poster and whoever stays take what is left.
+                while let Some(c) = (seat == 0 || !crowded(seat))
+                    .then(|| part.claim(k != 0))
+                    .flatten()
+                {
                     let lo = part.start + c * self.chunk;
                     let hi = (lo + self.chunk).min(part.end);
                     let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -572,7 +613,7 @@ mod pool {
     fn spawn_worker(id: usize) -> bool {
         extern "C" fn start(id: *mut libc::c_void) -> *mut libc::c_void {
             name_this_thread(id as usize);
-            worker();
+            worker(id as usize);
             std::ptr::null_mut()
         }
         // SAFETY: attr is initialised before use and destroyed after; the thread runs `start`,
@@ -596,7 +637,7 @@ mod pool {
         std::thread::Builder::new()
             .name(format!("bc-worker-{id}"))
             .stack_size(WORKER_STACK)
-            .spawn(worker)
+            .spawn(move || worker(id))
             .is_ok()
     }
 
@@ -615,10 +656,11 @@ mod pool {
         let _ = id;
     }
 
-    fn worker() {
+    /// Worker number `id` (1, 2, ...).
+    fn worker(id: usize) {
         let mut seen = POOL.posted.epoch.load(Ordering::SeqCst);
         loop {
-            wait_for_job(&mut seen);
+            wait_for_job(id, &mut seen);
             POOL.active.fetch_add(1, Ordering::SeqCst);
             let p = POOL.posted.job.load(Ordering::SeqCst) as *const Job;
             if !p.is_null() {
@@ -636,8 +678,9 @@ mod pool {
     }
 
     /// Returns once `epoch` differs from `seen` (and updates `seen`): spins for [`SPIN`], then
-    /// sleeps until a poster wakes it.
-    fn wait_for_job(seen: &mut usize) {
+    /// sleeps until a poster wakes it. Worker `id` sleeps at once while callers computing keep
+    /// the cores busy without it (its spinning would only take time from them).
+    fn wait_for_job(id: usize, seen: &mut usize) {
         let start = Instant::now();
         let mut spins = 0u32;
         loop {
@@ -648,7 +691,7 @@ mod pool {
             }
             std::hint::spin_loop();
             spins = spins.wrapping_add(1);
-            if spins % 128 == 0 && start.elapsed() > SPIN {
+            if spins % 128 == 0 && (crowded(id) || start.elapsed() > SPIN) {
                 break;
             }
         }
@@ -754,6 +797,39 @@ pub(crate) mod tests {
         for h in handles {
             h.join().unwrap();
         }
+    }
+
+    /// While another caller computes work worth several threads, a run that would take both
+    /// threads of a two-thread pool takes only its own (no oversubscription), and still covers
+    /// every element once.
+    #[test]
+    fn a_caller_takes_only_the_threads_others_leave() {
+        let _lock = SETTINGS.lock().unwrap();
+        set_num_threads(2);
+        set_threshold(1000);
+        let n = 1usize << 18;
+        let p = Plan::new(&[n], [&[1isize][..], &[1isize][..]]).unwrap();
+        let me = std::thread::current().id();
+        let (other, _) = Caller::enter();
+        let seen: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+        let elsewhere = AtomicU32::new(0);
+        run(&p, [std::ptr::null_mut(); 2], [1, 1], |ptrs, _s, len| {
+            if std::thread::current().id() != me {
+                elsewhere.fetch_add(1, Ordering::Relaxed);
+            }
+            for i in 0..len {
+                seen[ptrs[0] as usize + i].fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        assert_eq!(
+            elsewhere.load(Ordering::Relaxed),
+            0,
+            "a pool thread joined in"
+        );
+        assert!(seen.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+        drop(other);
+        set_num_threads(0);
+        set_threshold(DEFAULT_THRESHOLD);
     }
 
     pub(crate) static SETTINGS: Mutex<()> = Mutex::new(());
