@@ -516,6 +516,68 @@ pub fn time_sweep(inp: &Inputs, alloc: bool, reps: usize, warm_ms: f64) -> f64 {
     measure(|| inp.call(alloc), 2, warm_ms, reps, 2.0)
 }
 
+/// The concurrent-callers case: each caller thread computes this into its own `out`.
+pub const CONCURRENT: Case = Case {
+    name: "CC",
+    dtype: F32,
+    a: &[100, 1000],
+    b: &[1000],
+    op: BC_OP_ADD,
+    kind: Kind::Plain,
+    what: "(100,1000)+(1000,) into out",
+};
+
+/// `callers` threads each calling [`CONCURRENT`] at once, the pool set to `pool` threads (then
+/// back to `threads`): milliseconds per call over all callers (the median of `reps` windows of
+/// 20 ms, every caller warmed up for `warm_ms` first).
+pub fn time_concurrent(
+    callers: usize,
+    pool: usize,
+    threads: usize,
+    reps: usize,
+    warm_ms: f64,
+) -> f64 {
+    use std::sync::Barrier;
+    use std::time::{Duration, Instant};
+    const WINDOW: Duration = Duration::from_millis(20);
+    check(bc_set_num_threads(pool), "bc_set_num_threads");
+    let start = Barrier::new(callers);
+    let counts: Vec<Vec<u64>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..callers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let inp = inputs(&CONCURRENT);
+                    let warm = Instant::now();
+                    while warm.elapsed().as_secs_f64() * 1e3 < warm_ms {
+                        inp.call(false);
+                    }
+                    (0..reps)
+                        .map(|_| {
+                            start.wait();
+                            let t0 = Instant::now();
+                            let mut n = 0;
+                            while t0.elapsed() < WINDOW {
+                                inp.call(false);
+                                n += 1;
+                            }
+                            n
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    check(bc_set_num_threads(threads), "bc_set_num_threads");
+    let mut per_call: Vec<f64> = (0..reps)
+        .map(|r| {
+            WINDOW.as_secs_f64() * 1e3 / counts.iter().map(|c| c[r]).sum::<u64>().max(1) as f64
+        })
+        .collect();
+    per_call.sort_by(f64::total_cmp);
+    per_call[reps / 2]
+}
+
 /// Reads a tensor's elements as f64.
 fn values(t: &T, dtype: i32, n: usize) -> Vec<f64> {
     let mut buf = vec![0u8; n * itemsize(dtype)];
