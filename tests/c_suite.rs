@@ -35,6 +35,7 @@ const KNOWN_SOURCES: &[&str] = &[
     "thread_exit.c",
     "ops_more.c",
     "expr.c",
+    "reductions.c",
     "header_tu_main.c",
     "header_tu_other.c",
     "header_cxx.cpp",
@@ -375,6 +376,11 @@ fn ops_more() {
 #[test]
 fn expr() {
     build_and_run("expr");
+}
+
+#[test]
+fn reductions() {
+    build_and_run("reductions");
 }
 
 /// include/broadcast.h compiles as C++17 (twice included) and links.

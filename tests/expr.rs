@@ -539,9 +539,7 @@ fn switches_apply_as_to_the_separate_calls() {
     let got_warnings = take();
     let want = reference(&steps, &[&d, &e], None);
     let want_warnings = take();
-    let refused = eval(&[input(0), input(1), op(BC_OP_ADD)], &[&d, &f])
-        .err()
-        .expect("refused");
+    let refused = eval(&[input(0), input(1), op(BC_OP_ADD)], &[&d, &f]).expect_err("refused");
     check(bc_set_legacy_fallback(false)).unwrap();
     check(bc_set_warning_handler(None, ptr::null_mut())).unwrap();
     assert_eq!(got_warnings, want_warnings);
@@ -608,7 +606,7 @@ fn malformed_programs_are_refused() {
         ),
     ];
     for (steps, msg) in cases {
-        let e = eval(&steps, &[&a]).err().expect("refused");
+        let e = eval(&steps, &[&a]).expect_err("refused");
         assert_eq!(e.status, BC_ERR_INVALID_ARG, "{steps:?}");
         assert!(e.msg.contains(msg), "{:?} does not say {msg:?}", e.msg);
         let e = eval_out(&steps, &[&a], &a).unwrap_err();

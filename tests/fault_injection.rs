@@ -819,6 +819,7 @@ fn scenarios() -> Vec<Scenario> {
     ];
     v.extend(arithmetic());
     v.extend(views_and_interop());
+    v.extend(reductions());
     v
 }
 
@@ -1499,6 +1500,200 @@ fn planner() -> Vec<Scenario> {
                     &geo(F32, &A7, None),
                     plan.cast()
                 ))
+            },
+        ),
+    ]
+}
+
+/// Reductions, sum_to_size and the fused sum_to: over 7-d shapes (which spill inline storage),
+/// wide column groups and ranges of rows (scratch space and range totals), the thread pool, the
+/// fused form's direct, staged and float32-scalar paths, and refusals that carry shapes.
+fn reductions() -> Vec<Scenario> {
+    vec![
+        sc(
+            "bc_sum",
+            "7-d float32 over dims 1 and -1, keepdim",
+            BC_OK,
+            |c| {
+                let t = c.t(F32, &C7);
+                call!(|c| bc_sum(t, [1i64, -1].as_ptr(), 2, true, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_sum",
+            "(300,200) float32 over dim 0 (wide column lanes, two ranges of rows)",
+            BC_OK,
+            |c| {
+                let t = c.t(F32, &[300, 200]);
+                call!(|c| bc_sum(t, [0i64].as_ptr(), 1, false, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_sum",
+            "20000 float64, all (ranges combined)",
+            BC_OK,
+            |c| {
+                let t = c.t(F64, &[20000]);
+                call!(|c| bc_sum(t, ptr::null(), 0, false, c.out(0)))
+            },
+        ),
+        sc("bc_mean", "7-d float16, all", BC_OK, |c| {
+            let t = c.t(BC_DTYPE_FLOAT16, &C7);
+            call!(|c| bc_mean(t, ptr::null(), 0, true, c.out(0)))
+        }),
+        sc(
+            "bc_prod",
+            "7-d int32 over dims 0, 2, 4 (int64)",
+            BC_OK,
+            |c| {
+                let t = c.t(I32, &C7);
+                call!(|c| bc_prod(t, [0i64, 2, 4].as_ptr(), 3, false, c.out(0)))
+            },
+        ),
+        sc("bc_amax", "7-d reversed view over dim -1", BC_OK, |c| {
+            let t = c.t(F32, &C7);
+            let r = c.reversed(t);
+            call!(|c| bc_amax(r, [-1i64].as_ptr(), 1, false, c.out(0)))
+        }),
+        sc("bc_amax", "an empty dimension", BC_ERR_SHAPE, |c| {
+            let t = c.t(F32, &[2, 0, 3]);
+            call!(|c| bc_amax(t, [1i64].as_ptr(), 1, false, c.out(0)))
+        }),
+        sc("bc_amin", "7-d int32 over dims 3 and 5", BC_OK, |c| {
+            let t = c.t(I32, &C7);
+            call!(|c| bc_amin(t, [3i64, 5].as_ptr(), 2, true, c.out(0)))
+        }),
+        sc("bc_reduce", "sum of 7-d float64, all", BC_OK, |c| {
+            let t = c.t(F64, &C7);
+            call!(|c| bc_reduce(BC_REDUCE_SUM, t, ptr::null(), 0, false, c.out(0)))
+        }),
+        sc(
+            "bc_reduce",
+            "a dimension out of range",
+            BC_ERR_INVALID_ARG,
+            |c| {
+                let t = c.t(F32, &C7);
+                call!(|c| bc_reduce(BC_REDUCE_SUM, t, [7i64].as_ptr(), 1, false, c.out(0)))
+            },
+        ),
+        sc("bc_reduce", "a dimension twice", BC_ERR_INVALID_ARG, |c| {
+            let t = c.t(F32, &C7);
+            call!(|c| bc_reduce(BC_REDUCE_PROD, t, [1i64, -6].as_ptr(), 2, false, c.out(0)))
+        }),
+        sc("bc_reduce", "mean of int32", BC_ERR_DTYPE, |c| {
+            let t = c.t(I32, &C7);
+            call!(|c| bc_reduce(BC_REDUCE_MEAN, t, ptr::null(), 0, false, c.out(0)))
+        }),
+        sc(
+            "bc_reduce",
+            "on the thread pool (threshold 1, 4 threads), wide columns",
+            BC_OK,
+            |c| {
+                let _ = bc_set_parallel_threshold(1);
+                let _ = bc_set_num_threads(4);
+                c.restore.push(|| {
+                    let _ = bc_set_parallel_threshold(0);
+                    let _ = bc_set_num_threads(0);
+                });
+                let t = c.t(F32, &[64, 300]);
+                call!(|c| bc_reduce(BC_REDUCE_SUM, t, [0i64].as_ptr(), 1, false, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_tensor_sum_to_size",
+            "7-d to a 7-d size with 1s",
+            BC_OK,
+            |c| {
+                let t = c.t(F32, &C7);
+                call!(|c| bc_tensor_sum_to_size(t, A7.as_ptr(), 7, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_tensor_sum_to_size",
+            "nothing to sum (a view)",
+            BC_OK,
+            |c| {
+                let t = c.t(F32, &C7);
+                call!(|c| bc_tensor_sum_to_size(t, C7.as_ptr(), 7, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_tensor_sum_to_size",
+            "a size that cannot be reached (the error holds both)",
+            BC_ERR_SHAPE,
+            |c| {
+                let t = c.t(F32, &C7);
+                let size = [2i64, 2, 3, 3, 2, 2, 5];
+                call!(|c| bc_tensor_sum_to_size(t, size.as_ptr(), 7, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_binary_sum_to",
+            "7-d float32 times 7-d float64, to a 7-d size",
+            BC_OK,
+            |c| {
+                let (a, b) = (c.t(F32, &C7), c.t(F64, &B7));
+                call!(|c| bc_binary_sum_to(BC_OP_MUL, a, b, B7.as_ptr(), 7, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_binary_sum_to",
+            "a reversed view (through the stage)",
+            BC_OK,
+            |c| {
+                let t = c.t(F32, &C7);
+                let (a, b) = (c.reversed(t), c.t(F32, &[2]));
+                call!(|c| bc_binary_sum_to(BC_OP_SUB, a, b, [2i64].as_ptr(), 1, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_binary_sum_to",
+            "7-d float16 divided by a 0-d float64 (read in float32)",
+            BC_OK,
+            |c| {
+                let (a, b) = (c.t(BC_DTYPE_FLOAT16, &C7), c.t(F64, &[]));
+                call!(|c| bc_binary_sum_to(BC_OP_DIV, a, b, ptr::null(), 0, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_binary_sum_to",
+            "7-d int32 remainder by an int64 holding 0 (converted, then refused)",
+            BC_ERR_VALUE,
+            |c| {
+                let (a, b) = (c.t(I32, &C7), c.t(I64, &B7));
+                call!(|c| bc_binary_sum_to(BC_OP_REMAINDER, a, b, B7.as_ptr(), 7, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_binary_sum_to",
+            "7-d float32 compared with a reversed view (bools, through the stage)",
+            BC_OK,
+            |c| {
+                let t = c.t(F32, &C7);
+                let (a, b) = (c.reversed(t), c.t(F32, &[2]));
+                call!(|c| bc_binary_sum_to(BC_OP_LT, a, b, [2i64].as_ptr(), 1, c.out(0)))
+            },
+        ),
+        sc("bc_binary_sum_to", "nothing to sum (a op b)", BC_OK, |c| {
+            let (a, b) = (c.t(F32, &A7), c.t(F32, &B7));
+            call!(|c| bc_binary_sum_to(BC_OP_ADD, a, b, C7.as_ptr(), 7, c.out(0)))
+        }),
+        sc(
+            "bc_binary_sum_to",
+            "operands that do not broadcast (the error holds both)",
+            BC_ERR_SHAPE,
+            |c| {
+                let (a, b) = (c.t(F32, &C7), c.t(F32, &[5]));
+                call!(|c| bc_binary_sum_to(BC_OP_ADD, a, b, ptr::null(), 0, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_binary_sum_to",
+            "a size that cannot be reached (the error holds both)",
+            BC_ERR_SHAPE,
+            |c| {
+                let (a, b) = (c.t(F32, &A7), c.t(F32, &B7));
+                call!(|c| bc_binary_sum_to(BC_OP_ADD, a, b, [5i64].as_ptr(), 1, c.out(0)))
             },
         ),
     ]

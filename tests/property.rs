@@ -858,16 +858,6 @@ fn binary_ops_match_reference() {
     run_binary_cases("binary_ops_match_reference", 1, 1);
 }
 
-/// Restores the library's threading defaults when dropped (also on panic).
-struct ThreadingGuard;
-
-impl Drop for ThreadingGuard {
-    fn drop(&mut self) {
-        assert_eq!(bc_set_num_threads(0), BC_OK);
-        assert_eq!(bc_set_parallel_threshold(0), BC_OK);
-    }
-}
-
 /// The same property with the work split across threads even for tiny tensors
 /// (`bc_set_parallel_threshold`), so the multi-threaded paths meet strided, broadcast,
 /// overlapping and wrapping cases too. Results must not depend on the thread count.
@@ -1673,4 +1663,361 @@ fn reference_half_conversions() {
     assert_eq!(f32_to_f16_bits(2f32.powi(-25) * 1.5), 0x0001);
     assert_eq!(f32_to_bf16_bits(1.0 + 2f32.powi(-8)), 0x3f80);
     assert_eq!(f32_to_bf16_bits(1.0 + 3.0 * 2f32.powi(-8)), 0x3f82);
+}
+
+// =============================================================================================
+// reductions against a plain reference; the fused sum_to against the two calls
+// =============================================================================================
+
+/// What one output of a reduction should be: exactly a value (zeros of either sign when `any_zero`),
+/// or a floating result within the README's bound of the exact `f` (`a`: the sum of |x|, or |f|
+/// for products), or anything (a product some order of which leaves the type's range).
+enum Expect {
+    Exact(V, bool),
+    Bound(f64, f64),
+    Unchecked,
+}
+
+/// A reduction's expected result (dtype, shape, each output), or its status and message.
+type Reduced = Result<(i32, Vec<i64>, Vec<Expect>), (i32, String)>;
+
+/// The reference reduction: PyTorch's checks in its order (error status and text), else the
+/// result dtype, shape, and each output element's expectation.
+fn ref_reduce(op: &str, o: &Opnd, dims: Option<&[i64]>, keepdim: bool) -> Reduced {
+    let (nd, float) = (o.shape.len(), category(o.dtype) == 2);
+    if op == "mean" && !float {
+        return Err((
+            BC_ERR_DTYPE,
+            format!("mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", torch_name(o.dtype)),
+        ));
+    }
+    let extremum = op == "amax" || op == "amin";
+    let dims = dims.unwrap_or(&[]);
+    let n1 = nd.max(1) as i64;
+    let mut wrapped = vec![];
+    for &d in dims {
+        if d < -n1 || d >= n1 {
+            return Err((
+                BC_ERR_INVALID_ARG,
+                format!(
+                    "Dimension out of range (expected to be in range of [{}, {}], but got {d})",
+                    -n1,
+                    n1 - 1
+                ),
+            ));
+        }
+        let w = if d < 0 { d + n1 } else { d } as usize;
+        if extremum && w < nd && o.shape[w] == 0 {
+            return Err((
+                BC_ERR_SHAPE,
+                format!("{op}(): Expected reduction dim {d} to have non-zero size."),
+            ));
+        }
+        wrapped.push(w);
+    }
+    if extremum && dims.is_empty() && numel(&o.shape) == 0 {
+        return Err((BC_ERR_SHAPE, format!("{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")));
+    }
+    for (i, &w) in wrapped.iter().enumerate() {
+        if wrapped[..i].contains(&w) {
+            return Err((
+                BC_ERR_INVALID_ARG,
+                format!("dim {w} appears multiple times in the list of dims"),
+            ));
+        }
+    }
+    let reduced: Vec<bool> = (0..nd)
+        .map(|d| dims.is_empty() || wrapped.contains(&d))
+        .collect();
+    let out_shape: Vec<i64> = (0..nd)
+        .filter(|&d| keepdim || !reduced[d])
+        .map(|d| if reduced[d] { 1 } else { o.shape[d] })
+        .collect();
+    let kept: Vec<i64> = (0..nd)
+        .map(|d| if reduced[d] { 1 } else { o.shape[d] })
+        .collect();
+    let dtype = if (op == "sum" || op == "prod") && !float {
+        I64
+    } else {
+        o.dtype
+    };
+    let m = numel(&kept) as usize;
+    let mut groups: Vec<Vec<V>> = vec![vec![]; m];
+    for k in 0..numel(&o.shape) {
+        let idx = unravel(k, &o.shape);
+        let at: Vec<i64> = (0..nd)
+            .map(|d| if reduced[d] { 0 } else { idx[d] })
+            .collect();
+        groups[flat_of(&at, &kept) as usize].push(o.at(&idx));
+    }
+    let expect = groups
+        .iter()
+        .map(|xs| ref_reduce_one(op, o.dtype, xs))
+        .collect();
+    Ok((dtype, out_shape, expect))
+}
+
+fn ref_reduce_one(op: &str, dtype: i32, xs: &[V]) -> Expect {
+    let int = |v: V| match v {
+        V::B(b) => b as i64,
+        V::I(i) => i,
+        V::F(_) => unreachable!("a float among integers"),
+    };
+    if category(dtype) != 2 {
+        let it = xs.iter().map(|&v| int(v));
+        let value = match op {
+            "sum" => V::I(it.fold(0i64, i64::wrapping_add)),
+            "prod" => V::I(it.fold(1i64, i64::wrapping_mul)),
+            _ if dtype == BOOL => {
+                let any = xs.iter().any(|&v| int(v) != 0);
+                let all = xs.iter().all(|&v| int(v) != 0);
+                V::B(if op == "amax" { any } else { all })
+            }
+            "amax" => V::I(it.max().expect("not empty")),
+            _ => V::I(it.min().expect("not empty")),
+        };
+        return Expect::Exact(value, false);
+    }
+    let fs: Vec<f64> = xs.iter().map(|v| v.as_f64()).collect();
+    let n = fs.len() as f64;
+    match op {
+        "amax" | "amin" => {
+            let pick = |a: f64, b: f64| {
+                if a.is_nan() || b.is_nan() {
+                    f64::NAN
+                } else if (op == "amax") == (b > a) {
+                    b
+                } else {
+                    a
+                }
+            };
+            let v = fs.iter().copied().reduce(pick).expect("not empty");
+            Expect::Exact(V::F(v), true)
+        }
+        "prod" => {
+            let big: f64 = fs
+                .iter()
+                .filter(|x| x.abs() > 1.0)
+                .map(|x| x.abs())
+                .product();
+            let small: f64 = fs
+                .iter()
+                .filter(|x| x.abs() < 1.0 && **x != 0.0)
+                .map(|x| x.abs())
+                .product();
+            let (_, tiny) = eps_tiny(dtype);
+            if big > max_finite(dtype) || small < tiny {
+                Expect::Unchecked
+            } else {
+                let p: f64 = fs.iter().product();
+                Expect::Bound(p, p.abs())
+            }
+        }
+        _ => {
+            let s: f64 = fs.iter().sum();
+            let a: f64 = fs.iter().map(|x| x.abs()).sum();
+            if op == "mean" {
+                Expect::Bound(s / n, a / n)
+            } else {
+                Expect::Bound(s, a)
+            }
+        }
+    }
+}
+
+/// Dims to reduce over: none given, `()`, or some of the dimensions (either sign, any order),
+/// sometimes with one out of range or repeated.
+fn gen_dims(r: &mut Rng, nd: usize) -> Option<Vec<i64>> {
+    if r.chance(1, 6) {
+        return None;
+    }
+    if r.chance(1, 10) {
+        return Some(vec![]);
+    }
+    let n1 = nd.max(1) as i64;
+    let mut dims = vec![];
+    for d in 0..n1 {
+        if r.chance(1, 2) {
+            dims.push(if r.chance(1, 2) { d - n1 } else { d });
+        }
+    }
+    for i in (1..dims.len()).rev() {
+        let j = r.below(i as u64 + 1) as usize;
+        dims.swap(i, j);
+    }
+    if r.chance(1, 15) {
+        let at = r.below(dims.len() as u64 + 1) as usize;
+        dims.insert(
+            at,
+            if r.chance(1, 2) {
+                n1 + r.range(0, 2)
+            } else {
+                -n1 - 1
+            },
+        );
+    } else if !dims.is_empty() && r.chance(1, 15) {
+        let d = r.pick(&dims);
+        dims.push(if r.chance(1, 2) {
+            d
+        } else if d < 0 {
+            d + n1
+        } else {
+            d - n1
+        });
+    }
+    Some(dims)
+}
+
+#[test]
+fn reductions_match_reference() {
+    let (seed, list) = cases("reductions_match_reference", 21);
+    let mut rep = Report::new("reductions_match_reference", seed);
+    for (k, mut r) in list {
+        rep.checked += 1;
+        let dtype = gen_dtype(&mut r);
+        let op = r.pick(&["sum", "mean", "prod", "amax", "amin"]);
+        let shape = gen_shape(&mut r);
+        // Floating sums of small quarter values are exact in float64; integers may wrap.
+        let wide = category(dtype) == 1 && r.chance(1, 3);
+        let o = gen_operand(&mut r, dtype, &shape, true, wide);
+        let dims = gen_dims(&mut r, shape.len());
+        let keepdim = r.chance(1, 2);
+        let desc = format!(
+            "{op} dims {dims:?} keepdim {keepdim}\n{}",
+            o.describe("input")
+        );
+        let mut buf = Buf::of(&o);
+        let t = unsafe { buf.view(&o) }.expect("wrap");
+        let got = reduce(reduce_code(op), &t, dims.as_deref(), keepdim);
+        if let Some(why) =
+            check_reduce_case(op, &o, &got, ref_reduce(op, &o, dims.as_deref(), keepdim))
+        {
+            rep.fail(k, format!("{desc}\n  => {why}"));
+        }
+    }
+    rep.finish();
+}
+
+fn check_reduce_case(op: &str, o: &Opnd, got: &Result<T, Err>, want: Reduced) -> Option<String> {
+    let (dtype, shape, expect) = match (got, want) {
+        (Err(e), Err((status, msg))) => {
+            return (e.status != status || e.msg != msg)
+                .then(|| format!("got {e}, expected status {status} {msg:?}"));
+        }
+        (Ok(_), Err((_, msg))) => return Some(format!("succeeded, expected {msg:?}")),
+        (Err(e), Ok(_)) => return Some(format!("failed: {e}")),
+        (Ok(_), Ok(w)) => w,
+    };
+    let t = got.as_ref().expect("checked");
+    if t.dtype() != dtype || t.shape() != shape {
+        return Some(format!(
+            "{} {:?}, expected {} {shape:?}",
+            dtype_str(t.dtype()),
+            t.shape(),
+            dtype_str(dtype)
+        ));
+    }
+    let values = t.values();
+    let n = if expect.is_empty() {
+        0
+    } else {
+        numel(&o.shape) as usize / expect.len()
+    };
+    for (i, (v, e)) in values.iter().zip(&expect).enumerate() {
+        let bad = match *e {
+            Expect::Exact(w, any_zero) => {
+                let zeros = any_zero && v.as_f64() == 0.0 && w.as_f64() == 0.0;
+                (!same_value(*v, w) && !zeros).then(|| format!("{v}, expected {w}"))
+            }
+            Expect::Bound(f, a) => within_bound(op, dtype, v.as_f64(), f, a, n),
+            Expect::Unchecked => None,
+        };
+        if let Some(b) = bad {
+            return Some(format!("element {i}: {b}"));
+        }
+    }
+    None
+}
+
+/// `bc_binary_sum_to` gives exactly what `bc_binary` then `bc_tensor_sum_to_size` give: the same
+/// status and message, or the same dtype, shape and bits (any NaN for a NaN), on any layouts,
+/// for every operation of the elementwise table in turn (each must sum something somewhere).
+#[test]
+fn binary_sum_to_matches_two_calls() {
+    let (seed, list) = cases("binary_sum_to_matches_two_calls", 22);
+    let mut rep = Report::new("binary_sum_to_matches_two_calls", seed);
+    let ops = BC_OP_HYPOT as usize + 1;
+    let whole_run = list.len() >= 20 * ops;
+    let mut summed = vec![0usize; ops];
+    for (k, mut r) in list {
+        rep.checked += 1;
+        let full = gen_shape(&mut r);
+        let (mut sa, mut sb) = (derive_shape(&mut r, &full), derive_shape(&mut r, &full));
+        if r.chance(1, 20) {
+            let which = if r.chance(1, 2) { &mut sa } else { &mut sb };
+            corrupt_shape(&mut r, which);
+        }
+        let (da, db) = (gen_dtype(&mut r), gen_dtype(&mut r));
+        let op = (k % ops) as i32;
+        let wide = r.chance(1, 3);
+        let (a, b) = (
+            gen_operand(&mut r, da, &sa, true, wide),
+            gen_operand(&mut r, db, &sb, true, wide),
+        );
+        let target = ref_broadcast(&sa, &sb).unwrap_or(full.clone());
+        let mut size = derive_shape(&mut r, &target);
+        if r.chance(1, 20) {
+            corrupt_shape(&mut r, &mut size);
+        } else if !size.is_empty() && r.chance(1, 40) {
+            size[0] = -1;
+        }
+        let desc = format!(
+            "op {op} to size {size:?}\n{}\n{}",
+            a.describe("a"),
+            b.describe("b")
+        );
+        let (mut ba, mut bb) = (Buf::of(&a), Buf::of(&b));
+        let ta = unsafe { ba.view(&a) }.expect("wrap a");
+        let tb = unsafe { bb.view(&b) }.expect("wrap b");
+        let fused = binary_sum_to(op, &ta, &tb, &size);
+        let two = binary(op, &ta, &tb).and_then(|c| sum_to_size(&c, &size));
+        let why = match (&fused, &two) {
+            (Err(x), Err(y)) => (x != y).then(|| format!("fused {x}, two calls {y}")),
+            (Ok(x), Ok(y)) => {
+                summed[op as usize] += (x.shape() != numel_shape(&ta, &tb)) as usize;
+                if x.dtype() != y.dtype() || x.shape() != y.shape() {
+                    Some(format!(
+                        "fused {} {:?}, two calls {} {:?}",
+                        dtype_str(x.dtype()),
+                        x.shape(),
+                        dtype_str(y.dtype()),
+                        y.shape()
+                    ))
+                } else {
+                    compare(x.dtype(), &x.values(), &y.values(), 0)
+                }
+            }
+            (Ok(_), Err(y)) => Some(format!("fused succeeded, two calls {y}")),
+            (Err(x), Ok(_)) => Some(format!("fused {x}, two calls succeeded")),
+        };
+        if let Some(why) = why {
+            rep.fail(k, format!("{desc}\n  => {why}"));
+        }
+    }
+    println!(
+        "binary_sum_to_matches_two_calls: cases that summed something, by BC_OP_* code: {summed:?}"
+    );
+    if whole_run {
+        for (op, &n) in summed.iter().enumerate() {
+            if n == 0 {
+                rep.fail(op, format!("BC_OP_* {op}: no case summed anything"));
+            }
+        }
+    }
+    rep.finish();
+}
+
+/// The broadcast shape of two tensors' shapes (for counting cases that sum).
+fn numel_shape(a: &T, b: &T) -> Vec<i64> {
+    ref_broadcast(&a.shape(), &b.shape()).unwrap_or_default()
 }

@@ -131,6 +131,30 @@ pub enum Error {
     /// An argument outside its domain; the text says which and why.
     #[error("{0}")]
     InvalidArgument(String),
+    /// A dimension outside `[-ndim, ndim - 1]` (a 0-d tensor counts as one dimension). `dim` is as
+    /// given.
+    #[error("Dimension out of range (expected to be in range of [{}, {}], but got {dim})", -(*ndim.max(&1) as i64), *ndim.max(&1) as i64 - 1)]
+    DimOutOfRange { dim: i64, ndim: usize },
+    /// A reduction names dimension `dim` (wrapped) more than once.
+    #[error("dim {dim} appears multiple times in the list of dims")]
+    DimRepeated { dim: usize },
+    /// `amax`/`amin` with nothing to reduce: `dim` is the empty dimension (as given, and wrapped),
+    /// or `None` when no dimension was given and the input has no elements.
+    #[error("{op}(): {}", EmptyText(*dim))]
+    EmptyReduction {
+        op: &'static str,
+        dim: Option<(i64, usize)>,
+    },
+    /// A reduction whose result type cannot be inferred from the input's (`mean` of integers).
+    #[error("{op}(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", dtype.torch_name())]
+    ReduceDtype { op: &'static str, dtype: DType },
+    /// `sum_to_size`: `size` is not a shape `shape` could be broadcast from.
+    #[error(
+        "size {{{}}} is not expandable to size {{{}}}.",
+        fmt_list(size),
+        fmt_list(shape)
+    )]
+    NotExpandable { size: Vec<i64>, shape: Vec<usize> },
     /// A caller's buffer is too small.
     #[error("buffer too small: {needed} {unit} needed, {given} given")]
     BufferTooSmall {
@@ -174,17 +198,22 @@ impl Error {
             | ExpandNegative { .. }
             | ViewSize { .. }
             | ViewAmbiguous { .. }
-            | ViewStrides { .. } => ErrorKind::Shape,
+            | ViewStrides { .. }
+            | EmptyReduction { .. }
+            | NotExpandable { .. } => ErrorKind::Shape,
             CastRefused { .. }
             | BoolSubtraction { .. }
             | NotImplemented { .. }
             | WhereCondition { .. }
-            | OutDtype { .. } => ErrorKind::Dtype,
+            | OutDtype { .. }
+            | ReduceDtype { .. } => ErrorKind::Dtype,
             ZeroDivision | NegativeIntegerPower | NumberOverflow { .. } => ErrorKind::Value,
             InternalOverlap | PartialOverlap => ErrorKind::Overlap,
             Overflow { .. } => ErrorKind::Overflow,
             Alloc { .. } => ErrorKind::Alloc,
-            InvalidArgument(_) => ErrorKind::InvalidArgument,
+            InvalidArgument(_) | DimOutOfRange { .. } | DimRepeated { .. } => {
+                ErrorKind::InvalidArgument
+            }
             BufferTooSmall { .. } => ErrorKind::BufferTooSmall,
             ReadOnly | ReadOnlyLegacyExport => ErrorKind::ReadOnly,
         }
@@ -221,5 +250,18 @@ fn cpp_name(dtype: DType) -> &'static str {
         DType::BF16 => "c10::BFloat16",
         DType::F32 => "float",
         DType::F64 => "double",
+    }
+}
+
+/// The text of [`Error::EmptyReduction`] after the operation's name, written without allocating
+/// (failures are recorded into a fixed buffer).
+struct EmptyText(Option<(i64, usize)>);
+
+impl std::fmt::Display for EmptyText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some((given, _)) => write!(f, "Expected reduction dim {given} to have non-zero size."),
+            None => f.write_str("Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."),
+        }
     }
 }

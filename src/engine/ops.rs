@@ -73,7 +73,7 @@ impl Geometry<'_> {
     }
 
     /// How it takes part in type promotion.
-    fn rank(&self) -> Rank {
+    pub(crate) fn rank(&self) -> Rank {
         match self.wrapped {
             true => Rank::Wrapped,
             false => Rank::of_tensor(self.shape.len()),
@@ -959,7 +959,7 @@ pub(crate) fn reads_scalar_in_f32(
 }
 
 /// The one element of `t`, read as a float32.
-fn read_f32(t: &Tensor) -> f32 {
+pub(crate) fn read_f32(t: &Tensor) -> f32 {
     let mut s = 0f32;
     // SAFETY: `t`'s one element is readable; `s` is one writable float32.
     unsafe {
@@ -990,7 +990,7 @@ fn compute_with_f32_scalar(op: BinaryOp, out: &Tensor, a: &Tensor, s: f32) -> Re
 }
 
 /// `t` converted to `dtype` (a row-major copy), or `None` when it has that type already.
-fn converted(t: &Tensor, dtype: DType) -> Result<Option<Tensor>> {
+pub(crate) fn converted(t: &Tensor, dtype: DType) -> Result<Option<Tensor>> {
     Ok(if t.dtype() == dtype {
         None
     } else {
@@ -1001,7 +1001,7 @@ fn converted(t: &Tensor, dtype: DType) -> Result<Option<Tensor>> {
 /// PyTorch's `ZeroDivisionError`: an integer division, remainder or fmod with a zero among the
 /// divisor's elements (every one is read when the result is not empty). Checked before anything
 /// is written, so the refused call changes nothing.
-fn check_divisor(divisor: &Tensor) -> Result<()> {
+pub(crate) fn check_divisor(divisor: &Tensor) -> Result<()> {
     let dtype = divisor.dtype();
     let plan = Plan::new(divisor.shape(), [divisor.strides()])?;
     let mut zero = false;

@@ -196,7 +196,29 @@ pub fn run<const N: usize>(
     pool::execute(split(units, grain, min_chunk, threads), &body);
 }
 
-/// Callers computing work worth several threads right now (in [`run`]), the pool's job
+/// How many threads [`run_units`] uses for `units` units of `work` elements in all: those of
+/// [`threads_for`], at most one per unit.
+pub fn unit_threads(units: usize, work: usize) -> usize {
+    threads_for(work).min(units).max(1)
+}
+
+/// Runs `body(lo, hi)` over chunks of the units `[0, units)` on at most `threads` threads at
+/// once, the caller's included (from [`unit_threads`]; a caller that gives each thread its own
+/// scratch space makes that many). Each unit is computed whole by one thread, so a caller that
+/// combines the units' results in unit order gets the same result for any thread count.
+pub fn run_units(units: usize, work: usize, threads: usize, body: &(dyn Fn(usize, usize) + Sync)) {
+    if threads <= 1 {
+        body(0, units);
+        return;
+    }
+    // Counted as a caller, so that others take fewer cores meanwhile (the thread count is the
+    // caller's: it sized its scratch space for it).
+    let _caller = Caller::enter();
+    let min_chunk = MIN_CHUNK_ELEMS.div_ceil((work / units).max(1));
+    pool::execute(split(units, 1, min_chunk, threads), body);
+}
+
+/// Callers computing work worth several threads right now (in [`run`] and [`run_units`]), the pool's job
 /// included. Two callers that each take every core would run three or more threads on them,
 /// and lose to one thread each: a caller takes the cores the others leave, a worker leaves a
 /// job that other callers' work has made too wide, and idle workers stop spinning while the

@@ -447,17 +447,14 @@ unsafe fn copy_to_raw(dst: *mut u8, to: DType, dst_strides: &[isize], src: &Tens
     Ok(())
 }
 
-fn wrap_dim(d: i64, ndim: usize) -> Result<usize> {
+/// Dimension `d` of a tensor of `ndim` dimensions, negative counting from the end.
+pub(crate) fn wrap_dim(d: i64, ndim: usize) -> Result<usize> {
     let n = ndim as i64;
     let w = if d < 0 { d + n } else { d };
     if (0..n).contains(&w) {
         Ok(w as usize)
     } else {
-        Err(Error::invalid(format_args!(
-            "Dimension out of range (expected to be in range of [{}, {}], but got {d})",
-            -n.max(1),
-            n.max(1) - 1
-        )))
+        Err(Error::DimOutOfRange { dim: d, ndim })
     }
 }
 

@@ -112,6 +112,17 @@ pub const BC_ERROR_KIND_ZERO_DIVISION: i32 = 31;
 pub const BC_ERROR_KIND_WHERE_CONDITION: i32 = 32;
 /// The written-to tensor's type (`dtype_b`) is not the result type (`dtype_a`) where it must be.
 pub const BC_ERROR_KIND_OUT_DTYPE: i32 = 33;
+/// A dimension out of range: `dim` (as given), `size_a` = the tensor's number of dimensions.
+pub const BC_ERROR_KIND_DIM_OUT_OF_RANGE: i32 = 50;
+/// A reduction names a dimension twice: `dim` (counted from 0).
+pub const BC_ERROR_KIND_DIM_REPEATED: i32 = 51;
+/// amax/amin with nothing to reduce: `dim` = the empty dimension (counted from 0), or -1 when no
+/// dimension was given and the input has no elements.
+pub const BC_ERROR_KIND_EMPTY_REDUCTION: i32 = 52;
+/// A reduction not defined for the input type (mean of integers): `dtype_a` = the input's.
+pub const BC_ERROR_KIND_REDUCE_DTYPE: i32 = 53;
+/// sum_to_size: shape a = the requested size (may hold negative sizes), b = the tensor's shape.
+pub const BC_ERROR_KIND_NOT_EXPANDABLE: i32 = 54;
 /// A write to a read-only tensor (`BC_ERR_READ_ONLY`).
 pub const BC_ERROR_KIND_READ_ONLY: i32 = 60;
 /// view/reshape: the sizes do not hold the tensor's elements: `size_a` = its number of elements;
@@ -305,6 +316,26 @@ pub(crate) fn describe(
             E::ViewStrides { shape, sizes } => {
                 info.kind = BC_ERROR_KIND_VIEW_STRIDES;
                 (a, b) = (Some(to_i64(shape)), Some(to_i64(sizes)));
+            }
+            E::DimOutOfRange { dim, ndim } => {
+                info.kind = BC_ERROR_KIND_DIM_OUT_OF_RANGE;
+                (info.dim, info.size_a) = (*dim, *ndim as i64);
+            }
+            E::DimRepeated { dim } => {
+                info.kind = BC_ERROR_KIND_DIM_REPEATED;
+                info.dim = *dim as i64;
+            }
+            E::EmptyReduction { dim, .. } => {
+                info.kind = BC_ERROR_KIND_EMPTY_REDUCTION;
+                info.dim = dim.map_or(-1, |(_, d)| d as i64);
+            }
+            E::ReduceDtype { dtype, .. } => {
+                info.kind = BC_ERROR_KIND_REDUCE_DTYPE;
+                info.dtype_a = dtype.code();
+            }
+            E::NotExpandable { size, shape } => {
+                info.kind = BC_ERROR_KIND_NOT_EXPANDABLE;
+                (a, b) = (Some(Shape::Targets(size)), Some(to_i64(shape)));
             }
             E::BufferTooSmall { needed, given, .. } => {
                 info.kind = BC_ERROR_KIND_BUFFER_TOO_SMALL;

@@ -465,6 +465,7 @@ pub fn check(status: i32) -> Result<(), Err> {
 // ---------------------------------------------------------------------------------------------
 
 /// An owned tensor handle; freed with `bc_tensor_free` on drop.
+#[derive(Debug)]
 pub struct T(pub *mut bc_tensor);
 
 impl Drop for T {
@@ -755,6 +756,54 @@ pub fn add_out(a: &T, b: &T, out: &T) -> Result<(), Err> {
     check(unsafe { bc_add_out(a.ptr(), b.ptr(), out.mut_ptr()) })
 }
 
+// ---------------------------------------------------------------------------------------------
+// reductions
+// ---------------------------------------------------------------------------------------------
+
+pub const REDUCE_NAMES: [&str; 5] = ["sum", "mean", "prod", "amax", "amin"];
+
+pub fn reduce_code(name: &str) -> i32 {
+    REDUCE_NAMES
+        .iter()
+        .position(|n| *n == name)
+        .unwrap_or_else(|| panic!("unknown reduction {name:?}")) as i32
+}
+
+/// `dims`: `None` passes `(NULL, 0)`; `Some(&[])` passes a non-NULL pointer with length 0.
+pub fn reduce(op: i32, t: &T, dims: Option<&[i64]>, keepdim: bool) -> Result<T, Err> {
+    let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+    let (p, n) = match dims {
+        None => (ptr::null(), 0),
+        Some(d) => (d.as_ptr(), d.len()),
+    };
+    let s = unsafe { bc_reduce(op, t.ptr(), p, n, keepdim, &mut out) };
+    take(s, out, "bc_reduce")
+}
+
+/// The named function for `op` (`bc_sum`, ...), same arguments.
+pub fn reduce_named(op: i32, t: &T, dims: Option<&[i64]>, keepdim: bool) -> Result<T, Err> {
+    let f = [bc_sum, bc_mean, bc_prod, bc_amax, bc_amin][op as usize];
+    let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+    let (p, n) = match dims {
+        None => (ptr::null(), 0),
+        Some(d) => (d.as_ptr(), d.len()),
+    };
+    let s = unsafe { f(t.ptr(), p, n, keepdim, &mut out) };
+    take(s, out, "bc_<reduction>")
+}
+
+pub fn sum_to_size(t: &T, size: &[i64]) -> Result<T, Err> {
+    let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+    let s = unsafe { bc_tensor_sum_to_size(t.ptr(), size.as_ptr(), size.len(), &mut out) };
+    take(s, out, "bc_tensor_sum_to_size")
+}
+
+pub fn binary_sum_to(op: i32, a: &T, b: &T, size: &[i64]) -> Result<T, Err> {
+    let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+    let s = unsafe { bc_binary_sum_to(op, a.ptr(), b.ptr(), size.as_ptr(), size.len(), &mut out) };
+    take(s, out, "bc_binary_sum_to")
+}
+
 /// `bc_shape_broadcast` (also checks `*out_ndim`).
 pub fn shape_broadcast(a: &[i64], b: &[i64]) -> Result<Vec<i64>, Err> {
     let cap = a.len().max(b.len());
@@ -909,6 +958,16 @@ pub fn set_switches(fallback: bool, warn: bool) {
     assert_eq!(bc_get_broadcast_warning(), warn);
 }
 
+/// Restores the library's threading defaults when dropped (also on panic).
+pub struct ThreadingGuard;
+
+impl Drop for ThreadingGuard {
+    fn drop(&mut self) {
+        assert_eq!(bc_set_num_threads(0), BC_OK);
+        assert_eq!(bc_set_parallel_threshold(0), BC_OK);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // oracle files
 // ---------------------------------------------------------------------------------------------
@@ -994,6 +1053,8 @@ pub fn kind_status(kind: &str) -> i32 {
         "dtype" | "unsupported" => BC_ERR_DTYPE,
         "overlap" => BC_ERR_OVERLAP,
         "value" => BC_ERR_VALUE,
+        "dim" => BC_ERR_INVALID_ARG,
+        "empty" => BC_ERR_SHAPE,
         k => panic!("unknown error kind {k:?} in oracle"),
     }
 }
@@ -1126,6 +1187,58 @@ pub fn compare_values_ties(
             fmt_vals(want)
         ))
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the error bound of tests/data/pytorch/README.md for floating reductions
+// ---------------------------------------------------------------------------------------------
+
+/// Unit roundoff of the accumulation the README names for `op` on `dtype`.
+pub fn bound_eps(op: &str, dtype: i32) -> f64 {
+    match (op, dtype) {
+        (_, F64) => 2f64.powi(-53),
+        ("prod", F16) => 2f64.powi(-11),
+        ("prod", BF16) => 2f64.powi(-8),
+        _ => 2f64.powi(-24),
+    }
+}
+
+/// Machine epsilon and smallest normal of a floating dtype.
+pub fn eps_tiny(dtype: i32) -> (f64, f64) {
+    match dtype {
+        F16 => (2f64.powi(-10), 2f64.powi(-14)),
+        BF16 => (2f64.powi(-7), 2f64.powi(-126)),
+        F32 => (2f64.powi(-23), 2f64.powi(-126)),
+        _ => (2f64.powi(-52), 2f64.powi(-1022)),
+    }
+}
+
+pub fn max_finite(dtype: i32) -> f64 {
+    match dtype {
+        F16 => 65504.0,
+        BF16 => 3.3895313892515355e38,
+        F32 => f32::MAX as f64,
+        _ => f64::MAX,
+    }
+}
+
+/// The README's check of one floating result `r` against the exact `f` (`a`: the sum of |x|, or
+/// |f| for products) over `n` elements; `None` when it holds.
+pub fn within_bound(op: &str, dtype: i32, r: f64, f: f64, a: f64, n: usize) -> Option<String> {
+    let ok = if f.is_nan() {
+        r.is_nan()
+    } else if r.is_infinite() {
+        r == f || (f.abs() > max_finite(dtype) && r.signum() == f.signum())
+    } else if f.is_infinite() || r.is_nan() {
+        false
+    } else {
+        let e = bound_eps(op, dtype);
+        let k = (n as f64 + 1.0) * e;
+        let gamma = k / (1.0 - k);
+        let (eps, tiny) = eps_tiny(dtype);
+        (r - f).abs() <= gamma * a + r.abs().max(tiny) * eps
+    };
+    (!ok).then(|| format!("{r:?} is not within the bound of the exact {f:?} (A = {a:?}, n = {n})"))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@
  *   lat   <L1|L2>   <alloc|out> <reps> [warm ms]   -> "ok <median ms> <variant>"
  *   sweep <elements> <alloc|out> <reps> [warm ms]  -> "ok <median ms> <variant>"
  *   expr  <E1|E2>   <alloc|out> <reps> [warm ms]   -> "ok <median ms> <variant>"  (fused loops)
+ *   red   <R1|R2|F1|F2> alloc <reps> [warm ms]     -> "ok <median ms> <variant>"
  *   quit
  * "alloc" is the best of the variants that allocate their result per call: fresh (64-byte
  * aligned_alloc, 4 KiB pages) and fresh-thp (2 MiB aligned + MADV_HUGEPAGE from 4 MiB up), each
@@ -76,6 +77,7 @@ static double measure(bench_fn fn, void *ctx, int warm, int reps, double min_bat
 #define vf_ld _mm512_loadu_ps
 #define vf_add _mm512_add_ps
 #define vf_div _mm512_div_ps
+#define vf_mul _mm512_mul_ps
 #define vf_set1 _mm512_set1_ps
 #define vf_st(p, v) _mm512_stream_ps((p), (v))
 #define vd_ld _mm512_loadu_pd
@@ -93,6 +95,7 @@ static double measure(bench_fn fn, void *ctx, int warm, int reps, double min_bat
 #define vf_ld _mm256_loadu_ps
 #define vf_add _mm256_add_ps
 #define vf_div _mm256_div_ps
+#define vf_mul _mm256_mul_ps
 #define vf_set1 _mm256_set1_ps
 #define vf_st(p, v) _mm256_stream_ps((p), (v))
 #define vd_ld _mm256_loadu_pd
@@ -434,6 +437,78 @@ __attribute__((noinline)) static void k_l2(void *o_, const void *a_, const void 
     for (int i = 0; i < 4; i++) o[i] = a[i] + b[i];
 }
 
+/* ------------------------------------------------------------------ reductions */
+/* Of the (4096,4096) float32 A: R1 sums each row (32 accumulators a row, which the compiler
+ * keeps in vector registers); R2 sums each column (the rows split between the threads, each
+ * adding its rows, eight at a time, into a row of accumulators that stays in cache, then the
+ * threads' rows added); F1 is R2 of A[r][c] * B[c] without making the product; F2 makes the product into the
+ * reused buffer O (streaming stores) and then does R2 on it. The (4096,) result is allocated per
+ * call, as the library's is. */
+static float *part; /* a row of accumulators per thread */
+static void red_rows(float *o, const float *a) {
+#pragma omp parallel for schedule(static)
+    for (long r = 0; r < R; r++) {
+        float s[32] = {0};
+        const float *row = a + r * C;
+        for (long c = 0; c < C; c += 32)
+            for (int k = 0; k < 32; k++) s[k] += row[c + k];
+        float t = 0;
+        for (int k = 0; k < 32; k++) t += s[k];
+        o[r] = t;
+    }
+}
+static void red_cols(float *o, const float *a, const float *b) {
+    int used = 1;
+#pragma omp parallel
+    {
+        int t = omp_get_thread_num(), n = omp_get_num_threads();
+        float *restrict acc = part + (long)t * C;
+        for (long c = 0; c < C; c++) acc[c] = 0;
+        /* eight rows per pass over the accumulators (each thread has a multiple of 8 rows) */
+        for (long r = R * t / n; r < R * (t + 1) / n; r += 8) {
+            const float *restrict p = a + r * C;
+            if (b)
+                for (long c = 0; c < C; c++)
+                    acc[c] += p[c] * b[c] + p[C + c] * b[c] + p[2 * C + c] * b[c] + p[3 * C + c] * b[c] +
+                              p[4 * C + c] * b[c] + p[5 * C + c] * b[c] + p[6 * C + c] * b[c] + p[7 * C + c] * b[c];
+            else
+                for (long c = 0; c < C; c++)
+                    acc[c] += p[c] + p[C + c] + p[2 * C + c] + p[3 * C + c] + p[4 * C + c] + p[5 * C + c] +
+                              p[6 * C + c] + p[7 * C + c];
+        }
+        if (t == 0) used = n;
+    }
+    for (long c = 0; c < C; c++) {
+        float s = part[c];
+        for (int t = 1; t < used; t++) s += part[(long)t * C + c];
+        o[c] = s;
+    }
+}
+static int red_case; /* 1 R1, 2 R2, 3 F1, 4 F2 */
+static void *red_a, *red_b, *red_tmp;
+static void run_red(void *ctx) {
+    (void)ctx;
+    float *o = malloc(C * sizeof(float));
+    if (red_case == 1) red_rows(o, red_a);
+    else if (red_case == 2) red_cols(o, red_a, NULL);
+    else if (red_case == 3) red_cols(o, red_a, red_b);
+    else {
+#pragma omp parallel
+        {
+#pragma omp for schedule(static)
+            for (long r = 0; r < R; r++) {
+                float *orow = (float *)red_tmp + r * C;
+                const float *arow = (const float *)red_a + r * C, *b = red_b;
+                for (long c = 0; c < C; c += VWF) vf_st(orow + c, vf_mul(vf_ld(arow + c), vf_ld(b + c)));
+            }
+            _mm_sfence();
+        }
+        red_cols(o, red_tmp, NULL);
+    }
+    __asm__ volatile("" ::"r"(o) : "memory");
+    free(o);
+}
+
 /* ------------------------------------------------------------------ driver */
 typedef struct {
     const char *name;
@@ -681,6 +756,18 @@ int main(void) {
             if (cur_sweep != rows * 1024) { release(); }
             setup(&sc, rows * 1024);
             answer(&sc, variant, reps, 2.0);
+            continue;
+        }
+        if (!strcmp(cmd, "red")) {
+            static const case_t rc = {"RED", 4, 1, 0, 0, NN, NN, C, NULL};
+            red_case = !strcmp(name, "R1") ? 1 : !strcmp(name, "R2") ? 2 : !strcmp(name, "F1") ? 3
+                     : !strcmp(name, "F2") ? 4 : 0;
+            if (!red_case) { printf("err unknown reduction\n"); fflush(stdout); continue; }
+            setup(&rc, -2);
+            if (!part) part = xalloc((size_t)omp_get_max_threads() * C * sizeof(float));
+            red_a = A; red_b = B; red_tmp = O;
+            printf("ok %.6g %s\n", measure(run_red, NULL, 2, reps, 1.0), red_case == 4 ? "pre-nt" : "fresh");
+            fflush(stdout);
             continue;
         }
         const case_t *c = NULL;

@@ -15,6 +15,7 @@
 //!   --exprs LIST      fused expressions, e.g. E1 (default: E1,E2); "none" skips
 //!   --no-concurrent   leave out the concurrent callers (CC: one caller, two callers with a pool
 //!                     of one thread, two callers with the whole pool)
+//!   --reductions LIST reduction cases, e.g. R1,F1 (default: R1,R2,F1,F2); "none" skips
 //!   --no-limit / --no-numpy / --no-torch   leave a peer out (NumPy and PyTorch are measured
 //!                     when `$PYTHON` (default `python3`) imports them; /work/torchenv/bin/python
 //!                     has both on the development machine)
@@ -25,6 +26,7 @@
 mod exprs;
 mod lib_side;
 mod peers;
+mod reductions;
 
 use broadcast::engine::{kernels, parallel, storage};
 use lib_side::{Case, Kind, CASES};
@@ -116,6 +118,7 @@ struct Options {
     sweep: Vec<usize>,
     exprs: Vec<exprs::ECase>,
     concurrent: bool,
+    reductions: Vec<reductions::RCase>,
     limit: bool,
     numpy: bool,
     torch: bool,
@@ -158,6 +161,14 @@ fn parse_args() -> Options {
             exprs::CASES.to_vec()
         },
         concurrent: true,
+        reductions: if smoke {
+            ["R2", "F1"]
+                .iter()
+                .filter_map(|n| reductions::find(n))
+                .collect()
+        } else {
+            reductions::CASES.to_vec()
+        },
         limit: true,
         numpy: true,
         torch: true,
@@ -207,6 +218,16 @@ fn parse_args() -> Options {
                 }
             }
             "--no-concurrent" => o.concurrent = false,
+            "--reductions" => {
+                let v = value();
+                o.reductions = if v == "none" {
+                    Vec::new()
+                } else {
+                    v.split(',')
+                        .map(|n| reductions::find(n).unwrap_or_else(|| usage("unknown reduction")))
+                        .collect()
+                }
+            }
             "--no-limit" => o.limit = false,
             "--no-numpy" => o.numpy = false,
             "--no-torch" => o.torch = false,
@@ -334,7 +355,8 @@ fn main() {
             .cases
             .iter()
             .map(lib_side::verify)
-            .chain(o.exprs.iter().map(exprs::verify));
+            .chain(o.exprs.iter().map(exprs::verify))
+            .chain(o.reductions.iter().map(reductions::verify));
         for check in checks {
             if let Err(e) = check {
                 eprintln!("bench-compare: WRONG RESULT: {e}");
@@ -343,11 +365,11 @@ fn main() {
         }
         eprintln!(
             "verified: the library's results of {} cases",
-            o.cases.len() + o.exprs.len()
+            o.cases.len() + o.exprs.len() + o.reductions.len()
         );
     }
     let alloc_report = if o.alloc_check {
-        allocation_check(&o.cases, &o.exprs)
+        allocation_check(&o.cases, &o.exprs, &o.reductions)
     } else {
         String::new()
     };
@@ -426,6 +448,20 @@ fn main() {
                     exprs::time(&inp, false, alloc, o.reps, o.warm_ms)
                 });
             }
+        }
+        for c in &o.reductions {
+            let inp = reductions::inputs(c);
+            let key = format!("{} alloc", c.name);
+            let cmd = format!("red {} alloc {} {}", c.name, o.reps, o.warm_ms);
+            let m = Measurement {
+                key: &key,
+                variant: "alloc",
+                bytes: reductions::bytes(c),
+                cmd: &cmd,
+            };
+            m.run(&mut res, round, &mut peers, || {
+                reductions::time(&inp, o.reps, o.warm_ms)
+            });
         }
         for &elems in &o.sweep {
             let inp = lib_side::sweep_inputs(elems);
@@ -775,6 +811,9 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
     if !o.exprs.is_empty() {
         report_exprs(&mut s, o, res);
     }
+    if !o.reductions.is_empty() {
+        report_reductions(&mut s, o, res);
+    }
     if !o.sweep.is_empty() {
         let _ = writeln!(
             s,
@@ -927,6 +966,67 @@ fn report_exprs(s: &mut String, o: &Options, res: &Results) {
     }
 }
 
+/// The reductions table, and what the fused form saves against the two calls.
+fn report_reductions(s: &mut String, o: &Options, res: &Results) {
+    let _ = writeln!(
+        s,
+        "\n### Reductions of (4096,4096) float32: median ms per call (the result allocated and freed); lib ÷ limit, target ≤ 1.5 for R1 and R2\n"
+    );
+    let _ = writeln!(
+        s,
+        "| case | what | libbroadcast | GB/s | C limit | lib ÷ limit | target | NumPy | PyTorch | met |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
+    for c in &o.reductions {
+        let key = format!("{} alloc", c.name);
+        let lib = res.median(&key, "lib");
+        let ratio = res.ratio(&key, "limit");
+        let target = c.name.starts_with('R');
+        let met = match (target, ratio) {
+            (false, _) => "–",
+            (true, Some((r, _, _))) if r <= 1.5 => "yes",
+            (true, Some(_)) => "no",
+            (true, None) => "–",
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {met} |",
+            c.name,
+            c.what,
+            fmt_ms(lib),
+            lib.map_or(String::new(), |ms| format!(
+                "{:.1}",
+                reductions::bytes(c) / (ms * 1e6)
+            )),
+            fmt_ms(res.median(&key, "limit")),
+            ratio.map_or("–".to_string(), |(r, lo, hi)| format!(
+                "**{r:.2}** [{lo:.2}–{hi:.2}]"
+            )),
+            if target { "≤ 1.5" } else { "–" },
+            fmt_ms(res.median(&key, "numpy")),
+            fmt_ms(res.median(&key, "torch")),
+        );
+    }
+    let per = |peer: &str| {
+        let (f1, f2) = (res.median("F1 alloc", peer)?, res.median("F2 alloc", peer)?);
+        Some(format!("{:.2}×", f2 / f1))
+    };
+    if let Some(lib) = per("lib") {
+        let _ = writeln!(
+            s,
+            "\nThe fused form against the two calls (F2 time ÷ F1 time): libbroadcast {lib}, C {}, NumPy {}, PyTorch {}. \
+             F1 reads the inputs once and writes 4096 elements; F2 also writes and reads back the 64 MiB product.",
+            per("limit").unwrap_or("–".into()),
+            per("numpy").unwrap_or("–".into()),
+            per("torch").unwrap_or("–".into()),
+        );
+    }
+    let _ = writeln!(s, "\nWhat the peers run:\n");
+    for c in &o.reductions {
+        let _ = writeln!(s, "- {}: {}", c.name, c.peers);
+    }
+}
+
 const NOTES: &str = "
 ### How the library gets there
 
@@ -972,11 +1072,22 @@ const NOTES: &str = "
   are aligned to a cache line by hand rather than through glibc's memalign, which costs several
   times a plain malloc: allocating (1,1024)+(1024,) went from about 680 to 410 ns.
 - Dimension merging (the plan coalesces dimensions contiguous for every operand) was there before.
+- **Reductions** (`src/engine/reduce.rs`): a sum over the inner dimension keeps 32 lanes in
+  registers along each row; over an outer dimension, up to 16 KiB of columns are the lanes and
+  16 rows x 32 columns go through registers at a time, so the input is read in long runs and the
+  accumulators once per 16 rows; AVX2 clones chosen at run time. Work is cut into ranges of rows
+  from the shape alone and their totals combined in order, so results do not depend on the
+  thread count. The fused `bc_binary_sum_to` applies the operation as it reads its operands and
+  writes only the (4096,) result.
 ";
 
 /// Views never copy, an operation allocates only its result: element storages and heap bytes
 /// counted around single calls.
-fn allocation_check(cases: &[Case], expr_cases: &[exprs::ECase]) -> String {
+fn allocation_check(
+    cases: &[Case],
+    expr_cases: &[exprs::ECase],
+    reduction_cases: &[reductions::RCase],
+) -> String {
     use broadcast::ffi::*;
     let mut s = String::from(
         "\n### Allocation check (element storages from the engine's counters; heap = every global-allocator call)\n\n\
@@ -1063,6 +1174,10 @@ fn allocation_check(cases: &[Case], expr_cases: &[exprs::ECase]) -> String {
             1 << 24,
             &mut || inp.calls(true),
         );
+    }
+    for c in reduction_cases {
+        let inp = reductions::inputs(c);
+        row(&format!("{} (+ free)", c.name), 16384, &mut || inp.once());
     }
     let _ = writeln!(
         s,

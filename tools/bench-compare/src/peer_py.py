@@ -9,11 +9,15 @@ One command per line on stdin, one answer line on stdout:
   case  <S1..S12|S2.op|P1|L1|L2> <alloc|out> <reps> [warm ms]        -> "ok <median ms> <variant>"
   sweep <elements> <alloc|out> <reps> [warm ms]                     -> "ok <median ms> <variant>"
   expr  <E1|E2> <alloc|out> <reps> [warm ms]                        -> "ok <median ms> <variant>"
+  red   <R1|R2|F1|F2> alloc <reps> [warm ms]                        -> "ok <median ms> <variant>"
   quit
 alloc = `f(a, b)` (a new array per call, f = np.add, torch.add, ...); out = `f(a, b, out=o)` into
 a reused, touched array; S9 is `f(a, b, out=a)` for both. The expressions, float32, (2048,2048)
 with smaller operands: E1 `a * b + c` (PyTorch: `torch.addcmul(c, a, b)`, its one-pass form), E2
-`maximum((x - m) / s * g + t, 0)`, five operations; `out` writes every step into `o`. Timing as
+`maximum((x - m) / s * g + t, 0)`, five operations; `out` writes every step into `o`. The
+reductions of a (4096,4096) float32 `a` with a (4096,) `b`: R1 `a.sum(1)`, R2 `a.sum(0)`, F1
+`einsum('ij,j->j', a, b)` (each library's own way to do it without the product), F2
+`(a * b).sum(0)` (PyTorch: `(a * b).sum_to_size(4096)`). Timing as
 limit.c: a sample is a batch of K calls lasting >= min_batch_ms; the answer is the median
 per-call time of <reps> samples after a warm-up of at least two samples and [warm ms].
 """
@@ -173,6 +177,19 @@ def build_expr(name):
     return namespace(o=tensor(np.zeros((M, M), "f4"), "f4"), z=tensor(np.zeros((), "f4"), "f4"), **arrays)
 
 
+REDUCTIONS = {
+    "R1": ("a.sum(1)", "a.sum(1)"),
+    "R2": ("a.sum(0)", "a.sum(0)"),
+    "F1": ("np.einsum('ij,j->j', a, b)", "torch.einsum('ij,j->j', a, b)"),
+    "F2": ("(a * b).sum(0)", "(a * b).sum_to_size(4096)"),
+}
+
+
+def build_reduction(name):
+    a, b = tensor(fill((N, N), "f4", 1), "f4"), tensor(fill((N,), "f4", 2), "f4")
+    return namespace(a=a, b=b, stmt=REDUCTIONS[name][TORCH])
+
+
 def build_sweep(elems):
     rows = max(1, elems // 1024)
     a = tensor(fill((rows, 1024), "f4", 1), "f4")
@@ -194,6 +211,10 @@ def main():
                 stmt = EXPRS[name][1 + 2 * TORCH + (variant == "out")]
                 which = ("addcmul" if name == "E1" and TORCH else "eager") + ("-out" if variant == "out" else "")
                 print(f"ok {measure(stmt, ns, reps, 1.0, warm_ms):.6g} {which}", flush=True)
+                continue
+            if cmd == "red":
+                ns = setup(("red", name), lambda: build_reduction(name))
+                print(f"ok {measure(ns['stmt'], ns, reps, 1.0, warm_ms):.6g} alloc", flush=True)
                 continue
             if cmd == "sweep":
                 ns = setup(("sweep", name), lambda: build_sweep(int(name)))
