@@ -6,7 +6,7 @@
 // It checks the twelve documented examples of docs/semantics.md (section 3) through the C++ API,
 // that errors carry the library's status, kind, shapes and exact message, ownership (every handle
 // freed: bc::live_count() is back where it started), the operators and views, wrapped memory
-// released exactly once, and exceptions from a warning handler.
+// released exactly once, exceptions from a warning handler, and the reductions.
 #include "broadcast.hpp"
 
 #include <cmath>
@@ -460,6 +460,62 @@ void handler_exception_is_rethrown_after_the_call() {
     CHECK((ones({1}) + ones({1})).numel() == 1);
 }
 
+void reductions() {
+    bc::Tensor a({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, {2, 3});
+    CHECK(bc::sum(a, {0}).to_vector<float>() == (std::vector<float>{5, 7, 9}));
+    CHECK(bc::sum(a, {-1}).to_vector<float>() == (std::vector<float>{6, 15}));
+    bc::Tensor all = bc::sum(a);
+    CHECK(all.ndim() == 0 && all.to_vector<float>() == std::vector<float>{21});
+    CHECK(bc::sum(a, {1}, true).shape() == (bc::Shape{2, 1}));
+    CHECK(bc::sum(a, {0, 1}, true).shape() == (bc::Shape{1, 1}));
+    CHECK(bc::mean(a).to_vector<float>() == std::vector<float>{3.5f});
+    CHECK(bc::prod(a, {1}).to_vector<float>() == (std::vector<float>{6, 120}));
+    CHECK(bc::amax(a, {0}).to_vector<float>() == (std::vector<float>{4, 5, 6}));
+    CHECK(bc::amin(a).to_vector<float>() == std::vector<float>{1});
+    CHECK(bc::reduce(BC_REDUCE_PROD, a, {0}).to_vector<float>() == (std::vector<float>{4, 10, 18}));
+
+    // PyTorch's types: integer sums are int64, integer means are refused.
+    bc::Tensor ints({int32_t{1}, int32_t{2}, int32_t{3}}, {3});
+    bc::Tensor s = bc::sum(ints);
+    CHECK(s.dtype() == bc::DType::Int64 && s.to_vector<int64_t>() == std::vector<int64_t>{6});
+    CHECK(bc::amax(ints).dtype() == bc::DType::Int32);
+    bc::Error e = EXPECT_ERROR(bc::mean(ints));
+    CHECK(e.status() == BC_ERR_DTYPE && e.kind() == BC_ERROR_KIND_REDUCE_DTYPE);
+    CHECK(std::string(e.what()) == "mean(): could not infer output dtype. Input dtype must be either "
+                                   "a floating point or complex dtype. Got: Int");
+    e = EXPECT_ERROR(bc::sum(a, {0, -2}));
+    CHECK(e.status() == BC_ERR_INVALID_ARG);
+    CHECK(std::string(e.what()) == "dim 0 appears multiple times in the list of dims");
+    e = EXPECT_ERROR(bc::amax(bc::Tensor::zeros(bc::DType::Float32, {0, 2}), {0}));
+    CHECK(e.status() == BC_ERR_SHAPE);
+    CHECK(std::string(e.what()) == "amax(): Expected reduction dim 0 to have non-zero size.");
+}
+
+void sum_to_size_and_the_fused_form() {
+    bc::Tensor a({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, {2, 3});
+    bc::Tensor b({1.0f, 2.0f, 3.0f}, {3});
+    bc::Tensor cols = bc::sum_to_size(a, {1, 3});
+    CHECK(cols.shape() == (bc::Shape{1, 3}) && cols.to_vector<float>() == (std::vector<float>{5, 7, 9}));
+    CHECK(bc::sum_to_size(a, {3}).shape() == (bc::Shape{3}));
+    CHECK(bc::sum_to_size(a, {2, 3}).to_vector<float>() == a.to_vector<float>()); // a view of a
+    bc::Error e = EXPECT_ERROR(bc::sum_to_size(a, {1, 4}));
+    CHECK(e.status() == BC_ERR_SHAPE && e.kind() == BC_ERROR_KIND_NOT_EXPANDABLE);
+    CHECK(std::string(e.what()) == "size {[1, 4]} is not expandable to size {[2, 3]}.");
+    CHECK(e.shape_a() == (bc::Shape{1, 4}) && e.shape_b() == (bc::Shape{2, 3}));
+
+    // a * b = [[1, 4, 9], [4, 10, 18]], summed over the rows.
+    bc::Tensor fused = bc::binary_sum_to(BC_OP_MUL, a, b, {3});
+    CHECK(fused.to_vector<float>() == (std::vector<float>{5, 14, 27}));
+    CHECK(fused.to_vector<float>() == bc::sum_to_size(a * b, {3}).to_vector<float>());
+    // A comparison sums its bools to int64: a > b is false in row 0, true in row 1.
+    bc::Tensor gt = bc::binary_sum_to(BC_OP_GT, a, b, {3});
+    CHECK(gt.dtype() == bc::DType::Int64 && gt.to_vector<int64_t>() == (std::vector<int64_t>{1, 1, 1}));
+    e = EXPECT_ERROR(bc::binary_sum_to(BC_OP_ADD, a, bc::Tensor({1.0f, 2.0f}, {2}), {3}));
+    CHECK(e.status() == BC_ERR_SHAPE);
+    CHECK(std::string(e.what()) ==
+          "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1");
+}
+
 void settings_and_version() {
     CHECK(std::string(bc::version()) == BC_VERSION_STRING);
     CHECK(other_tu_version() == BC_VERSION_STRING);
@@ -630,6 +686,8 @@ int main() {
         {"views", views},
         {"wrapped_memory", wrapped_memory},
         {"handler_exception_is_rethrown_after_the_call", handler_exception_is_rethrown_after_the_call},
+        {"reductions", reductions},
+        {"sum_to_size_and_the_fused_form", sum_to_size_and_the_fused_form},
         {"settings_and_version", settings_and_version},
         {"more_operations_against_pytorch_rows", more_operations_against_pytorch_rows},
         {"where_against_pytorch_rows", where_against_pytorch_rows},

@@ -21,6 +21,9 @@
  *    tensor.
  *  - bc::plan_binary(op, a, b) (and _inplace, _out) reports what a call would do from bc::Geometry
  *    values (type, shape, strides), without tensors, or throws the bc::Error the call would throw.
+ *  - bc::sum, bc::mean, bc::prod, bc::amax, bc::amin (and bc::reduce with a BC_REDUCE_* code)
+ *    reduce over a list of dimensions; bc::sum_to_size undoes a broadcast, and
+ *    bc::binary_sum_to(BC_OP_*, a, b, shape) sums a op b to shape without making a op b.
  *  - Warnings go to bc::set_warning_handler's function; an exception it throws is caught before
  *    it could cross the C library and rethrown from the bc:: call that emitted the warning.
  *
@@ -686,6 +689,46 @@ broadcast_tensors(const std::vector<std::reference_wrapper<const Tensor>> &tenso
     for (bc_tensor *h : out) result.push_back(Tensor::adopt(h)); // all NULL on failure
     detail::check(status);
     return result;
+}
+
+/*
+ * Reductions (docs/semantics.md, section 14): over `dims`, negative ones counting from the end, or
+ * every dimension when `dims` is empty (PyTorch's dim=None); `keepdim` keeps each reduced
+ * dimension as size 1. Result types as PyTorch's: sum and prod of bool and integers are int64,
+ * mean of them is refused, amax and amin keep the type.
+ */
+/// `op` (a BC_REDUCE_* code) of `t` over `dims` (bc_reduce).
+inline Tensor reduce(int32_t op, const Tensor &t, const Shape &dims = {}, bool keepdim = false) {
+    return detail::make([&](bc_tensor **out) {
+        return bc_reduce(op, t.get(), detail::data_or_null(dims), dims.size(), keepdim, out);
+    });
+}
+#define BC_HPP_REDUCTION(name)                                                                     \
+    inline Tensor name(const Tensor &t, const Shape &dims = {}, bool keepdim = false) {            \
+        return detail::make([&](bc_tensor **out) {                                                 \
+            return bc_##name(t.get(), detail::data_or_null(dims), dims.size(), keepdim, out);      \
+        });                                                                                        \
+    }
+BC_HPP_REDUCTION(sum)
+BC_HPP_REDUCTION(mean)
+BC_HPP_REDUCTION(prod)
+BC_HPP_REDUCTION(amax)
+BC_HPP_REDUCTION(amin)
+#undef BC_HPP_REDUCTION
+
+/// `t` summed back to `shape`, undoing a broadcast (bc_tensor_sum_to_size, PyTorch's
+/// t.sum_to_size(shape)); a view of `t` when nothing is summed.
+inline Tensor sum_to_size(const Tensor &t, const Shape &shape) {
+    return detail::make([&](bc_tensor **out) {
+        return bc_tensor_sum_to_size(t.get(), detail::data_or_null(shape), shape.size(), out);
+    });
+}
+
+/// sum_to_size(a op b, shape) for a BC_OP_* code, without making `a op b` (bc_binary_sum_to).
+inline Tensor binary_sum_to(int32_t op, const Tensor &a, const Tensor &b, const Shape &shape) {
+    return detail::make([&](bc_tensor **out) {
+        return bc_binary_sum_to(op, a.get(), b.get(), detail::data_or_null(shape), shape.size(), out);
+    });
 }
 
 /// The broadcast shape of `a` and `b` (bc_shape_broadcast).
