@@ -759,7 +759,7 @@ int main(void) {
             continue;
         }
         if (!strcmp(cmd, "red")) {
-            static const case_t rc = {"RED", 4, 1, 0, 0, NN, NN, C, NULL};
+            static const case_t rc = {"RED", 4, 1, 0, 0, NN, NN, C, NULL, 4};
             red_case = !strcmp(name, "R1") ? 1 : !strcmp(name, "R2") ? 2 : !strcmp(name, "F1") ? 3
                      : !strcmp(name, "F2") ? 4 : 0;
             if (!red_case) { printf("err unknown reduction\n"); fflush(stdout); continue; }
