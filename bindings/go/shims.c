@@ -241,3 +241,22 @@ static void warning_adapter(void *user_data, const char *message) {
 }
 
 int32_t gobc_set_warning_handler(int go) { return bc_set_warning_handler(go ? warning_adapter : NULL, NULL); }
+
+gobc_res gobc_reduce(int32_t op, uintptr_t t, const int64_t *dims, size_t ndims, bool keepdim) {
+	bc_tensor *o = NULL;
+	int32_t s = bc_reduce(op, H(t), dims, ndims, keepdim, &o);
+	return done(s, o, 0);
+}
+
+gobc_res gobc_sum_to_size(uintptr_t t, const int64_t *shape, size_t ndim) {
+	bc_tensor *o = NULL;
+	int32_t s = bc_tensor_sum_to_size(H(t), shape, ndim, &o);
+	return done(s, o, 0);
+}
+
+gobc_res gobc_binary_sum_to(int32_t op, uintptr_t a, uintptr_t b, const int64_t *shape,
+                            size_t ndim) {
+	bc_tensor *o = NULL;
+	int32_t s = bc_binary_sum_to(op, H(a), H(b), shape, ndim, &o);
+	return done(s, o, 0);
+}

@@ -89,6 +89,13 @@ gobc_dims gobc_shape_broadcast(const int64_t *a, size_t an, const int64_t *b, si
 gobc_dims gobc_shape_broadcast_n(const int64_t *flat, const size_t *ndims, size_t n);
 gobc_res gobc_shape_is_broadcastable(const int64_t *a, size_t an, const int64_t *b, size_t bn);
 
+// Reductions: bc_reduce (dims as given, (NULL, 0) for all), bc_tensor_sum_to_size,
+// bc_binary_sum_to.
+gobc_res gobc_reduce(int32_t op, uintptr_t t, const int64_t *dims, size_t ndims, bool keepdim);
+gobc_res gobc_sum_to_size(uintptr_t t, const int64_t *shape, size_t ndim);
+gobc_res gobc_binary_sum_to(int32_t op, uintptr_t a, uintptr_t b, const int64_t *shape,
+                            size_t ndim);
+
 // Installs the Go warning handler (go != 0) or restores the library's default.
 int32_t gobc_set_warning_handler(int go); /* BC_OK, always */
 
