@@ -12,6 +12,8 @@ turns one rule into the other, so `LibBroadcast.add(A, B)` has the shape and val
     Array(t .+ Tensor(B))                   # Tensors broadcast with .+ .- .* ./
     LibBroadcast.lt(A, B) == (A .< B)       # and the C API's other operations (OPS below)
     LibBroadcast.select(A .> 0, A, B)       # ifelse.(A .> 0, A, B), torch.where
+    sum(t; dims = 2)                        # reductions over Julia's dimensions (sum(A; dims = 2))
+    LibBroadcast.sum_to_size(*, t, Tensor(B), 3)  # sum(A .* B; dims = 2), without making A .* B
 
 Element types follow PyTorch's promotion, not Julia's: integer division gives `Float32`,
 `Bool .- Bool` is an error, `Bool .+ Bool` stays `Bool`. Error messages are the library's,
@@ -42,13 +44,14 @@ const FUNCTIONS = (
     :bc_tensor_wrap, :bc_tensor_free, :bc_tensor_live_count, :bc_tensor_clone,
     :bc_tensor_dtype, :bc_tensor_ndim, :bc_tensor_shape, :bc_tensor_strides, :bc_tensor_copy_to,
     :bc_tensor_expand, :bc_tensor_permute, :bc_tensor_slice,
+    :bc_reduce, :bc_tensor_sum_to_size, :bc_binary_sum_to,
 )
 
 fn(name::Symbol) = FN[name]
 
 # The C API this package was written against: the library must have the same major version and
 # at least this minor version (0.x releases only add to the ABI).
-const API_VERSION = v"0.1.0"
+const API_VERSION = v"0.2.0"
 
 const WARNING_CALLBACK = Ref{Ptr{Cvoid}}(C_NULL)
 
@@ -559,6 +562,86 @@ function select!(Out::AbstractArray, C::AbstractArray, A::AbstractArray, B::Abst
 end
 
 Base.Broadcast.broadcasted(::typeof(Base.ifelse), c::Tensor, a::Tensor, b::Tensor) = select(c, a, b)
+
+# ---------------------------------------------------------------------------------------------
+# Reductions (docs/semantics.md, section 13), over Julia's dimensions
+# ---------------------------------------------------------------------------------------------
+
+# The row-major dimensions of Julia dimensions `dims` (`:` for every one) of an n-dimensional
+# tensor: Julia dimension d is row-major dimension n - d.
+rowmajor_dims(n, ::Colon) = Int64[]
+function rowmajor_dims(n, dims)
+    for d in dims
+        1 <= d <= n || throw(ArgumentError("dimension $d of a $n-dimensional Tensor"))
+    end
+    return Int64[n - d for d in dims]
+end
+
+# `code` (a BC_REDUCE_* code) of `t` over Julia's `dims`, each kept as size 1 as Julia's reductions
+# keep them; over every dimension (`:`) a 0-dimensional Tensor.
+function reduction(code::Int32, t::Tensor, dims)
+    d = rowmajor_dims(ndims(t), dims)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = GC.@preserve d ccall(fn(:bc_reduce), Int32, (Int32, Ptr{Cvoid}, Ptr{Int64}, Csize_t, Bool, Ref{Ptr{Cvoid}}),
+                              code, t, pointer(d), length(d), !(dims isa Colon), out)
+    check(st)
+    return Tensor(Own(), out[], nothing)
+end
+
+"""
+    sum(t::Tensor; dims = :)
+    prod(t::Tensor; dims = :)
+    maximum(t::Tensor; dims = :)
+    minimum(t::Tensor; dims = :)
+    LibBroadcast.mean(t::Tensor; dims = :)
+
+Reductions computed by the library, over Julia's dimensions `dims` (an integer or a collection),
+which stay as size 1 as in `sum(A; dims)`; without `dims`, over everything, giving a
+0-dimensional Tensor. The element types are PyTorch's: `sum` and `prod` of `Bool` and integers
+give `Int64`, `mean` of them is an error, `maximum` and `minimum` (PyTorch's amax and amin: NaN
+wins, nothing to reduce is an error) keep the type. Floating sums are pairwise, with the bound
+of docs/semantics.md.
+"""
+Base.sum(t::Tensor; dims = :) = reduction(Int32(0), t, dims)
+Base.prod(t::Tensor; dims = :) = reduction(Int32(2), t, dims)
+Base.maximum(t::Tensor; dims = :) = reduction(Int32(3), t, dims)
+Base.minimum(t::Tensor; dims = :) = reduction(Int32(4), t, dims)
+mean(t::Tensor; dims = :) = reduction(Int32(1), t, dims)
+
+"""
+    sum_to_size(t::Tensor, sz::Integer...)
+    sum_to_size(f, a::Tensor, b::Tensor, sz::Integer...)
+
+`t` summed to size `sz` (Julia's order), undoing a broadcast: the dimensions `t` has beyond `sz`,
+and those where `sz` has 1, are summed (`sum(t; dims)` reshaped to `sz`; PyTorch's
+`sum_to_size`). When nothing is summed the result is a view of `t`. With `f`, the Julia function
+of one of the operations (such as `*`) or the operation's function here (such as
+`LibBroadcast.mul`), it is `broadcast(f, a, b)` summed to `sz` without making `broadcast(f, a, b)`.
+"""
+function sum_to_size(t::Tensor, sz::Integer...)
+    s = Int64[reverse(sz)...]
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = GC.@preserve s ccall(fn(:bc_tensor_sum_to_size), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Ref{Ptr{Cvoid}}),
+                              t, pointer(s), length(s), out)
+    return view_of(t, out, st) # a view of t when nothing is summed
+end
+
+function sum_to_size(f, a::Tensor, b::Tensor, sz::Integer...)
+    s = Int64[reverse(sz)...]
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = GC.@preserve s ccall(fn(:bc_binary_sum_to), Int32, (Int32, Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Int64}, Csize_t, Ref{Ptr{Cvoid}}),
+                              opcode(f), a, b, pointer(s), length(s), out)
+    check(st)
+    return Tensor(Own(), out[], nothing)
+end
+
+# The BC_OP_* code of f: the Julia function of an entry of OPS, or the entry's function here.
+function opcode(f)
+    for (name, _, code, g) in OPS
+        (getfield(@__MODULE__, name) === f || g isa Symbol && getfield(Base, g) === f) && return Int32(code)
+    end
+    throw(ArgumentError("$f is not one of the operations of LibBroadcast.OPS"))
+end
 
 # ---------------------------------------------------------------------------------------------
 # Settings and warnings

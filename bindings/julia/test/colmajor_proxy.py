@@ -17,7 +17,10 @@ Julia's own rule written here from Julia's documentation, independently of the l
 Out of place and in place (`A .+= B`, allowed when the broadcast size is A's own), for float64,
 float32, int32 and int64 and the four operations plus maximum and minimum (division on floating
 types: the library's integer division gives Float32 where Julia's gives Float64); then
-`LibBroadcast.select(C, A, B)` (bc_where) against `ifelse.(C, A, B)` on a third as many triples. Ends with `N passed, N failed`.
+`LibBroadcast.select(C, A, B)` (bc_where) against `ifelse.(C, A, B)` on a third as many triples;
+then the reductions as LibBroadcast calls them: `sum(A; dims)` over Julia dimensions d passed as row-major n - d with keepdim, and
+`sum_to_size(A, sz...)` with the sizes reversed, on int32 and int64 arrays (exact, wrapping sums),
+against Julia's `sum(A; dims)`. Ends with `N passed, N failed`.
 
 Usage: colmajor_proxy.py [path/to/libbroadcast.so] (default: target/release of this repository).
 BC_PROXY_SEED and BC_PROXY_PAIRS override the seed (printed) and the number of pairs (1500).
@@ -56,6 +59,10 @@ lib.bc_tensor_free.argtypes = [P]
 lib.bc_tensor_free.restype = None
 lib.bc_tensor_live_count.argtypes = []
 lib.bc_tensor_live_count.restype = ctypes.c_size_t
+lib.bc_sum.argtypes = [P, I64P, ctypes.c_size_t, ctypes.c_bool, ctypes.POINTER(P)]
+lib.bc_sum.restype = ctypes.c_int32
+lib.bc_tensor_sum_to_size.argtypes = [P, I64P, ctypes.c_size_t, ctypes.POINTER(P)]
+lib.bc_tensor_sum_to_size.restype = ctypes.c_int32
 lib.bc_last_error_message.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
 lib.bc_last_error_message.restype = ctypes.c_size_t
 
@@ -357,6 +364,46 @@ def random_triple(rng):
     sa, sb = random_pair(rng)
     sc = [s if rng.random() < 0.7 else 1 for s in rng.choice([sa, sb])]
     return sc[: rng.randint(0, len(sc))], sa, sb
+def check_reduction(rng, dtype, to_size):
+    """sum(A; dims) (to_size False) or sum_to_size(A, sz...) (True) as LibBroadcast calls the
+    library, against Julia's sum(A; dims) written here; returns what went wrong, or None."""
+    size = random_size(rng, rng.randint(1, 4))
+    A = JuliaArray(rng, dtype, size)
+    n = len(size)
+    if to_size:
+        # A size A can be broadcast from: each dimension kept or 1, trailing ones maybe dropped.
+        target = [s if rng.random() < 0.5 else 1 for s in size][: rng.randint(0, n)]
+        dims = [d for d in range(n) if d >= len(target) or (target[d] == 1 and size[d] != 1)]
+        args = list(reversed(target))
+    else:
+        dims = sorted(rng.sample(range(n), rng.randint(1, n)))
+        target = [1 if d in dims else s for d, s in enumerate(size)]
+        args = [n - (d + 1) for d in dims]  # Julia dimension d + 1 is row-major n - (d + 1)
+    ta, tr = A.tensor(), P()
+    arr = (ctypes.c_int64 * max(len(args), 1))(*args)
+    try:
+        if to_size:
+            st = lib.bc_tensor_sum_to_size(ta, arr, len(args), ctypes.byref(tr))
+        else:
+            st = lib.bc_sum(ta, arr, len(args), True, ctypes.byref(tr))
+        if st != BC_OK:
+            return f"the library failed: {last_error()}"
+        if julia_size_of(tr) != tuple(target):
+            return f"result size {julia_size_of(tr)}, Julia's is {tuple(target)}"
+        summed = bool(dims) or not to_size  # else a view of A, of A's type
+        want = {}
+        for i in column_major_indices(tuple(size)):
+            key = tuple(0 if d in dims else i[d] for d in range(len(target)))
+            want[key] = wrap_int(want.get(key, 0) + element(A, i), 64)
+        got = julia_array_of(tr, "int64" if summed else dtype, target)
+        keys = list(column_major_indices(tuple(target)))
+        if got != [want.get(k, 0) for k in keys]:
+            return f"values {got}, Julia's {[want.get(k, 0) for k in keys]}"
+        return None
+    finally:
+        if tr:
+            lib.bc_tensor_free(tr)
+        lib.bc_tensor_free(ta)
 
 
 def main():
@@ -392,6 +439,18 @@ def main():
             failed += 1
             if failed <= 10:
                 print(f"FAIL select {n}: C {tuple(sc)}, A {tuple(sa)}, B {tuple(sb)}, {dtype}: {problem}")
+    reductions = pairs // 3
+    for n in range(reductions):
+        dtype, to_size = rng.choice(["int32", "int64"]), rng.random() < 0.5
+        problem = check_reduction(rng, dtype, to_size)
+        if problem is None:
+            passed += 1
+        else:
+            failed += 1
+            if failed <= 10:
+                what = "sum_to_size" if to_size else "sum(A; dims)"
+                print(f"FAIL reduction {n}, {what}, {dtype}: {problem}")
+    print(f"{reductions} reductions checked")
     if lib.bc_tensor_live_count() != live:
         failed += 1
         print(f"FAIL: {lib.bc_tensor_live_count() - live} tensor handles leaked")

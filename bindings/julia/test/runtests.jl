@@ -264,3 +264,29 @@ end
     end
     @test printed == split(split(section, "```text\n")[2], "```")[1]
 end
+
+# Reductions over Julia's dimensions (reversed for the library), compared with Julia's own.
+@testset "reductions and sum_to_size, in Julia's order" begin
+    A = Float32[1 2 3; 4 5 6] # size (2, 3)
+    t = Tensor(A)
+    @test Array(sum(t; dims = 1)) == sum(A; dims = 1)
+    @test Array(sum(t; dims = 2)) == sum(A; dims = 2)
+    @test Array(sum(t))[] == sum(A)
+    @test Array(prod(t; dims = 2)) == prod(A; dims = 2)
+    @test Array(maximum(t; dims = 1)) == maximum(A; dims = 1)
+    @test Array(minimum(t))[] == 1.0f0
+    @test Array(LB.mean(t; dims = (1, 2))) == fill(3.5f0, 1, 1)
+    s = sum(Tensor(Int32[1, 2, 3]))
+    @test eltype(s) == Int64 && Array(s)[] == 6
+    e = caught(() -> LB.mean(Tensor(Int32[1, 2, 3])))
+    @test e isa BroadcastError && e.status == LB.BC_ERR_DTYPE
+    @test_throws ArgumentError sum(t; dims = 3)
+
+    @test Array(LB.sum_to_size(t, 1, 3)) == sum(A; dims = 1)
+    @test Array(LB.sum_to_size(t, 2)) == vec(sum(A; dims = 2))
+    B = Float32[10, 20] # broadcasts along Julia's first dimension
+    @test Array(LB.sum_to_size(*, t, Tensor(B), 2)) == vec(sum(A .* B; dims = 2))
+    @test Array(LB.sum_to_size(LB.mul, t, Tensor(B), 2)) == vec(sum(A .* B; dims = 2))
+    e = caught(() -> LB.sum_to_size(t, 4))
+    @test e isa BroadcastError && e.status == LB.BC_ERR_SHAPE
+end
