@@ -154,9 +154,9 @@ pub fn sum_to_size(t: &Tensor, size: &[i64]) -> Result<Tensor> {
 /// `bc_binary`'s kernel applies, at the same computation type) and summed at once, so the inputs
 /// are read once and only the result of shape `size` is written. The types, errors (those of
 /// `a op b` first, in `bc_binary`'s order, integer zero divisors included) and values are those of
-/// the two calls, with the summation order of [`sum_to_size`] on `a op b` in the layout `bc_binary` gives it; a bool
-/// result (comparisons, logical operations) sums to int64. When nothing is summed, this is
-/// `a op b`.
+/// the two calls, with the summation order of [`sum_to_size`] on `a op b` in the layout
+/// `bc_binary` gives it; a bool result (comparisons, logical operations) sums to int64. When
+/// nothing is summed, this is `a op b`.
 pub fn binary_sum_to(op: BinaryOp, a: &Tensor, b: &Tensor, size: &[i64]) -> Result<Tensor> {
     let (ga, gb) = (a.geometry(), b.geometry());
     ops::check_op_defined(op, ga.dtype, gb.dtype)?;
@@ -539,8 +539,8 @@ const fn column_lanes<A>() -> usize {
 /// outermost first, each merged where every operand allows, size-1 dimensions dropped. Which
 /// dimension is "outer" and which kept one gives the lanes follows a separate set of `order`
 /// strides (with each merged dimension's weight that of its innermost part): the input's own for
-/// a reduction of a view, those of the result's layout (as `bc_binary` makes it) for the fused form, so that it sums in the
-/// order the two calls would.
+/// a reduction of a view, those of the result's layout (as `bc_binary` makes it) for the fused
+/// form, so that it sums in the order the two calls would.
 #[derive(Debug, Clone, PartialEq)]
 struct Geometry<const N: usize> {
     kept: Dims,

@@ -564,7 +564,7 @@ end
 Base.Broadcast.broadcasted(::typeof(Base.ifelse), c::Tensor, a::Tensor, b::Tensor) = select(c, a, b)
 
 # ---------------------------------------------------------------------------------------------
-# Reductions (docs/semantics.md, section 13), over Julia's dimensions
+# Reductions (docs/semantics.md, section 14), over Julia's dimensions
 # ---------------------------------------------------------------------------------------------
 
 # The row-major dimensions of Julia dimensions `dims` (`:` for every one) of an n-dimensional
