@@ -71,6 +71,7 @@ go-bench:
 julia-proxy-test:
 	cargo build --release
 	python3 bindings/julia/test/colmajor_proxy.py target/release/libbroadcast.so
+	python3 bindings/julia/test/symbols_check.py bindings/julia/src/LibBroadcast.jl target/release/libbroadcast.so
 
 # The Julia package's own tests; they need julia on the PATH, and fail when it is missing.
 julia-test:

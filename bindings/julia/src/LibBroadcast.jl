@@ -44,7 +44,7 @@ const FUNCTIONS = (
     :bc_tensor_wrap, :bc_tensor_free, :bc_tensor_live_count, :bc_tensor_clone,
     :bc_tensor_dtype, :bc_tensor_ndim, :bc_tensor_shape, :bc_tensor_strides, :bc_tensor_copy_to,
     :bc_tensor_expand, :bc_tensor_permute, :bc_tensor_slice,
-    :bc_reduce, :bc_tensor_sum_to_size, :bc_binary_sum_to,
+    :bc_where, :bc_where_out, :bc_reduce, :bc_tensor_sum_to_size, :bc_binary_sum_to,
 )
 
 fn(name::Symbol) = FN[name]

@@ -1,0 +1,28 @@
+#!/usr/bin/env python3
+"""The Julia package calls the C library only through `fn(:bc_...)`, which looks the symbol up in
+the table `__init__` fills from `FUNCTIONS`: a symbol used but not listed there fails at run time
+(a KeyError), and one listed but missing from the library fails at load. Julia is not needed: this
+reads the package source and checks every `:bc_*` symbol it names against `FUNCTIONS` and against
+the library's exports.
+
+Usage: python3 symbols_check.py LibBroadcast.jl path/to/libbroadcast.so
+"""
+import ctypes
+import re
+import sys
+
+src_path, lib_path = sys.argv[1], sys.argv[2]
+src = open(src_path).read()
+table = re.search(r"const FUNCTIONS = \((.*?)\n\)", src, re.S)
+if not table:
+    sys.exit(f"{src_path}: no `const FUNCTIONS = (...)` table")
+listed = set(re.findall(r":(bc_\w+)", table.group(1)))
+used = set(re.findall(r":(bc_\w+)", src[: table.start()] + src[table.end():]))
+lib = ctypes.CDLL(lib_path)
+problems = [f"{s}: used but not in FUNCTIONS" for s in sorted(used - listed)]
+problems += [f"{s}: in FUNCTIONS but not exported by {lib_path}" for s in sorted(listed)
+             if not hasattr(lib, s)]
+for p in problems:
+    print(f"julia symbols: {p}")
+print(f"julia symbols: {len(used)} used, {len(listed)} listed, {len(problems)} problems")
+sys.exit(1 if problems else 0)
