@@ -452,6 +452,12 @@
 #define BC_PLAN_WARNING_FALLBACK 2
 
 /**
+ * `bc_plan.flags`: `where` with a uint8 condition gives its deprecation warning (only the first
+ * such call in the process does).
+ */
+#define BC_PLAN_WARNING_WHERE_UINT8 4
+
+/**
  * `bc_plan.flags`: the call reads the divisor's elements and refuses a zero among them
  * (`BC_ERR_VALUE`, PyTorch's `ZeroDivisionError`: integer division, remainder, fmod), which only
  * the call can see.
@@ -2089,6 +2095,102 @@ int32_t bc_plan_binary_out(int32_t op,
                            const struct bc_geometry *b,
                            const struct bc_geometry *out,
                            struct bc_plan *plan);
+
+/**
+ * Plans `*out = t op s` (`bc_binary_scalar`) for a number `s`, from `t`'s type and geometry,
+ * as `bc_plan_binary` does: the checks and decisions of the call, in its order. The bytes
+ * counted include the 8 or fewer that hold the number during the call.
+ *
+ * # Returns
+ * `BC_OK` (`*plan` written); the statuses of `bc_binary_scalar` for this operand and number
+ * (`BC_ERR_DTYPE`, `BC_ERR_INVALID_ARG` for an operation that takes no number or an unknown
+ * `s.kind`, `BC_ERR_VALUE` for `BC_OP_POW`'s refusals, with their messages);
+ * `BC_ERR_INVALID_ARG` (unknown op or dtype code, a negative size or stride, more than
+ * `BC_MAX_NDIM` dimensions); `BC_ERR_OVERFLOW`; `BC_ERR_NULL_ARG`; `BC_ERR_ALLOC`. On failure
+ * `*plan` is not written.
+ *
+ * # Safety
+ * `t` must be NULL or point to a `bc_geometry` whose arrays are valid for `ndim` reads; `plan`
+ * must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_plan_binary_scalar(int32_t op,
+                              const struct bc_geometry *t,
+                              struct bc_scalar s,
+                              struct bc_plan *plan);
+
+/**
+ * Plans `*out = s op t` (`bc_binary_rscalar`) for a number `s`, as `bc_plan_binary_scalar`.
+ *
+ * # Returns
+ * As `bc_plan_binary_scalar`, with the statuses of `bc_binary_rscalar`.
+ *
+ * # Safety
+ * As `bc_plan_binary_scalar`.
+ */
+BC_MUST_USE
+int32_t bc_plan_binary_rscalar(int32_t op,
+                               struct bc_scalar s,
+                               const struct bc_geometry *t,
+                               struct bc_plan *plan);
+
+/**
+ * Plans `target op= s` (`bc_binary_scalar_inplace`) for a number `s`, as
+ * `bc_plan_binary_scalar`; the target's memory is not known here: the call alone refuses a
+ * read-only target (`BC_ERR_READ_ONLY`).
+ *
+ * # Returns
+ * As `bc_plan_binary_scalar`, with the statuses of `bc_binary_scalar_inplace`.
+ *
+ * # Safety
+ * As `bc_plan_binary_scalar`, `target` for `t`.
+ */
+BC_MUST_USE
+int32_t bc_plan_binary_scalar_inplace(int32_t op,
+                                      const struct bc_geometry *target,
+                                      struct bc_scalar s,
+                                      struct bc_plan *plan);
+
+/**
+ * Plans `*out = where(cond, a, b)` (`bc_where`) from the operands' types and geometry, as
+ * `bc_plan_binary` does. `BC_PLAN_WARNING_WHERE_UINT8` is set when the call would warn now
+ * (a uint8 condition, and no `where` has warned yet in this process).
+ *
+ * # Returns
+ * `BC_OK` (`*plan` written); the statuses of `bc_where` for these operands (`BC_ERR_DTYPE` for
+ * a condition neither bool nor uint8, `BC_ERR_SHAPE`, with their messages);
+ * `BC_ERR_INVALID_ARG`; `BC_ERR_OVERFLOW`; `BC_ERR_NULL_ARG`; `BC_ERR_ALLOC`. On failure
+ * `*plan` is not written.
+ *
+ * # Safety
+ * `cond`, `a` and `b` must each be NULL or point to a `bc_geometry` whose arrays are valid for
+ * `ndim` reads; `plan` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_plan_where(const struct bc_geometry *cond,
+                      const struct bc_geometry *a,
+                      const struct bc_geometry *b,
+                      struct bc_plan *plan);
+
+/**
+ * Plans `where(cond, a, b)` into `out` (`bc_where_out`), as `bc_plan_where`. The call alone
+ * refuses an `out` that is read-only or partly overlaps an input; one whose own elements share
+ * memory is refused by both.
+ *
+ * # Returns
+ * As `bc_plan_where`, with the statuses of `bc_where_out` (`BC_ERR_DTYPE` for an `out` not
+ * exactly of the result type, `BC_ERR_SHAPE` for one not of the broadcast shape,
+ * `BC_ERR_OVERLAP`).
+ *
+ * # Safety
+ * As `bc_plan_where`; `out` too.
+ */
+BC_MUST_USE
+int32_t bc_plan_where_out(const struct bc_geometry *cond,
+                          const struct bc_geometry *a,
+                          const struct bc_geometry *b,
+                          const struct bc_geometry *out,
+                          struct bc_plan *plan);
 
 /**
  * `*out` = the reduction `op` (a `BC_REDUCE_*` code) of `t` over the dimensions `dims[0..ndims]`

@@ -1502,6 +1502,77 @@ fn planner() -> Vec<Scenario> {
                 ))
             },
         ),
+        sc(
+            "bc_plan_binary_scalar",
+            "a reversed 7-d int32 operand + 2.5",
+            BC_OK,
+            |c| {
+                let plan = c.mem(std::mem::size_of::<bc_plan>());
+                call!(|_c| bc_plan_binary_scalar(
+                    BC_OP_ADD,
+                    &geo(I32, &C7, Some(&C7_REVERSED)),
+                    bc_scalar_float(2.5),
+                    plan.cast()
+                ))
+            },
+        ),
+        sc(
+            "bc_plan_binary_rscalar",
+            "2 ** a 7-d float32 operand (a row-major result)",
+            BC_OK,
+            |c| {
+                let plan = c.mem(std::mem::size_of::<bc_plan>());
+                call!(|_c| bc_plan_binary_rscalar(
+                    BC_OP_POW,
+                    bc_scalar_int(2),
+                    &geo(F32, &C7, Some(&C7_REVERSED)),
+                    plan.cast()
+                ))
+            },
+        ),
+        sc(
+            "bc_plan_binary_scalar_inplace",
+            "int32 7-d target += 2.5 (the result type does not cast)",
+            BC_ERR_DTYPE,
+            |c| {
+                let plan = c.mem(std::mem::size_of::<bc_plan>());
+                call!(|_c| bc_plan_binary_scalar_inplace(
+                    BC_OP_ADD,
+                    &geo(I32, &C7, None),
+                    bc_scalar_float(2.5),
+                    plan.cast()
+                ))
+            },
+        ),
+        sc(
+            "bc_plan_where",
+            "7-d uint8 condition, float32 and float64 operands (one converted)",
+            BC_OK,
+            |c| {
+                let plan = c.mem(std::mem::size_of::<bc_plan>());
+                call!(|_c| bc_plan_where(
+                    &geo(BC_DTYPE_UINT8, &C7, Some(&C7_REVERSED)),
+                    &geo(F32, &A7, None),
+                    &geo(F64, &B7, None),
+                    plan.cast()
+                ))
+            },
+        ),
+        sc(
+            "bc_plan_where_out",
+            "out has the wrong shape (the error holds both)",
+            BC_ERR_SHAPE,
+            |c| {
+                let plan = c.mem(std::mem::size_of::<bc_plan>());
+                call!(|_c| bc_plan_where_out(
+                    &geo(BC_DTYPE_BOOL, &B7, None),
+                    &geo(F32, &A7, None),
+                    &geo(F32, &B7, None),
+                    &geo(F32, &A7, None),
+                    plan.cast()
+                ))
+            },
+        ),
     ]
 }
 

@@ -100,9 +100,7 @@ fn agree(op: i32, a: &T, b: &T, form: Form<'_>, tally: &mut Tally) -> Result<(),
         _ => None,
     };
     let (ra, rb) = (ga.raw(), gb.raw());
-    let mut plan = std::mem::MaybeUninit::<bc_plan>::uninit();
-    let p = plan.as_mut_ptr();
-    let status = unsafe {
+    let plan = |p| unsafe {
         match (form, &out_geo) {
             (Form::New, _) => bc_plan_binary(op, &ra, &rb, p),
             (Form::InPlace, _) => bc_plan_binary_inplace(op, &ra, &rb, p),
@@ -110,21 +108,40 @@ fn agree(op: i32, a: &T, b: &T, form: Form<'_>, tally: &mut Tally) -> Result<(),
             (Form::Out(_), None) => unreachable!(),
         }
     };
-    let planned = match status {
-        BC_OK => Ok(unsafe { plan.assume_init() }),
+    let run = |result: &mut *mut bc_tensor| unsafe {
+        match form {
+            Form::New => bc_binary(op, a.ptr(), b.ptr(), result),
+            Form::InPlace => bc_binary_inplace(op, a.mut_ptr(), b.ptr()),
+            Form::Out(o) => bc_binary_out(op, a.ptr(), b.ptr(), o.mut_ptr()),
+        }
+    };
+    let written = match form {
+        Form::New => None,
+        Form::InPlace => Some(a),
+        Form::Out(o) => Some(o),
+    };
+    agree_with(plan, run, written, tally)
+}
+
+/// Runs a planner form (`plan` writes its plan through the pointer) and then the call it plans
+/// (`run` gives its status, and sets its new result if it makes one), and compares them.
+/// `written`: the tensor the call writes in place or into (`None`: a new result).
+fn agree_with(
+    plan: impl FnOnce(*mut bc_plan) -> i32,
+    run: impl FnOnce(&mut *mut bc_tensor) -> i32,
+    written: Option<&T>,
+    tally: &mut Tally,
+) -> Result<(), String> {
+    let mut planned = std::mem::MaybeUninit::<bc_plan>::uninit();
+    let planned = match plan(planned.as_mut_ptr()) {
+        BC_OK => Ok(unsafe { planned.assume_init() }),
         s => Err(failure(s)),
     };
 
     take_warnings();
     let before = storage::stats();
     let mut result = ptr::null_mut();
-    let status = unsafe {
-        match form {
-            Form::New => bc_binary(op, a.ptr(), b.ptr(), &mut result),
-            Form::InPlace => bc_binary_inplace(op, a.mut_ptr(), b.ptr()),
-            Form::Out(o) => bc_binary_out(op, a.ptr(), b.ptr(), o.mut_ptr()),
-        }
-    };
+    let status = run(&mut result);
     let allocated = storage::stats().since(before).bytes as usize;
     let warnings = take_warnings();
     let result = (!result.is_null()).then(|| T(result));
@@ -151,18 +168,15 @@ fn agree(op: i32, a: &T, b: &T, form: Form<'_>, tally: &mut Tally) -> Result<(),
         (Err(p), Ok(())) => Err(format!("planner {p:?}, call succeeded")),
         (Ok(plan), Ok(())) => {
             tally.ok += 1;
-            let written = match form {
-                Form::New => result.as_ref().expect("a new result"),
-                Form::InPlace => a,
-                Form::Out(o) => o,
-            };
+            let new = written.is_none();
+            let written = written.unwrap_or_else(|| result.as_ref().expect("a new result"));
             let nd = plan.ndim;
             let got = (plan.shape[..nd].to_vec(), plan.strides[..nd].to_vec());
             let want = (written.shape(), written.strides());
             if got != want {
                 return Err(format!("planned shape, strides {got:?}, call {want:?}"));
             }
-            if matches!(form, Form::New) && plan.dtype != written.dtype() {
+            if new && plan.dtype != written.dtype() {
                 return Err(format!(
                     "planned dtype {}, result {}",
                     plan.dtype,
@@ -170,7 +184,10 @@ fn agree(op: i32, a: &T, b: &T, form: Form<'_>, tally: &mut Tally) -> Result<(),
                 ));
             }
             let bits = warnings.iter().fold(0, |bits, w| bits | warning_bit(w));
-            let planned = plan.flags & (BC_PLAN_WARNING_BROADCAST | BC_PLAN_WARNING_FALLBACK);
+            let planned = plan.flags
+                & (BC_PLAN_WARNING_BROADCAST
+                    | BC_PLAN_WARNING_FALLBACK
+                    | BC_PLAN_WARNING_WHERE_UINT8);
             if planned != bits {
                 return Err(format!(
                     "planned warnings {planned}, call gave {warnings:?}"
@@ -205,6 +222,8 @@ fn warning_bit(message: &str) -> u32 {
         BC_PLAN_WARNING_BROADCAST
     } else if message.contains("Falling back to deprecated pointwise behavior") {
         BC_PLAN_WARNING_FALLBACK
+    } else if message.starts_with("where received a uint8 condition") {
+        BC_PLAN_WARNING_WHERE_UINT8
     } else {
         panic!("unknown warning {message:?}")
     }
@@ -367,4 +386,79 @@ fn transpose(t: &T) -> T {
     let mut out = ptr::null_mut();
     check(unsafe { bc_tensor_transpose(t.ptr(), 0, 1, &mut out) }).unwrap();
     T(out)
+}
+
+/// Numbers as operands: every row of scalar.jsonl (both orders, in place), planned with
+/// `bc_plan_binary_scalar`, `_rscalar` and `_scalar_inplace`.
+#[test]
+fn numbers() {
+    each_row("scalar.jsonl", |row, tally| {
+        let op = op_code(row["op"].as_str().unwrap());
+        let s = scalar_of(&row["scalar"]);
+        let mut t = Operand::from_json(&row["t"]);
+        let t = unsafe { t.view() }.expect("bc_tensor_wrap");
+        let g = Geo::of(&t);
+        let rg = g.raw();
+        let inplace = row["inplace"].as_bool().unwrap();
+        let reversed = row["order"] == "scalar_tensor";
+        match (inplace, reversed) {
+            (true, _) => agree_with(
+                |p| unsafe { bc_plan_binary_scalar_inplace(op, &rg, s, p) },
+                |_| bc_binary_scalar_inplace(op, t.mut_ptr(), s),
+                Some(&t),
+                tally,
+            ),
+            (false, true) => agree_with(
+                |p| unsafe { bc_plan_binary_rscalar(op, s, &rg, p) },
+                |r| unsafe { bc_binary_rscalar(op, s, t.ptr(), r) },
+                None,
+                tally,
+            ),
+            (false, false) => agree_with(
+                |p| unsafe { bc_plan_binary_scalar(op, &rg, s, p) },
+                |r| unsafe { bc_binary_scalar(op, t.ptr(), s, r) },
+                None,
+                tally,
+            ),
+        }
+    });
+}
+
+/// `where`: every row of where.jsonl planned with `bc_plan_where`, and into an `out` with
+/// `bc_plan_where_out`: one of the row's result type and shape, and one of another type
+/// (refused). The uint8 condition's warning, once per process, is planned as the call gives it:
+/// no other test of this binary calls `where`.
+#[test]
+fn where_() {
+    each_row("where.jsonl", |row, tally| {
+        let mut ops = ["cond", "a", "b"].map(|k| Operand::from_json(&row[k]));
+        let [c, a, b] = &mut ops;
+        let [Ok(c), Ok(a), Ok(b)] = (unsafe { [c.view(), a.view(), b.view()] }) else {
+            return Err("bc_tensor_wrap of an operand failed".into());
+        };
+        let geos = [&c, &a, &b].map(Geo::of);
+        let [rc, ra, rb] = geos.each_ref().map(Geo::raw);
+        agree_with(
+            |p| unsafe { bc_plan_where(&rc, &ra, &rb, p) },
+            |r| unsafe { bc_where(c.ptr(), a.ptr(), b.ptr(), r) },
+            None,
+            tally,
+        )?;
+        let Some(want) = row.get("result") else {
+            return Ok(());
+        };
+        let dtype = dtype_code(want["dtype"].as_str().unwrap());
+        let other = if dtype == F64 { F32 } else { F64 };
+        for dtype in [dtype, other] {
+            let out = T::zeros(dtype, &json_shape(&want["shape"])).unwrap();
+            let go = Geo::of(&out);
+            agree_with(
+                |p| unsafe { bc_plan_where_out(&rc, &ra, &rb, &go.raw(), p) },
+                |_| bc_where_out(c.ptr(), a.ptr(), b.ptr(), out.mut_ptr()),
+                Some(&out),
+                tally,
+            )?;
+        }
+        Ok(())
+    });
 }

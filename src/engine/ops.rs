@@ -346,31 +346,17 @@ fn pow_number(
     opts: Options,
 ) -> Result<(Option<Tensor>, Warnings)> {
     let op = BinaryOp::Pow;
+    let (d, run) = decide_pow_number(t, n, s, number_first, dest, opts)?;
     if number_first {
-        let one = matches!(s, Scalar::Int(1)) || s == Scalar::Float(1.0);
-        let d = decide_with(op, n, t, Dest::New, opts, !one)?;
-        let init = if one { Init::Fill(1.0) } else { Init::Uninit };
+        let init = match run {
+            Run::Fill => Init::Fill(1.0),
+            _ => Init::Uninit,
+        };
         let out = Tensor::new(d.types.result, &d.shape, init)?;
-        if !one {
+        if run == Run::Compute {
             write_result(op, &out, n, t, d.types)?;
         }
         return Ok((Some(out), d.warnings));
-    }
-    let integral = |dtype: DType| !dtype.is_floating();
-    if integral(t.dtype()) && matches!(s, Scalar::Int(i) if i < 0) {
-        return Err(Error::NegativeIntegerPower);
-    }
-    let trivial = match s {
-        Scalar::Bool(b) => Some(b),
-        Scalar::Int(i) => (i == 0 || i == 1).then_some(i == 1),
-        Scalar::Float(f) => (f == 0.0 || f == 1.0).then_some(f == 1.0),
-    };
-    let d = decide_with(op, t, n, dest, opts, trivial.is_none())?;
-    let checked = matches!(d.types.compute, DType::F16 | DType::BF16) || integral(d.types.compute);
-    if trivial.is_none() && checked && !fits(s, d.types.compute) {
-        return Err(Error::NumberOverflow {
-            dtype: d.types.compute,
-        });
     }
     let out = match dest {
         Dest::New => {
@@ -385,13 +371,63 @@ fn pow_number(
         _ => None,
     };
     let written = out.as_ref().unwrap_or(t);
-    match trivial {
-        // An exponent of 1: `t` itself, cast to the result type.
-        Some(true) => copy_into(written, t)?,
-        Some(false) => fill(written, 1.0)?,
-        None => write_result(op, written, t, n, d.types)?,
+    match run {
+        Run::Copy => copy_into(written, t)?,
+        Run::Fill => fill(written, 1.0)?,
+        Run::Compute => write_result(op, written, t, n, d.types)?,
     }
     Ok((out, d.warnings))
+}
+
+/// How a call writes its result once its checks have passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Run {
+    /// The operation's kernel (see [`steps`]).
+    Compute,
+    /// Every element set to 1 (`pow` to the exponent 0, or of the base 1).
+    Fill,
+    /// The tensor itself, cast to the written type (`pow` to the exponent 1).
+    Copy,
+}
+
+/// The checks and decisions of [`pow_number`], in its order, before anything is allocated: the
+/// call and the planner run this same code.
+fn decide_pow_number<O: Operand>(
+    t: &O,
+    n: &O,
+    s: Scalar,
+    number_first: bool,
+    dest: Dest<'_, O>,
+    opts: Options,
+) -> Result<(Decision, Run)> {
+    let op = BinaryOp::Pow;
+    if number_first {
+        let one = matches!(s, Scalar::Int(1)) || s == Scalar::Float(1.0);
+        let d = decide_with(op, n, t, Dest::New, opts, !one)?;
+        return Ok((d, if one { Run::Fill } else { Run::Compute }));
+    }
+    let integral = |dtype: DType| !dtype.is_floating();
+    if integral(t.geometry().dtype) && matches!(s, Scalar::Int(i) if i < 0) {
+        return Err(Error::NegativeIntegerPower);
+    }
+    let trivial = match s {
+        Scalar::Bool(b) => Some(b),
+        Scalar::Int(i) => (i == 0 || i == 1).then_some(i == 1),
+        Scalar::Float(f) => (f == 0.0 || f == 1.0).then_some(f == 1.0),
+    };
+    let d = decide_with(op, t, n, dest, opts, trivial.is_none())?;
+    let checked = matches!(d.types.compute, DType::F16 | DType::BF16) || integral(d.types.compute);
+    if trivial.is_none() && checked && !fits(s, d.types.compute) {
+        return Err(Error::NumberOverflow {
+            dtype: d.types.compute,
+        });
+    }
+    let run = match trivial {
+        Some(true) => Run::Copy,
+        Some(false) => Run::Fill,
+        None => Run::Compute,
+    };
+    Ok((d, run))
 }
 
 /// Whether a number fits `dtype` as PyTorch's checked conversion requires (c10's `overflows`): a
@@ -512,61 +548,69 @@ pub(crate) fn binary_layout(
 /// three broadcast together (in that order), the type promotes `a` and `b` only. `cond` is bool,
 /// or uint8 (non-zero is true) with PyTorch's deprecation warning.
 pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<(Tensor, Warnings)> {
-    let dtype = result_type(a.dtype(), a.ndim() == 0, b.dtype(), b.ndim() == 0);
-    check_condition(cond)?;
-    let shape = where_shape(cond, a, b)?;
+    let (dtype, shape) = decide_where(cond, a, b, None)?;
     let out = Tensor::new(dtype, &shape, Init::Uninit)?;
     compute_where(&out, cond, a, b)?;
-    Ok((out, condition_warnings(cond)))
+    Ok((out, condition_warnings(cond.dtype(), true)))
 }
 
 /// [`where_`] into the caller's `out`, which must have the broadcast shape and exactly the
 /// result type (PyTorch's rule for `where`).
 pub fn where_out(cond: &Tensor, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<Warnings> {
-    let dtype = result_type(a.dtype(), a.ndim() == 0, b.dtype(), b.ndim() == 0);
-    if out.dtype() != dtype {
-        return Err(Error::OutDtype {
-            expected: dtype,
-            got: out.dtype(),
-        });
-    }
-    check_condition(cond)?;
-    out.check_writable(&[cond, a, b])?;
-    let shape = where_shape(cond, a, b)?;
-    if out.shape() != &shape[..] {
-        return Err(Error::or_alloc(|| {
-            Ok(Error::OutputShape {
-                output: try_to_vec(out.shape())?,
-                broadcast: try_to_vec(&shape)?,
-            })
-        }));
-    }
+    decide_where(cond, a, b, Some(out))?;
     compute_where(out, cond, a, b)?;
-    Ok(condition_warnings(cond))
+    Ok(condition_warnings(cond.dtype(), true))
 }
 
-fn check_condition(cond: &Tensor) -> Result<()> {
-    match cond.dtype() {
-        DType::Bool | DType::U8 => Ok(()),
-        dtype => Err(Error::WhereCondition { dtype }),
+/// The checks of `where` (into `out` when given) in PyTorch's order, and the result's type and
+/// shape: the call and the planner run this same code.
+fn decide_where<O: Operand>(cond: &O, a: &O, b: &O, out: Option<&O>) -> Result<(DType, Dims)> {
+    let (gc, ga, gb) = (cond.geometry(), a.geometry(), b.geometry());
+    let dtype = result_type(ga.dtype, ga.shape.is_empty(), gb.dtype, gb.shape.is_empty());
+    if let Some(out) = out {
+        if out.geometry().dtype != dtype {
+            return Err(Error::OutDtype {
+                expected: dtype,
+                got: out.geometry().dtype,
+            });
+        }
     }
+    if !matches!(gc.dtype, DType::Bool | DType::U8) {
+        return Err(Error::WhereCondition { dtype: gc.dtype });
+    }
+    if let Some(out) = out {
+        out.check_writable(&[cond, a, b])?;
+    }
+    // `cond`, `a` and `b` broadcast in that order (an error names the shape so far "tensor a").
+    let shape = broadcast_shapes(&broadcast_shapes(gc.shape, ga.shape)?, gb.shape)?;
+    if let Some(out) = out {
+        if out.geometry().shape != &shape[..] {
+            return Err(Error::or_alloc(|| {
+                Ok(Error::OutputShape {
+                    output: try_to_vec(out.geometry().shape)?,
+                    broadcast: try_to_vec(&shape)?,
+                })
+            }));
+        }
+    }
+    Ok((dtype, shape))
 }
+
+/// Whether the deprecation warning for a uint8 condition was given (once per process).
+static WHERE_UINT8_WARNED: AtomicBool = AtomicBool::new(false);
 
 /// The deprecation warning for a uint8 condition, the first time in the process (as PyTorch's
-/// `TORCH_WARN_ONCE`); given by calls that succeed.
-fn condition_warnings(cond: &Tensor) -> Warnings {
-    static WARNED: AtomicBool = AtomicBool::new(false);
-    if cond.dtype() == DType::U8 && !WARNED.swap(true, Ordering::Relaxed) {
+/// `TORCH_WARN_ONCE`); given by calls that succeed (`give`), foreseen by the planner.
+fn condition_warnings(cond: DType, give: bool) -> Warnings {
+    let warned = match give {
+        true => cond == DType::U8 && WHERE_UINT8_WARNED.swap(true, Ordering::Relaxed),
+        false => WHERE_UINT8_WARNED.load(Ordering::Relaxed),
+    };
+    if cond == DType::U8 && !warned {
         smallvec![Warning::WhereUint8Condition]
     } else {
         Warnings::new()
     }
-}
-
-/// The shape of `where`: `cond`, `a` and `b` broadcast in that order (an error names the shape
-/// so far as "tensor a").
-fn where_shape(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Dims> {
-    broadcast_shapes(&broadcast_shapes(cond.shape(), a.shape())?, b.shape())
 }
 
 /// `out = where(cond, a, b)`, `out` of the result type and the broadcast shape; `a` and `b` of
@@ -646,6 +690,117 @@ pub fn plan_binary(
     opts: Options,
 ) -> Result<Report> {
     let d = decide(op, &a, &b, dest, opts)?;
+    report(op, d, a, b, dest, Run::Compute, false)
+}
+
+/// What `t op s` for a number `s` would do ([`binary_number`]; `number_first`: `s op t`;
+/// `inplace`: [`binary_number_inplace`]), from `t`'s type and geometry: the checks and decisions
+/// of those calls.
+pub fn plan_binary_number(
+    op: BinaryOp,
+    t: Geometry<'_>,
+    s: Scalar,
+    number_first: bool,
+    inplace: bool,
+    opts: Options,
+) -> Result<Report> {
+    let (op, number_first) = python_order(op, s, number_first, inplace)?;
+    let n = Geometry {
+        dtype: s.dtype(),
+        shape: &[],
+        strides: &[],
+        wrapped: true,
+    };
+    let dest = if inplace { Dest::InPlace } else { Dest::New };
+    let mut r = match (op, number_first) {
+        (BinaryOp::Pow, true) => {
+            let (d, run) = decide_pow_number(&t, &n, s, true, Dest::New, opts)?;
+            report(op, d, n, t, Dest::New, run, true)?
+        }
+        (BinaryOp::Pow, false) => {
+            let (d, run) = decide_pow_number(&t, &n, s, false, dest, opts)?;
+            report(op, d, t, n, dest, run, false)?
+        }
+        (_, true) => plan_binary(op, n, t, Dest::New, opts)?,
+        (_, false) => plan_binary(op, t, n, dest, opts)?,
+    };
+    // The number itself, held in a 0-d tensor.
+    r.alloc_bytes += n.dtype.size();
+    Ok(r)
+}
+
+/// What `where(cond, a, b)` ([`where_`], or [`where_out`] into `out`) would do, from the operands'
+/// types and geometry: the call's checks and decisions. The uint8 condition's warning is
+/// foreseen as the call would give it now (only the first time in the process).
+pub fn plan_where(
+    cond: Geometry<'_>,
+    a: Geometry<'_>,
+    b: Geometry<'_>,
+    out: Option<Geometry<'_>>,
+) -> Result<Report> {
+    let (dtype, shape) = decide_where(&cond, &a, &b, out.as_ref())?;
+    let elements = |g: Geometry<'_>| checked_nbytes(g.numel(), dtype.size());
+    let mut alloc_bytes = 0;
+    let new_strides;
+    let written = match out {
+        Some(out) => out,
+        None => {
+            new_strides = contiguous_strides(&shape)?;
+            let g = Geometry {
+                dtype,
+                shape: &shape,
+                strides: &new_strides,
+                wrapped: false,
+            };
+            alloc_bytes += elements(g)?;
+            g
+        }
+    };
+    let (loop_shape, loop_kind, threads) = if numel(&shape) == 0 {
+        (Dims::new(), LoopKind::None, 1)
+    } else {
+        // `a` and `b` of another type are read from row-major copies (see `compute_where`).
+        let mut row_major: [Strides; 2] = Default::default();
+        let inputs = [a, b];
+        for k in (0..2).filter(|&k| inputs[k].dtype != dtype) {
+            alloc_bytes += elements(inputs[k])?;
+            row_major[k] = contiguous_strides(inputs[k].shape)?;
+        }
+        let [a, b] = std::array::from_fn(|k| match inputs[k].dtype == dtype {
+            true => inputs[k],
+            false => Geometry {
+                dtype,
+                strides: &row_major[k],
+                ..inputs[k]
+            },
+        });
+        Walk::new(&shape, [written, cond, a, b])?.describe()?
+    };
+    Ok(Report {
+        dtype,
+        compute: dtype,
+        checks_divisor: false,
+        shape: super::alloc::try_small(&shape)?,
+        strides: super::alloc::try_small(written.strides)?,
+        warnings: condition_warnings(cond.dtype, false),
+        loop_shape,
+        loop_kind,
+        threads,
+        alloc_bytes,
+    })
+}
+
+/// The report of a call whose checks have passed with decision `d`, writing into `dest` as `run`
+/// says; `row_major`: a new result is row-major instead of laid out after its operands.
+fn report(
+    op: BinaryOp,
+    d: Decision,
+    a: Geometry<'_>,
+    b: Geometry<'_>,
+    dest: Dest<'_, Geometry<'_>>,
+    run: Run,
+    row_major: bool,
+) -> Result<Report> {
     let elements = |g: Geometry<'_>, dtype: DType| checked_nbytes(g.numel(), dtype.size());
     let mut alloc_bytes = 0;
     // `b` as the computation reads it (see `read_b`).
@@ -667,7 +822,10 @@ pub fn plan_binary(
     let result_strides;
     let written = match dest {
         Dest::New => {
-            result_strides = result_layout(&d, a, b)?;
+            result_strides = match row_major {
+                true => contiguous_strides(&d.shape)?,
+                false => result_layout(&d, a, b)?,
+            };
             let g = Geometry {
                 dtype: d.types.result,
                 shape: &d.shape,
@@ -680,44 +838,51 @@ pub fn plan_binary(
         Dest::InPlace => a,
         Dest::Out(out) => *out,
     };
-    // What `write_result` allocates (row-major temporaries), and the operands it walks.
-    let steps = steps(op, written, a, b, d.types);
-    let made = [steps.temp, steps.convert[0], steps.convert[1]];
-    let given = [written, a, b];
-    let mut row_major: [Strides; 3] = Default::default();
-    // The temporary for the written tensor has the result type; converted inputs the computation
-    // type.
-    let made_type = |k: usize| {
-        if k == 0 {
-            d.types.result
-        } else {
-            d.types.compute
+    let mut checks_divisor = false;
+    let (loop_shape, loop_kind, threads) = match run {
+        _ if numel(&d.shape) == 0 => (Dims::new(), LoopKind::None, 1),
+        Run::Fill => Walk::new(&d.shape, [written])?.describe()?,
+        Run::Copy => Walk::new(&d.shape, [written, a])?.describe()?,
+        Run::Compute => {
+            // What `write_result` allocates (row-major temporaries), and the operands it walks.
+            let steps = steps(op, written, a, b, d.types);
+            checks_divisor = steps.divisor;
+            let made = [steps.temp, steps.convert[0], steps.convert[1]];
+            let given = [written, a, b];
+            let mut row_major: [Strides; 3] = Default::default();
+            // The temporary for the written tensor has the result type; converted inputs the
+            // computation type.
+            let made_type = |k: usize| {
+                if k == 0 {
+                    d.types.result
+                } else {
+                    d.types.compute
+                }
+            };
+            for k in (0..3).filter(|&k| made[k]) {
+                row_major[k] = contiguous_strides(given[k].shape)?;
+                alloc_bytes += elements(given[k], made_type(k))?;
+            }
+            let walked: [Geometry<'_>; 3] = std::array::from_fn(|k| match made[k] {
+                false => given[k],
+                true => Geometry {
+                    dtype: made_type(k),
+                    shape: given[k].shape,
+                    strides: &row_major[k],
+                    wrapped: false,
+                },
+            });
+            if steps.f32_scalar {
+                Walk::new(&d.shape, [walked[0], walked[1]])?.describe()?
+            } else {
+                Walk::new(&d.shape, walked)?.describe()?
+            }
         }
-    };
-    for k in (0..3).filter(|&k| made[k]) {
-        row_major[k] = contiguous_strides(given[k].shape)?;
-        alloc_bytes += elements(given[k], made_type(k))?;
-    }
-    let walked: [Geometry<'_>; 3] = std::array::from_fn(|k| match made[k] {
-        false => given[k],
-        true => Geometry {
-            dtype: made_type(k),
-            shape: given[k].shape,
-            strides: &row_major[k],
-            wrapped: false,
-        },
-    });
-    let (loop_shape, loop_kind, threads) = if numel(&d.shape) == 0 {
-        (Dims::new(), LoopKind::None, 1)
-    } else if steps.f32_scalar {
-        Walk::new(&d.shape, [walked[0], walked[1]])?.describe()?
-    } else {
-        Walk::new(&d.shape, walked)?.describe()?
     };
     Ok(Report {
         dtype: d.types.result,
         compute: d.types.compute,
-        checks_divisor: steps.divisor,
+        checks_divisor,
         shape: super::alloc::try_small(&d.shape)?,
         strides: super::alloc::try_small(written.strides)?,
         warnings: d.warnings,

@@ -56,6 +56,17 @@ pub enum Scalar {
     Float(f64),
 }
 
+impl Scalar {
+    /// The type it is held in as a wrapped number (see [`Tensor::wrapped_number`]).
+    pub fn dtype(self) -> DType {
+        match self {
+            Scalar::Bool(_) => DType::Bool,
+            Scalar::Int(_) => DType::I64,
+            Scalar::Float(_) => DType::F64,
+        }
+    }
+}
+
 /// How a new tensor's elements start out.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Init {
@@ -169,21 +180,12 @@ impl Tensor {
 
     /// A wrapped number (see the field): a 0-d bool, int64 or float64 tensor holding `value`.
     pub fn wrapped_number(value: Scalar) -> Result<Tensor> {
-        let mut bytes = [0u8; 8];
-        let dtype = match value {
-            Scalar::Bool(v) => {
-                bytes[0] = v as u8;
-                DType::Bool
-            }
-            Scalar::Int(v) => {
-                bytes = v.to_ne_bytes();
-                DType::I64
-            }
-            Scalar::Float(v) => {
-                bytes = v.to_ne_bytes();
-                DType::F64
-            }
+        let bytes = match value {
+            Scalar::Bool(v) => [v as u8, 0, 0, 0, 0, 0, 0, 0],
+            Scalar::Int(v) => v.to_ne_bytes(),
+            Scalar::Float(v) => v.to_ne_bytes(),
         };
+        let dtype = value.dtype();
         let mut t = Tensor::from_bytes(dtype, &[], &bytes[..dtype.size()])?;
         t.wrapped = true;
         Ok(t)

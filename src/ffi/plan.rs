@@ -4,6 +4,7 @@
 use super::boundary::call;
 use super::handle::{dims_in, write_out, BC_MAX_NDIM};
 use super::ops::op_in;
+use super::scalar::{bc_scalar, number};
 use super::settings::options;
 use super::status::FfiError;
 use super::tensor::{dtype_in, strides_in};
@@ -71,6 +72,9 @@ pub const BC_PLAN_WARNING_BROADCAST: u32 = 1;
 /// `bc_plan.flags`: the legacy 1-D fallback applies (`bc_set_legacy_fallback` is on), with its
 /// warning.
 pub const BC_PLAN_WARNING_FALLBACK: u32 = 2;
+/// `bc_plan.flags`: `where` with a uint8 condition gives its deprecation warning (only the first
+/// such call in the process does).
+pub const BC_PLAN_WARNING_WHERE_UINT8: u32 = 4;
 /// `bc_plan.flags`: the call reads the divisor's elements and refuses a zero among them
 /// (`BC_ERR_VALUE`, PyTorch's `ZeroDivisionError`: integer division, remainder, fmod), which only
 /// the call can see.
@@ -171,6 +175,178 @@ pub unsafe extern "C" fn bc_plan_binary_out(
     unsafe { plan_call(op, [(a, "a"), (b, "b")], Form::Out(out), plan) }
 }
 
+/// Plans `*out = t op s` (`bc_binary_scalar`) for a number `s`, from `t`'s type and geometry,
+/// as `bc_plan_binary` does: the checks and decisions of the call, in its order. The bytes
+/// counted include the 8 or fewer that hold the number during the call.
+///
+/// # Returns
+/// `BC_OK` (`*plan` written); the statuses of `bc_binary_scalar` for this operand and number
+/// (`BC_ERR_DTYPE`, `BC_ERR_INVALID_ARG` for an operation that takes no number or an unknown
+/// `s.kind`, `BC_ERR_VALUE` for `BC_OP_POW`'s refusals, with their messages);
+/// `BC_ERR_INVALID_ARG` (unknown op or dtype code, a negative size or stride, more than
+/// `BC_MAX_NDIM` dimensions); `BC_ERR_OVERFLOW`; `BC_ERR_NULL_ARG`; `BC_ERR_ALLOC`. On failure
+/// `*plan` is not written.
+///
+/// # Safety
+/// `t` must be NULL or point to a `bc_geometry` whose arrays are valid for `ndim` reads; `plan`
+/// must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_plan_binary_scalar(
+    op: i32,
+    t: *const bc_geometry,
+    s: bc_scalar,
+    plan: *mut bc_plan,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    unsafe { plan_number(op, (t, "t"), s, false, false, plan) }
+}
+
+/// Plans `*out = s op t` (`bc_binary_rscalar`) for a number `s`, as `bc_plan_binary_scalar`.
+///
+/// # Returns
+/// As `bc_plan_binary_scalar`, with the statuses of `bc_binary_rscalar`.
+///
+/// # Safety
+/// As `bc_plan_binary_scalar`.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_plan_binary_rscalar(
+    op: i32,
+    s: bc_scalar,
+    t: *const bc_geometry,
+    plan: *mut bc_plan,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    unsafe { plan_number(op, (t, "t"), s, true, false, plan) }
+}
+
+/// Plans `target op= s` (`bc_binary_scalar_inplace`) for a number `s`, as
+/// `bc_plan_binary_scalar`; the target's memory is not known here: the call alone refuses a
+/// read-only target (`BC_ERR_READ_ONLY`).
+///
+/// # Returns
+/// As `bc_plan_binary_scalar`, with the statuses of `bc_binary_scalar_inplace`.
+///
+/// # Safety
+/// As `bc_plan_binary_scalar`, `target` for `t`.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_plan_binary_scalar_inplace(
+    op: i32,
+    target: *const bc_geometry,
+    s: bc_scalar,
+    plan: *mut bc_plan,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    unsafe { plan_number(op, (target, "target"), s, false, true, plan) }
+}
+
+/// Plans `*out = where(cond, a, b)` (`bc_where`) from the operands' types and geometry, as
+/// `bc_plan_binary` does. `BC_PLAN_WARNING_WHERE_UINT8` is set when the call would warn now
+/// (a uint8 condition, and no `where` has warned yet in this process).
+///
+/// # Returns
+/// `BC_OK` (`*plan` written); the statuses of `bc_where` for these operands (`BC_ERR_DTYPE` for
+/// a condition neither bool nor uint8, `BC_ERR_SHAPE`, with their messages);
+/// `BC_ERR_INVALID_ARG`; `BC_ERR_OVERFLOW`; `BC_ERR_NULL_ARG`; `BC_ERR_ALLOC`. On failure
+/// `*plan` is not written.
+///
+/// # Safety
+/// `cond`, `a` and `b` must each be NULL or point to a `bc_geometry` whose arrays are valid for
+/// `ndim` reads; `plan` must be valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_plan_where(
+    cond: *const bc_geometry,
+    a: *const bc_geometry,
+    b: *const bc_geometry,
+    plan: *mut bc_plan,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    unsafe { plan_where(cond, a, b, None, plan) }
+}
+
+/// Plans `where(cond, a, b)` into `out` (`bc_where_out`), as `bc_plan_where`. The call alone
+/// refuses an `out` that is read-only or partly overlaps an input; one whose own elements share
+/// memory is refused by both.
+///
+/// # Returns
+/// As `bc_plan_where`, with the statuses of `bc_where_out` (`BC_ERR_DTYPE` for an `out` not
+/// exactly of the result type, `BC_ERR_SHAPE` for one not of the broadcast shape,
+/// `BC_ERR_OVERLAP`).
+///
+/// # Safety
+/// As `bc_plan_where`; `out` too.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_plan_where_out(
+    cond: *const bc_geometry,
+    a: *const bc_geometry,
+    b: *const bc_geometry,
+    out: *const bc_geometry,
+    plan: *mut bc_plan,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    unsafe { plan_where(cond, a, b, Some(out), plan) }
+}
+
+/// # Safety
+/// As `bc_plan_binary_scalar`.
+unsafe fn plan_number(
+    op: i32,
+    t: (*const bc_geometry, &'static str),
+    s: bc_scalar,
+    number_first: bool,
+    inplace: bool,
+    plan: *mut bc_plan,
+) -> i32 {
+    call(|| {
+        if plan.is_null() {
+            return Err(FfiError::NullArg("plan"));
+        }
+        let op = op_in(op)?;
+        // SAFETY: the caller's contract on the geometry.
+        let t = unsafe { geometry_in(t.0, t.1)? };
+        let s = number(s)?;
+        let report = ops::plan_binary_number(op, t.view(), s, number_first, inplace, options())?;
+        // SAFETY: checked non-NULL; valid for one write by the caller's contract.
+        unsafe { write_out(plan, plan_of(&report), "plan") }
+    })
+}
+
+/// # Safety
+/// As `bc_plan_where_out` (`out` None for `bc_plan_where`).
+unsafe fn plan_where(
+    cond: *const bc_geometry,
+    a: *const bc_geometry,
+    b: *const bc_geometry,
+    out: Option<*const bc_geometry>,
+    plan: *mut bc_plan,
+) -> i32 {
+    call(|| {
+        if plan.is_null() {
+            return Err(FfiError::NullArg("plan"));
+        }
+        // SAFETY (this block): the caller's contract on each geometry.
+        let cond = unsafe { geometry_in(cond, "cond")? };
+        let a = unsafe { geometry_in(a, "a")? };
+        let b = unsafe { geometry_in(b, "b")? };
+        let out = match out {
+            Some(out) => Some(unsafe { geometry_in(out, "out")? }),
+            None => None,
+        };
+        let report = ops::plan_where(
+            cond.view(),
+            a.view(),
+            b.view(),
+            out.as_ref().map(Owned::view),
+        )?;
+        // SAFETY: checked non-NULL; valid for one write by the caller's contract.
+        unsafe { write_out(plan, plan_of(&report), "plan") }
+    })
+}
+
 /// Where the planned call writes.
 #[derive(Clone, Copy)]
 enum Form {
@@ -254,7 +430,7 @@ fn plan_of(r: &Report) -> bc_plan {
         bits | match w {
             Warning::BroadcastChange => BC_PLAN_WARNING_BROADCAST,
             Warning::Fallback | Warning::FallbackInPlace => BC_PLAN_WARNING_FALLBACK,
-            Warning::WhereUint8Condition => 0, // not planned: `where` has no planner form
+            Warning::WhereUint8Condition => BC_PLAN_WARNING_WHERE_UINT8,
         }
     });
     let checks = if r.checks_divisor {

@@ -66,7 +66,7 @@ pub extern "C" fn bc_scalar_float(value: f64) -> bc_scalar {
 }
 
 /// The number, checked.
-fn number(s: bc_scalar) -> Result<Scalar, FfiError> {
+pub(crate) fn number(s: bc_scalar) -> Result<Scalar, FfiError> {
     Ok(match s.kind {
         BC_SCALAR_BOOL => Scalar::Bool(s.b),
         BC_SCALAR_INT => Scalar::Int(s.i),
