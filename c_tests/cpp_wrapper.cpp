@@ -319,6 +319,21 @@ void planner() {
         threw = true;
     }
     CHECK(threw);
+    // Numbers as operands, and where.
+    p = bc::plan_binary(BC_OP_ADD, i, 2.5);
+    CHECK(p.dtype == bc::DType::Float32 && p.shape == i.shape && p.compute_dtype == bc::DType::Float32);
+    p = bc::plan_binary(BC_OP_POW, 2, bc::Geometry{bc::DType::Float32, {2, 3}, bc::Shape{1, 2}});
+    CHECK(p.strides == (bc::Shape{3, 1})); // torch.pow(2, t) is row-major
+    e = EXPECT_ERROR(bc::plan_binary_inplace(BC_OP_ADD, i, 2.5));
+    CHECK(e.status() == BC_ERR_DTYPE && std::string(e.what()) == "result type Float can't be cast to the desired output type Int");
+    bc::Geometry cond{bc::DType::Bool, {2, 1}, std::nullopt}, d{bc::DType::Float64, {}, std::nullopt};
+    p = bc::plan_where(cond, f, d);
+    CHECK(p.dtype == bc::DType::Float32 && p.shape == (bc::Shape{2, 3}) && p.strides == (bc::Shape{3, 1}));
+    CHECK(p.alloc_bytes == 6u * 4u + 4u && p.flags == 0); // the result, and d as a float32
+    p = bc::plan_where(cond, f, d, g);
+    CHECK(p.alloc_bytes == 4u);
+    e = EXPECT_ERROR(bc::plan_where(cond, f, d, i));
+    CHECK(e.status() == BC_ERR_DTYPE);
 }
 
 void views() {

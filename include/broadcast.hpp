@@ -19,8 +19,9 @@
  *    bc::pow(t, 2), bc::lt(2, t)): it promotes as a Python number does in PyTorch
  *    (bc_binary_scalar); bc::Tensor::scalar(2.0f) is a 0-d tensor instead, which promotes as a
  *    tensor.
- *  - bc::plan_binary(op, a, b) (and _inplace, _out) reports what a call would do from bc::Geometry
- *    values (type, shape, strides), without tensors, or throws the bc::Error the call would throw.
+ *  - bc::plan_binary(op, a, b) (and _inplace, _out; a number for a or b: the number forms) and
+ *    bc::plan_where(cond, a, b) (and with out) report what a call would do from bc::Geometry values
+ *    (type, shape, strides), without tensors, or throw the bc::Error the call would throw.
  *  - bc::sum, bc::mean, bc::prod, bc::amax, bc::amin (and bc::reduce with a BC_REDUCE_* code)
  *    reduce over a list of dimensions; bc::sum_to_size undoes a broadcast, and
  *    bc::binary_sum_to(BC_OP_*, a, b, shape) sums a op b to shape without making a op b.
@@ -673,6 +674,34 @@ inline Plan plan_binary_inplace(int32_t op, const Geometry &target, const Geomet
 inline Plan plan_binary_out(int32_t op, const Geometry &a, const Geometry &b, const Geometry &out) {
     bc_geometry ga = detail::geometry(a), gb = detail::geometry(b), go = detail::geometry(out);
     return detail::plan([&](bc_plan *p) { return bc_plan_binary_out(op, &ga, &gb, &go, p); });
+}
+
+/// What t op n (`op` a BC_OP_* code, `n` a number, as bc::add(t, n)) would do (bc_plan_binary_scalar).
+template <class N, detail::if_number<N> = 0> Plan plan_binary(int32_t op, const Geometry &t, N n) {
+    bc_geometry gt = detail::geometry(t);
+    return detail::plan([&](bc_plan *p) { return bc_plan_binary_scalar(op, &gt, detail::number(n), p); });
+}
+/// What n op t would do (bc_plan_binary_rscalar).
+template <class N, detail::if_number<N> = 0> Plan plan_binary(int32_t op, N n, const Geometry &t) {
+    bc_geometry gt = detail::geometry(t);
+    return detail::plan([&](bc_plan *p) { return bc_plan_binary_rscalar(op, detail::number(n), &gt, p); });
+}
+/// What target op= n would do (bc_plan_binary_scalar_inplace).
+template <class N, detail::if_number<N> = 0> Plan plan_binary_inplace(int32_t op, const Geometry &target, N n) {
+    bc_geometry gt = detail::geometry(target);
+    return detail::plan(
+        [&](bc_plan *p) { return bc_plan_binary_scalar_inplace(op, &gt, detail::number(n), p); });
+}
+/// What bc::where(cond, a, b) would do (bc_plan_where).
+inline Plan plan_where(const Geometry &cond, const Geometry &a, const Geometry &b) {
+    bc_geometry gc = detail::geometry(cond), ga = detail::geometry(a), gb = detail::geometry(b);
+    return detail::plan([&](bc_plan *p) { return bc_plan_where(&gc, &ga, &gb, p); });
+}
+/// What bc::where(cond, a, b, out) would do (bc_plan_where_out).
+inline Plan plan_where(const Geometry &cond, const Geometry &a, const Geometry &b, const Geometry &out) {
+    bc_geometry gc = detail::geometry(cond), ga = detail::geometry(a), gb = detail::geometry(b),
+                go = detail::geometry(out);
+    return detail::plan([&](bc_plan *p) { return bc_plan_where_out(&gc, &ga, &gb, &go, p); });
 }
 
 /// Views of every tensor expanded to their common shape (bc_tensor_broadcast_tensors).
