@@ -31,32 +31,55 @@ type Plan struct {
 	ComputeDType DType // the type computed in
 	Shape        []int // the result's shape
 	Strides      []int // the written tensor's strides: a new result's layout, else the target's
-	// The warnings the call would give under the current switches.
-	BroadcastWarning, FallbackWarning bool
-	LoopKind                          LoopKind
-	LoopShape                         []int // the sizes iterated once dimensions are merged
-	Threads                           int   // threads sharing the work, the calling one included
-	AllocBytes                        int   // element memory the call would allocate
+	// The warnings the call would give under the current switches; WhereUint8Warning: Where's
+	// deprecation warning for a Uint8 condition (given once per process, by the first such call).
+	BroadcastWarning, FallbackWarning, WhereUint8Warning bool
+	// The call reads the divisor's elements and refuses a zero among them (ErrValue; integer
+	// division, remainder, fmod), which only the call can see.
+	ChecksDivisor bool
+	LoopKind      LoopKind
+	LoopShape     []int // the sizes iterated once dimensions are merged
+	Threads       int   // threads sharing the work, the calling one included
+	AllocBytes    int   // element memory the call would allocate
 }
 
 // Plan reports what op.Apply(a, b) would do for operands of these geometries, without tensors:
 // the result's type, shape and layout and how the call would run, or the error the call would
 // give (the same *Error). The checks that need memory (read-only or overlapping operands) are
 // the call's alone.
-func (op Op) Plan(a, b Geometry) (*Plan, error) { return plan(0, op, a, b) }
+func (op Op) Plan(a, b Geometry) (*Plan, error) { return plan(0, op, Number{}, a, b) }
 
 // PlanInPlace reports what op.InPlace(target, other) would do, as Plan.
 func (op Op) PlanInPlace(target, other Geometry) (*Plan, error) {
-	return plan(1, op, target, other)
+	return plan(1, op, Number{}, target, other)
 }
 
 // PlanOut reports what op.Out(out, a, b) would do, as Plan.
-func (op Op) PlanOut(out, a, b Geometry) (*Plan, error) { return plan(2, op, a, b, out) }
+func (op Op) PlanOut(out, a, b Geometry) (*Plan, error) { return plan(2, op, Number{}, a, b, out) }
 
-func plan(form int, op Op, gs ...Geometry) (*Plan, error) {
-	var dtypes [3]C.int32_t
-	var ndims [3]C.size_t
-	var has [3]C.bool
+// PlanNumber reports what op.ApplyNumber(t, s) would do, as Plan.
+func (op Op) PlanNumber(t Geometry, s Number) (*Plan, error) { return plan(3, op, s, t) }
+
+// PlanNumberFirst reports what op.ApplyNumberFirst(s, t) would do, as Plan.
+func (op Op) PlanNumberFirst(s Number, t Geometry) (*Plan, error) { return plan(4, op, s, t) }
+
+// PlanInPlaceNumber reports what op.InPlaceNumber(target, s) would do, as Plan.
+func (op Op) PlanInPlaceNumber(target Geometry, s Number) (*Plan, error) {
+	return plan(5, op, s, target)
+}
+
+// PlanWhere reports what Where(cond, a, b) would do, as Op.Plan.
+func PlanWhere(cond, a, b Geometry) (*Plan, error) { return plan(6, 0, Number{}, cond, a, b) }
+
+// PlanWhereOut reports what WhereOut(out, cond, a, b) would do, as Op.Plan.
+func PlanWhereOut(out, cond, a, b Geometry) (*Plan, error) {
+	return plan(7, 0, Number{}, cond, a, b, out)
+}
+
+func plan(form int, op Op, s Number, gs ...Geometry) (*Plan, error) {
+	var dtypes [4]C.int32_t
+	var ndims [4]C.size_t
+	var has [4]C.bool
 	// One flat array of sizes and one of strides (never empty: C is given a valid pointer).
 	var shapes, strides []C.int64_t
 	for k, g := range gs {
@@ -77,7 +100,7 @@ func plan(form int, op Op, gs ...Geometry) (*Plan, error) {
 	}
 	shapes, strides = append(shapes, 0), append(strides, 0)
 	var p C.bc_plan
-	r := C.gobc_plan(C.int(form), C.int32_t(op), &dtypes[0], &ndims[0], &shapes[0], &strides[0],
+	r := C.gobc_plan(C.int(form), C.int32_t(op), s.c, &dtypes[0], &ndims[0], &shapes[0], &strides[0],
 		&has[0], &p)
 	if err := check(r); err != nil {
 		return nil, err
@@ -90,15 +113,17 @@ func plan(form int, op Op, gs ...Geometry) (*Plan, error) {
 		return out
 	}
 	return &Plan{
-		DType:            DType(p.dtype),
-		ComputeDType:     DType(p.compute_dtype),
-		Shape:            list(p.shape[:], p.ndim),
-		Strides:          list(p.strides[:], p.ndim),
-		BroadcastWarning: p.flags&C.BC_PLAN_WARNING_BROADCAST != 0,
-		FallbackWarning:  p.flags&C.BC_PLAN_WARNING_FALLBACK != 0,
-		LoopKind:         LoopKind(p.loop_kind),
-		LoopShape:        list(p.loop_shape[:], p.loop_ndim),
-		Threads:          int(p.threads),
-		AllocBytes:       int(p.alloc_bytes),
+		DType:             DType(p.dtype),
+		ComputeDType:      DType(p.compute_dtype),
+		Shape:             list(p.shape[:], p.ndim),
+		Strides:           list(p.strides[:], p.ndim),
+		BroadcastWarning:  p.flags&C.BC_PLAN_WARNING_BROADCAST != 0,
+		FallbackWarning:   p.flags&C.BC_PLAN_WARNING_FALLBACK != 0,
+		WhereUint8Warning: p.flags&C.BC_PLAN_WARNING_WHERE_UINT8 != 0,
+		ChecksDivisor:     p.flags&C.BC_PLAN_CHECKS_DIVISOR != 0,
+		LoopKind:          LoopKind(p.loop_kind),
+		LoopShape:         list(p.loop_shape[:], p.loop_ndim),
+		Threads:           int(p.threads),
+		AllocBytes:        int(p.alloc_bytes),
 	}, nil
 }

@@ -132,6 +132,54 @@ func TestPlannerAgreesWithCalls(t *testing.T) {
 	f.done()
 }
 
+// The number and where forms of the planner against the calls, on every row of scalar.jsonl and
+// where.jsonl (where: into a new tensor and into an out of the row's result type).
+func TestPlannerNumbersAndWhere(t *testing.T) {
+	f := &failures{t: t, file: "scalar.jsonl"}
+	for _, r := range every(readRows(t, f.file), 1) {
+		f.checked++
+		op := opCode(t, r.str("op"))
+		s := scalarOf(r["scalar"])
+		_, x, _ := operand(t, r["t"])
+		var p *bc.Plan
+		var perr, err error
+		var res *bc.Tensor
+		switch {
+		case r.boolean("inplace"):
+			p, perr = op.PlanInPlaceNumber(geometryOf(x), s)
+			err, res = op.InPlaceNumber(x, s), x
+		case r.str("order") == "scalar_tensor":
+			p, perr = op.PlanNumberFirst(s, geometryOf(x))
+			res, err = op.ApplyNumberFirst(s, x)
+		default:
+			p, perr = op.PlanNumber(geometryOf(x), s)
+			res, err = op.ApplyNumber(x, s)
+		}
+		if perr == nil && p.ChecksDivisor && errors.Is(err, bc.ErrValue) {
+			continue // a zero divisor, which only the call sees
+		}
+		agree(f, r, p, perr, res, err, !r.boolean("inplace"))
+	}
+	f.done()
+	f = &failures{t: t, file: "where.jsonl"}
+	for _, r := range every(readRows(t, f.file), 1) {
+		f.checked++
+		_, c, _ := operand(t, r["cond"])
+		_, a, _ := operand(t, r["a"])
+		_, b, _ := operand(t, r["b"])
+		p, perr := bc.PlanWhere(geometryOf(c), geometryOf(a), geometryOf(b))
+		res, err := bc.Where(c, a, b)
+		agree(f, r, p, perr, res, err, true)
+		if err != nil {
+			continue
+		}
+		out := must(bc.Zeros(res.DType(), res.Shape()...))(t)
+		p, perr = bc.PlanWhereOut(geometryOf(out), geometryOf(c), geometryOf(a), geometryOf(b))
+		agree(f, r, p, perr, out, bc.WhereOut(out, c, a, b), false)
+	}
+	f.done()
+}
+
 // The planner's report on a known case, and its own argument checks.
 func TestPlanReport(t *testing.T) {
 	x := bc.Geometry{DType: bc.Float32, Shape: []int{256, 64, 256}, Strides: []int{1, 65536, 256}}

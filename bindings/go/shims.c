@@ -66,12 +66,13 @@ gobc_res gobc_binary_scalar(int form, int32_t op, uintptr_t t, bc_scalar s) {
 	return done(st, o, 0);
 }
 
-gobc_res gobc_plan(int form, int32_t op, const int32_t *dtypes, const size_t *ndims,
+gobc_res gobc_plan(int form, int32_t op, bc_scalar s, const int32_t *dtypes, const size_t *ndims,
                    const int64_t *shapes, const int64_t *strides, const bool *has_strides,
                    bc_plan *plan) {
-	bc_geometry g[3];
+	static const int operands[8] = {2, 2, 3, 1, 1, 1, 3, 4};
+	bc_geometry g[4];
 	size_t at = 0;
-	for (int k = 0; k < (form == 2 ? 3 : 2); k++) {
+	for (int k = 0; k < operands[form]; k++) {
 		g[k].dtype = dtypes[k];
 		g[k].ndim = ndims[k];
 		g[k].shape = shapes + at;
@@ -82,7 +83,12 @@ gobc_res gobc_plan(int form, int32_t op, const int32_t *dtypes, const size_t *nd
 	switch (form) {
 	case 0: st = bc_plan_binary(op, &g[0], &g[1], plan); break;
 	case 1: st = bc_plan_binary_inplace(op, &g[0], &g[1], plan); break;
-	default: st = bc_plan_binary_out(op, &g[0], &g[1], &g[2], plan); break;
+	case 2: st = bc_plan_binary_out(op, &g[0], &g[1], &g[2], plan); break;
+	case 3: st = bc_plan_binary_scalar(op, &g[0], s, plan); break;
+	case 4: st = bc_plan_binary_rscalar(op, s, &g[0], plan); break;
+	case 5: st = bc_plan_binary_scalar_inplace(op, &g[0], s, plan); break;
+	case 6: st = bc_plan_where(&g[0], &g[1], &g[2], plan); break;
+	default: st = bc_plan_where_out(&g[0], &g[1], &g[2], &g[3], plan); break;
 	}
 	return done(st, NULL, 0);
 }

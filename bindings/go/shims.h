@@ -51,10 +51,11 @@ gobc_res gobc_binary_out(int32_t op, uintptr_t a, uintptr_t b, uintptr_t out);
 gobc_res gobc_binary_scalar(int form, int32_t op, uintptr_t t, bc_scalar s);
 
 // The planner: form 0 a new result (operands a, b), 1 in place (target, other), 2 into out (a,
-// b, out). Operand k has dtypes[k] and ndims[k] sizes, taken in turn from `shapes`; its strides
-// likewise from `strides` when has_strides[k], else it is row-major. (The geometries are built
-// here: Go memory passed to C may hold no Go pointers.)
-gobc_res gobc_plan(int form, int32_t op, const int32_t *dtypes, const size_t *ndims,
+// b, out); with the number s: 3 t op s, 4 s op t, 5 t op= s (operand t); 6 where (cond, a, b),
+// 7 where into out (cond, a, b, out). Operand k has dtypes[k] and ndims[k] sizes, taken in turn
+// from `shapes`; its strides likewise from `strides` when has_strides[k], else it is row-major.
+// (The geometries are built here: Go memory passed to C may hold no Go pointers.)
+gobc_res gobc_plan(int form, int32_t op, bc_scalar s, const int32_t *dtypes, const size_t *ndims,
                    const int64_t *shapes, const int64_t *strides, const bool *has_strides,
                    bc_plan *plan);
 
