@@ -12,6 +12,8 @@ turns one rule into the other, so `LibBroadcast.add(A, B)` has the shape and val
     Array(t .+ Tensor(B))                   # Tensors broadcast with .+ .- .* ./
     LibBroadcast.lt(A, B) == (A .< B)       # and the C API's other operations (OPS below)
     LibBroadcast.select(A .> 0, A, B)       # ifelse.(A .> 0, A, B), torch.where
+    Array(t .* 2.5), Array(1 .- t)          # numbers, promoted as PyTorch promotes Python's
+    LibBroadcast.plan(+, A, B)              # what A .+ B would do, from types and sizes alone
     sum(t; dims = 2)                        # reductions over Julia's dimensions (sum(A; dims = 2))
     LibBroadcast.sum_to_size(*, t, Tensor(B), 3)  # sum(A .* B; dims = 2), without making A .* B
 
@@ -45,6 +47,9 @@ const FUNCTIONS = (
     :bc_tensor_dtype, :bc_tensor_ndim, :bc_tensor_shape, :bc_tensor_strides, :bc_tensor_copy_to,
     :bc_tensor_expand, :bc_tensor_permute, :bc_tensor_slice,
     :bc_where, :bc_where_out, :bc_reduce, :bc_tensor_sum_to_size, :bc_binary_sum_to,
+    :bc_binary_scalar, :bc_binary_rscalar, :bc_binary_scalar_inplace,
+    :bc_plan_binary, :bc_plan_binary_inplace, :bc_plan_binary_out, :bc_plan_binary_scalar,
+    :bc_plan_binary_rscalar, :bc_plan_binary_scalar_inplace, :bc_plan_where, :bc_plan_where_out,
 )
 
 fn(name::Symbol) = FN[name]
@@ -463,6 +468,51 @@ function binary!(op::Int32, Out::AbstractArray, A::AbstractArray, B::AbstractArr
     return Out
 end
 
+# A number as an operand (docs/semantics.md, section 13): it takes part in type promotion by its
+# category only, as a Python number does in PyTorch (an Int32 tensor .+ 2.5 is Float32, a UInt8
+# tensor .+ 300 stays UInt8 and 300 wraps to 44). Mirrors struct bc_scalar.
+struct CScalar
+    kind::Int32 # BC_SCALAR_BOOL, _INT, _FLOAT
+    b::Bool
+    i::Int64
+    f::Float64
+end
+
+cscalar(x::Bool) = CScalar(0, x, 0, 0.0)
+cscalar(x::Integer) = CScalar(1, false, Int64(x), 0.0) # an InexactError beyond Int64
+cscalar(x::Real) = CScalar(2, false, 0, Float64(x))    # floats, and π, 1//3, ... as Python floats
+
+function binary(op::Int32, t::Tensor, s::Number)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    c = cscalar(s)
+    st = ccall(fn(:bc_binary_scalar), Int32, (Int32, Ptr{Cvoid}, CScalar, Ref{Ptr{Cvoid}}), op, t, c, out)
+    check(st)
+    flush_warnings()
+    return Tensor(Own(), out[], nothing)
+end
+
+# s op t as PyTorch computes Python's s op t (2 .< t is t .> 2; 2 .- t is torch.sub(2, t)).
+function binary(op::Int32, s::Number, t::Tensor)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    c = cscalar(s)
+    st = ccall(fn(:bc_binary_rscalar), Int32, (Int32, CScalar, Ptr{Cvoid}, Ref{Ptr{Cvoid}}), op, c, t, out)
+    check(st)
+    flush_warnings()
+    return Tensor(Own(), out[], nothing)
+end
+
+function binary!(op::Int32, target::Tensor, s::Number)
+    c = cscalar(s)
+    st = ccall(fn(:bc_binary_scalar_inplace), Int32, (Int32, Ptr{Cvoid}, CScalar), op, target, c)
+    check(st)
+    flush_warnings()
+    return target
+end
+
+binary(op::Int32, A::AbstractArray, s::Number) = with(a -> with(Array, binary(op, a, s)), Tensor(A))
+binary(op::Int32, s::Number, A::AbstractArray) = with(a -> with(Array, binary(op, s, a)), Tensor(A))
+binary!(op::Int32, A::AbstractArray, s::Number) = (with(a -> binary!(op, a, s), writable(A)); A)
+
 # (name, in-place name, BC_OP_* code, the Julia function whose broadcast it is on Tensors, or
 # nothing). The names are the C API's; the values are the library's (PyTorch's), which differ from
 # Julia's in places (a shift by a negative amount gives 0 or -1, an integer zero divisor is a
@@ -504,7 +554,9 @@ for (name, name!, code, f) in OPS
         $name!(out, a, b)
 
     $what: on two Tensors a new Tensor, on two arrays a new Array; in place into `target`
-    (which must have the broadcast shape), or into `out`.
+    (which must have the broadcast shape), or into `out`. Either of `a` and `b` (and `other`) may
+    be a number, promoted as PyTorch promotes a Python number (by category only); `maximum`,
+    `minimum`, `atan2`, `hypot` and the logical operations refuse one, as PyTorch does.
     """
     @eval begin
         $name(a, b) = binary(Int32($code), a, b)
@@ -512,8 +564,15 @@ for (name, name!, code, f) in OPS
         $name!(out, a, b) = binary!(Int32($code), out, a, b)
         @doc $doc $name
     end
-    f === nothing || @eval Base.Broadcast.broadcasted(::typeof(Base.$f), a::Tensor, b::Tensor) = $name(a, b)
+    f === nothing || @eval begin
+        Base.Broadcast.broadcasted(::typeof(Base.$f), a::Tensor, b::Tensor) = $name(a, b)
+        Base.Broadcast.broadcasted(::typeof(Base.$f), a::Tensor, s::Number) = $name(a, s)
+        Base.Broadcast.broadcasted(::typeof(Base.$f), s::Number, b::Tensor) = $name(s, b)
+    end
 end
+
+# t .^ 2 with a literal exponent is lowered to literal_pow.
+Base.Broadcast.broadcasted(::typeof(Base.literal_pow), ::typeof(^), t::Tensor, ::Val{p}) where {p} = pow(t, p)
 
 """
     select(cond, a, b)
@@ -562,6 +621,157 @@ function select!(Out::AbstractArray, C::AbstractArray, A::AbstractArray, B::Abst
 end
 
 Base.Broadcast.broadcasted(::typeof(Base.ifelse), c::Tensor, a::Tensor, b::Tensor) = select(c, a, b)
+
+# ---------------------------------------------------------------------------------------------
+# The planner: what a call would do, from element types, sizes and strides alone
+# ---------------------------------------------------------------------------------------------
+
+"""
+    Geometry(T, size; strides = nothing)
+    Geometry(A::AbstractArray)
+    Geometry(t::Tensor)
+
+An operand described without memory, for the planner: element type `T`, Julia size and strides
+(in elements; `nothing` for a dense column-major array). `Geometry(A)` describes `A` as `Tensor(A)`
+would see it.
+"""
+struct Geometry
+    eltype::DataType
+    size::Tuple{Vararg{Int}}
+    strides::Union{Tuple{Vararg{Int}},Nothing}
+end
+
+Geometry(T::Type, sz; strides = nothing) =
+    Geometry(T, Tuple(Int.(sz)), strides === nothing ? nothing : Tuple(Int.(strides)))
+Geometry(A::AbstractArray) =
+    Geometry(eltype(A), size(A); strides = A isa StridedArray && all(>=(0), Base.strides(A)) ? Base.strides(A) : nothing)
+Geometry(t::Tensor) = Geometry(eltype(t), size(t); strides = Base.strides(t))
+
+geometry(g::Geometry) = g
+geometry(x::Union{AbstractArray,Tensor}) = Geometry(x)
+
+# Mirrors struct bc_geometry.
+struct CGeometry
+    dtype::Int32
+    ndim::Csize_t
+    shape::Ptr{Int64}
+    strides::Ptr{Int64}
+end
+
+const MAX_NDIM = 64 # BC_MAX_NDIM
+
+# Mirrors struct bc_plan.
+struct CPlan
+    dtype::Int32
+    compute_dtype::Int32
+    flags::UInt32
+    loop_kind::Int32
+    ndim::Csize_t
+    shape::NTuple{MAX_NDIM,Int64}
+    strides::NTuple{MAX_NDIM,Int64}
+    loop_ndim::Csize_t
+    loop_shape::NTuple{MAX_NDIM,Int64}
+    threads::Csize_t
+    alloc_bytes::Csize_t
+end
+
+"""
+    Plan
+
+What a call would do, as [`plan`](@ref) reports it, in Julia's order: `eltype` (the result's;
+in place or into `out`, before the cast to the target's), `compute_eltype`, the result's `size`,
+the written array's `strides` (a new result's layout, else the target's own), the warnings the
+call would give (`broadcast_warning`, `fallback_warning`, `where_uint8_warning`),
+`checks_divisor` (the call refuses a zero divisor, which only it can see), `loop_kind`
+(`:none`, `:contiguous`, `:broadcast`, `:tiled`, `:strided`), `loop_size` (the sizes iterated
+once dimensions are merged, innermost first), `threads` and `alloc_bytes` (the element memory
+the call would allocate).
+"""
+struct Plan
+    eltype::DataType
+    compute_eltype::DataType
+    size::Tuple{Vararg{Int}}
+    strides::Tuple{Vararg{Int}}
+    broadcast_warning::Bool
+    fallback_warning::Bool
+    where_uint8_warning::Bool
+    checks_divisor::Bool
+    loop_kind::Symbol
+    loop_size::Tuple{Vararg{Int}}
+    threads::Int
+    alloc_bytes::Int
+end
+
+const LOOP_KINDS = (:none, :contiguous, :broadcast, :tiled, :strided)
+
+function Plan(p::CPlan)
+    julia_order(t, n) = Tuple(Int.(reverse(t[1:Int(n)])))
+    return Plan(ELTYPES[p.dtype+1], ELTYPES[p.compute_dtype+1], julia_order(p.shape, p.ndim),
+                julia_order(p.strides, p.ndim), p.flags & 1 != 0, p.flags & 2 != 0,
+                p.flags & 4 != 0, p.flags & 256 != 0, LOOP_KINDS[p.loop_kind+1],
+                julia_order(p.loop_shape, p.loop_ndim), Int(p.threads), Int(p.alloc_bytes))
+end
+
+# `call(cgeometries..., plan)`, a ccall of a planner form, on the row-major form of `gs`.
+function planned(call, gs::Geometry...)
+    keep = Any[]
+    cs = map(gs) do g
+        g.eltype <: Elem || throw(ArgumentError("LibBroadcast has no element type for $(g.eltype)"))
+        g.strides === nothing || length(g.strides) == length(g.size) ||
+            throw(ArgumentError("a Geometry with $(length(g.size)) sizes and $(length(g.strides)) strides"))
+        shape = Int64[reverse(g.size)...]
+        st = g.strides === nothing ? nothing : Int64[reverse(g.strides)...]
+        push!(keep, shape, st)
+        CGeometry(dtype_code(g.eltype), length(shape), pointer(shape),
+                  st === nothing ? Ptr{Int64}(C_NULL) : pointer(st))
+    end
+    p = Ref{CPlan}()
+    GC.@preserve keep begin
+        st = call(cs..., p)
+        check(st)
+    end
+    return Plan(p[])
+end
+
+"""
+    plan(f, a, b)
+    plan!(f, target, other)
+    plan!(f, out, a, b)
+    plan_select(cond, a, b)
+    plan_select!(out, cond, a, b)
+
+What `broadcast(f, a, b)` (`f` one of the operations, as for [`sum_to_size`](@ref)), its
+in-place and `out` forms, and [`select`](@ref) would do, from the operands' element types, sizes
+and strides alone: a [`Plan`](@ref), or the `BroadcastError` the call would throw. Operands are
+[`Geometry`](@ref) values, arrays or Tensors (only their geometry is read); `a` or `b` (or
+`other`) may be a number. Only what needs memory is not foreseen: a read-only or partly
+overlapping target, and a zero divisor.
+"""
+plan(f, a, b) = planned(geometry(a), geometry(b)) do ga, gb, p
+    ccall(fn(:bc_plan_binary), Int32, (Int32, Ref{CGeometry}, Ref{CGeometry}, Ref{CPlan}), opcode(f), ga, gb, p)
+end
+plan(f, a, s::Number) = planned(geometry(a)) do ga, p
+    ccall(fn(:bc_plan_binary_scalar), Int32, (Int32, Ref{CGeometry}, CScalar, Ref{CPlan}), opcode(f), ga, cscalar(s), p)
+end
+plan(f, s::Number, b) = planned(geometry(b)) do gb, p
+    ccall(fn(:bc_plan_binary_rscalar), Int32, (Int32, CScalar, Ref{CGeometry}, Ref{CPlan}), opcode(f), cscalar(s), gb, p)
+end
+plan(f, ::Number, ::Number) = throw(ArgumentError("plan: one operand at least must be an array"))
+plan!(f, target, other) = planned(geometry(target), geometry(other)) do gt, go, p
+    ccall(fn(:bc_plan_binary_inplace), Int32, (Int32, Ref{CGeometry}, Ref{CGeometry}, Ref{CPlan}), opcode(f), gt, go, p)
+end
+plan!(f, target, s::Number) = planned(geometry(target)) do gt, p
+    ccall(fn(:bc_plan_binary_scalar_inplace), Int32, (Int32, Ref{CGeometry}, CScalar, Ref{CPlan}), opcode(f), gt, cscalar(s), p)
+end
+plan!(f, out, a, b) = planned(geometry(out), geometry(a), geometry(b)) do go, ga, gb, p
+    ccall(fn(:bc_plan_binary_out), Int32, (Int32, Ref{CGeometry}, Ref{CGeometry}, Ref{CGeometry}, Ref{CPlan}), opcode(f), ga, gb, go, p)
+end
+plan_select(cond, a, b) = planned(geometry(cond), geometry(a), geometry(b)) do gc, ga, gb, p
+    ccall(fn(:bc_plan_where), Int32, (Ref{CGeometry}, Ref{CGeometry}, Ref{CGeometry}, Ref{CPlan}), gc, ga, gb, p)
+end
+plan_select!(out, cond, a, b) = planned(geometry(out), geometry(cond), geometry(a), geometry(b)) do go, gc, ga, gb, p
+    ccall(fn(:bc_plan_where_out), Int32, (Ref{CGeometry}, Ref{CGeometry}, Ref{CGeometry}, Ref{CGeometry}, Ref{CPlan}), gc, ga, gb, go, p)
+end
 
 # ---------------------------------------------------------------------------------------------
 # Reductions (docs/semantics.md, section 14), over Julia's dimensions

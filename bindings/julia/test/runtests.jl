@@ -290,3 +290,71 @@ end
     e = caught(() -> LB.sum_to_size(t, 4))
     @test e isa BroadcastError && e.status == LB.BC_ERR_SHAPE
 end
+
+# Numbers as operands: promoted as PyTorch promotes a Python number (by category only), compared
+# with Julia's own values where the types agree.
+@testset "numbers as operands" begin
+    A = Int32[1 2 3; 4 5 6]
+    t = Tensor(A)
+    r = t .+ 2.5 # int32 + a float: Float32 (Julia would give Float64)
+    @test eltype(r) == Float32 && Array(r) == Float32.(A) .+ 2.5f0
+    @test eltype(2 .* t) == Int32 && Array(2 .* t) == 2 .* A
+    @test Array(t .- 1) == A .- 1
+    @test Array(10 .- t) == 10 .- A # torch.sub(10, t)
+    @test Array(2 .< t) == (2 .< A) # t > 2
+    @test Array(t .^ 2) == A .^ 2   # a literal exponent (literal_pow)
+    p = 3
+    @test Array(t .^ p) == A .^ p
+    @test Array(LB.divide(t, 2)) == A ./ 2f0
+    u = Tensor(UInt8[250, 1])
+    @test eltype(u .+ 300) == UInt8 && Array(u .+ 300) == UInt8[38, 45] # 300 wraps to 44
+    @test LB.add(A, true) == A .+ 1
+    @test LB.sub(1.5, Float64[1, 2]) == [0.5, -0.5]
+    B = Float64[1, 2]
+    @test LB.mul!(B, 3) === B && B == [3.0, 6.0]
+    e = caught(() -> LB.add!(copy(A), 2.5))
+    @test e isa BroadcastError && e.status == LB.BC_ERR_DTYPE &&
+          e.msg == "result type Float can't be cast to the desired output type Int"
+    e = caught(() -> max.(t, 2)) # PyTorch's maximum takes no number
+    @test e isa BroadcastError && e.msg == "maximum(): argument 'other' (position 2) must be Tensor, not int"
+    close(t)
+    close(u)
+end
+
+# The planner: what a call would do, in Julia's order, against the call itself.
+@testset "the planner" begin
+    A = rand(Float32, 3, 4)
+    B = rand(Float32, 3)
+    p = LB.plan(+, A, B)
+    r = LB.add(Tensor(A), Tensor(B))
+    @test p.size == size(A .+ B) == size(r) && p.strides == strides(r)
+    @test p.eltype == Float32 && p.compute_eltype == Float32 && p.alloc_bytes == sizeof(A)
+    @test p.loop_kind in (:contiguous, :broadcast) && p.threads >= 1 && !p.broadcast_warning
+    @test LB.plan(LB.add, LB.Geometry(Float32, (3, 4)), LB.Geometry(B)) == p
+    e = caught(() -> LB.plan(+, LB.Geometry(Float32, (2, 3)), LB.Geometry(Float32, (3,))))
+    @test e isa BroadcastError && e.status == LB.BC_ERR_SHAPE &&
+          e.msg == caught(() -> LB.add(zeros(Float32, 2, 3), zeros(Float32, 3))).msg
+    # In place and into out: the target's own strides.
+    p = LB.plan!(*, A, B)
+    @test p.size == size(A) && p.strides == strides(A) && p.alloc_bytes == 0
+    @test LB.plan!(*, zeros(Float32, 3, 4), A, B).alloc_bytes == 0
+    # Numbers: the number itself is held in 8 bytes, converted to Float32 in 4 more.
+    p = LB.plan!(*, A, 2)
+    @test p.strides == strides(A) && p.alloc_bytes == 12
+    p = LB.plan(+, LB.Geometry(Int32, (2, 3)), 2.5)
+    @test p.eltype == Float32 && p.size == (2, 3)
+    @test LB.plan(-, 10, LB.Geometry(Int32, (2, 3))).eltype == Int32
+    e = caught(() -> LB.plan!(+, LB.Geometry(Int32, (2, 3)), 2.5))
+    @test e isa BroadcastError && e.status == LB.BC_ERR_DTYPE
+    p = LB.plan(/, LB.Geometry(Int32, (4,)), 0)
+    @test p.eltype == Float32 && !p.checks_divisor # true division: no zero check
+    @test LB.plan(fld, LB.Geometry(Int32, (4,)), 0).checks_divisor
+    # select (torch.where).
+    C = A .> 0.5f0
+    p = LB.plan_select(C, A, B)
+    @test p.size == size(LB.select(C, A, B)) && p.eltype == Float32 && p.alloc_bytes == sizeof(A)
+    @test LB.plan_select!(A, C, A, B).alloc_bytes == 0
+    e = caught(() -> LB.plan_select(LB.Geometry(Int32, (3,)), A, B))
+    @test e isa BroadcastError && e.status == LB.BC_ERR_DTYPE
+    @test_throws ArgumentError LB.plan(+, LB.Geometry(Float32, (2,); strides = (1, 1)), B)
+end
