@@ -301,18 +301,22 @@ unsafe fn plan_number(
     inplace: bool,
     plan: *mut bc_plan,
 ) -> i32 {
-    call(|| {
-        if plan.is_null() {
-            return Err(FfiError::NullArg("plan"));
-        }
+    let body = || {
         let op = op_in(op)?;
         // SAFETY: the caller's contract on the geometry.
         let t = unsafe { geometry_in(t.0, t.1)? };
         let s = number(s)?;
-        let report = ops::plan_binary_number(op, t.view(), s, number_first, inplace, options())?;
-        // SAFETY: checked non-NULL; valid for one write by the caller's contract.
-        unsafe { write_out(plan, plan_of(&report), "plan") }
-    })
+        Ok(ops::plan_binary_number(
+            op,
+            t.view(),
+            s,
+            number_first,
+            inplace,
+            options(),
+        )?)
+    };
+    // SAFETY: `plan` as the caller's contract says.
+    unsafe { planned(plan, body) }
 }
 
 /// # Safety
@@ -324,27 +328,19 @@ unsafe fn plan_where(
     out: Option<*const bc_geometry>,
     plan: *mut bc_plan,
 ) -> i32 {
-    call(|| {
-        if plan.is_null() {
-            return Err(FfiError::NullArg("plan"));
-        }
+    let body = || {
         // SAFETY (this block): the caller's contract on each geometry.
         let cond = unsafe { geometry_in(cond, "cond")? };
         let a = unsafe { geometry_in(a, "a")? };
         let b = unsafe { geometry_in(b, "b")? };
-        let out = match out {
-            Some(out) => Some(unsafe { geometry_in(out, "out")? }),
-            None => None,
-        };
-        let report = ops::plan_where(
-            cond.view(),
-            a.view(),
-            b.view(),
-            out.as_ref().map(Owned::view),
-        )?;
-        // SAFETY: checked non-NULL; valid for one write by the caller's contract.
-        unsafe { write_out(plan, plan_of(&report), "plan") }
-    })
+        let out = out
+            .map(|out| unsafe { geometry_in(out, "out") })
+            .transpose()?;
+        let out = out.as_ref().map(Owned::view);
+        Ok(ops::plan_where(cond.view(), a.view(), b.view(), out)?)
+    };
+    // SAFETY: `plan` as the caller's contract says.
+    unsafe { planned(plan, body) }
 }
 
 /// Where the planned call writes.
@@ -363,10 +359,7 @@ unsafe fn plan_call(
     form: Form,
     plan: *mut bc_plan,
 ) -> i32 {
-    call(|| {
-        if plan.is_null() {
-            return Err(FfiError::NullArg("plan"));
-        }
+    let body = || {
         let op = op_in(op)?;
         // SAFETY (this block): the caller's contract on each geometry.
         let a = unsafe { geometry_in(inputs[0].0, inputs[0].1)? };
@@ -381,7 +374,23 @@ unsafe fn plan_call(
             (Form::Out(_), Some(out)) => Dest::Out(out),
             _ => Dest::New,
         };
-        let report = ops::plan_binary(op, a.view(), b.view(), dest, options())?;
+        Ok(ops::plan_binary(op, a.view(), b.view(), dest, options())?)
+    };
+    // SAFETY: `plan` as the caller's contract says.
+    unsafe { planned(plan, body) }
+}
+
+/// Runs a planner form's body under the boundary and writes the plan it reports to `*plan`
+/// (untouched on failure).
+///
+/// # Safety
+/// `plan` must be NULL or valid for one write.
+unsafe fn planned(plan: *mut bc_plan, body: impl FnOnce() -> Result<Report, FfiError>) -> i32 {
+    call(|| {
+        if plan.is_null() {
+            return Err(FfiError::NullArg("plan"));
+        }
+        let report = body()?;
         // SAFETY: checked non-NULL; valid for one write by the caller's contract.
         unsafe { write_out(plan, plan_of(&report), "plan") }
     })
