@@ -1,9 +1,10 @@
 //! The planner against the calls it plans (issue 14): for every row of the conformance data, the
-//! operands' geometry goes to `bc_plan_binary` (or `_inplace`, `_out`) and the tensors to the
-//! call itself, through the C ABI, and the two must agree: the same status, message and error
-//! data on failure; on success the result's type, shape and strides (a new result's layout, or
-//! the written tensor's), the warnings given, and the bytes of element memory allocated (the
-//! engine's own per-thread count, the one thing read from outside the C ABI).
+//! operands' geometry goes to `bc_plan_binary` (or `_inplace`, `_out`; with a number,
+//! `bc_plan_binary_scalar`, `_rscalar`, `_scalar_inplace`; `bc_plan_where`, `_where_out`) and the
+//! tensors to the call itself, through the C ABI, and the two must agree: the same status,
+//! message and error data on failure; on success the result's type, shape and strides (a new
+//! result's layout, or the written tensor's), the warnings given, and the bytes of element memory
+//! allocated (the engine's own per-thread count, the one thing read from outside the C ABI).
 //!
 //! The differences allowed are the documented ones: a call may refuse what needs memory to see (a
 //! written tensor that partly overlaps an input, or is read-only) where the planner, which knows

@@ -791,7 +791,7 @@ pub fn plan_where(
 }
 
 /// The report of a call whose checks have passed with decision `d`, writing into `dest` as `run`
-/// says; `row_major`: a new result is row-major instead of laid out after its operands.
+/// says; `row_major_result`: a new result is row-major instead of laid out after its operands.
 fn report(
     op: BinaryOp,
     d: Decision,
@@ -799,7 +799,7 @@ fn report(
     b: Geometry<'_>,
     dest: Dest<'_, Geometry<'_>>,
     run: Run,
-    row_major: bool,
+    row_major_result: bool,
 ) -> Result<Report> {
     let elements = |g: Geometry<'_>, dtype: DType| checked_nbytes(g.numel(), dtype.size());
     let mut alloc_bytes = 0;
@@ -822,7 +822,7 @@ fn report(
     let result_strides;
     let written = match dest {
         Dest::New => {
-            result_strides = match row_major {
+            result_strides = match row_major_result {
                 true => contiguous_strides(&d.shape)?,
                 false => result_layout(&d, a, b)?,
             };
