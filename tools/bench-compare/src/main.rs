@@ -861,7 +861,6 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
         report_concurrent(&mut s, o, res);
     }
     s.push_str(alloc_report);
-    s.push_str(NOTES);
     s
 }
 
@@ -1026,60 +1025,6 @@ fn report_reductions(s: &mut String, o: &Options, res: &Results) {
         let _ = writeln!(s, "- {}: {}", c.name, c.peers);
     }
 }
-
-const NOTES: &str = "
-### How the library gets there
-
-- **Persistent thread pool** (`src/engine/parallel.rs`): workers start once and wait between jobs,
-  spinning briefly then sleeping; a job is cut into chunks the caller and the workers claim, so a
-  late or preempted worker costs little. Two threads from 2 x 32768 elements
-  (`bc_set_parallel_threshold`); results are identical for any thread count (each element is
-  computed by the same kernel).
-- **No page faults on repeated results** (`src/engine/storage.rs`): results of 4 MiB and more are
-  2 MiB-aligned mappings advised for transparent huge pages, and freed buffers from 128 KiB up go
-  to a small cache (16 buffers, at most 1 GiB or 1/16 of RAM; `BC_BUFFER_CACHE_MB` overrides)
-  that the next result of about the same size reuses.
-- **Streaming stores** for results of 2 MiB and more written out of place (`src/engine/kernels.rs`):
-  no read-for-ownership of the destination; in place, normal stores (measured faster).
-- **Run-time SIMD dispatch**: the library is built for baseline x86-64; the kernels exist again
-  as `#[target_feature(enable = \"avx2,f16c\")]` clones chosen with `is_x86_feature_detected!`.
-  Every path computes each element with the same scalar operation, so results are bit-identical.
-- **float16 and bfloat16 in float32 blocks** (`src/engine/convert.rs`, `kernels.rs`): an operation
-  that rounds once widens 256 elements of each operand to float32 (F16C for float16, integer
-  shifts for bfloat16), computes them with its float32 function and rounds them back together,
-  instead of calling the `half` crate twice per element (which checks the CPU on every call);
-  the same bits as element by element. Not AVX-512 BF16's `vcvtneps2bf16`: it flushes subnormal
-  inputs to zero, PyTorch does not.
-- **Fused expressions** (`src/engine/expr.rs`): `bc_expr_eval` runs a whole chain of operations
-  over blocks of up to 4 KiB per value that stay in L1, through the same kernels at the same
-  types, so only the inputs are read and the result written; an operation whose result is
-  broadcast further is computed once first.
-- **Blocked iteration for transposed operands** (`src/engine/plan.rs`): when an input is strided
-  along the innermost dimension but contiguous along the next, the plan is walked in tiles of
-  16 x 256 (float32) and the kernel transposes 16 x 16 squares in registers, so every cache line
-  of every operand is read or written whole, once.
-- **Small operations skip the machinery** (`src/ffi/handle.rs`, `src/engine/plan.rs`): below the
-  parallel threshold an operation borrows its operands while their registry slots are locked
-  (spin locks, one atomic instruction each, taken in slot order) instead of cloning them, plans
-  on the stack when under 4096 elements (`SmallPlan`), and a thread reuses the handle slots it
-  freed without the shared allocator lock. A tiny `bc_add_out` went from about 3000 to 1700
-  instructions and from 3-4 locked atomic instructions per handle to one; the partial-overlap
-  check now first compares whole storage blocks, and (4,)+(4,) takes about 1470 instructions
-  into `out`. Whether work is small is bounded by the largest size per dimension of the
-  operands, so (n,1024)+(1024,) borrows its operands up to 31 rows.
-- **Cheap small and mid-size results** (`src/engine/storage.rs`): results of up to 64 bytes live
-  inside their storage block (one allocation instead of two), and results of 4 KiB to 128 KiB
-  are aligned to a cache line by hand rather than through glibc's memalign, which costs several
-  times a plain malloc: allocating (1,1024)+(1024,) went from about 680 to 410 ns.
-- Dimension merging (the plan coalesces dimensions contiguous for every operand) was there before.
-- **Reductions** (`src/engine/reduce.rs`): a sum over the inner dimension keeps 32 lanes in
-  registers along each row; over an outer dimension, up to 16 KiB of columns are the lanes and
-  16 rows x 32 columns go through registers at a time, so the input is read in long runs and the
-  accumulators once per 16 rows; AVX2 clones chosen at run time. Work is cut into ranges of rows
-  from the shape alone and their totals combined in order, so results do not depend on the
-  thread count. The fused `bc_binary_sum_to` applies the operation as it reads its operands and
-  writes only the (4096,) result.
-";
 
 /// Views never copy, an operation allocates only its result: element storages and heap bytes
 /// counted around single calls.
