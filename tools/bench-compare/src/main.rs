@@ -10,6 +10,8 @@
 //!   --warm-ms MS      warm-up per measurement, at least (default 150; the last-level cache of
 //!                     this machine takes tens of calls to settle after inputs are made)
 //!   --threads N       threads for the library and the limit (default 2)
+//!   --stream-mib N    the library streams results of N MiB and more (default: its own
+//!                     threshold); for trying thresholds side by side
 //!   --cases LIST      comma-separated, e.g. S1,S8,L1 (default: all)
 //!   --sweep LIST      sweep sizes in elements, e.g. 1e3,1e5 (default: 1e3 ... 1e8); "none" skips
 //!   --exprs LIST      fused expressions, e.g. E1 (default: E1,E2); "none" skips
@@ -114,6 +116,7 @@ struct Options {
     reps: usize,
     warm_ms: f64,
     threads: usize,
+    stream_mib: Option<usize>,
     cases: Vec<Case>,
     sweep: Vec<usize>,
     exprs: Vec<exprs::ECase>,
@@ -142,6 +145,7 @@ fn parse_args() -> Options {
         reps: if smoke { 3 } else { 5 },
         warm_ms: if smoke { 20.0 } else { 150.0 },
         threads: 2,
+        stream_mib: None,
         cases: if smoke {
             ["S2", "S2.lt", "S2.and", "L2"]
                 .iter()
@@ -190,6 +194,13 @@ fn parse_args() -> Options {
             "--reps" => o.reps = value().parse().unwrap_or_else(|_| usage("bad --reps")),
             "--warm-ms" => o.warm_ms = value().parse().unwrap_or_else(|_| usage("bad --warm-ms")),
             "--threads" => o.threads = value().parse().unwrap_or_else(|_| usage("bad --threads")),
+            "--stream-mib" => {
+                o.stream_mib = Some(
+                    value()
+                        .parse()
+                        .unwrap_or_else(|_| usage("bad --stream-mib")),
+                )
+            }
             "--cases" => {
                 o.cases = value()
                     .split(',')
@@ -315,6 +326,9 @@ fn main() {
         broadcast::ffi::bc_set_num_threads(o.threads),
         broadcast::ffi::BC_OK
     );
+    if let Some(mib) = o.stream_mib {
+        parallel::set_stream_threshold(mib << 20);
+    }
 
     let mut limit = if o.limit {
         match peers::start_limit(o.threads) {
