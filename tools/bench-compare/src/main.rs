@@ -327,7 +327,8 @@ fn main() {
         broadcast::ffi::BC_OK
     );
     if let Some(mib) = o.stream_mib {
-        parallel::set_stream_threshold(mib << 20);
+        // At least one byte: 0 is the library's "not yet read from the cache size".
+        parallel::set_stream_threshold(mib.saturating_mul(1 << 20).max(1));
     }
 
     let mut limit = if o.limit {
