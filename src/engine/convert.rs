@@ -31,6 +31,53 @@ pub(crate) trait HalfConv {
     /// # Safety
     /// As [`HalfConv::widen`].
     unsafe fn narrow<const BF: bool>(src: *const f32, dst: *mut u16, n: usize);
+
+    /// `dst[i] = narrow(f(a[i], b[i]))` for `i < n`, each operand widened: the three steps at
+    /// once, so the float32 values stay in registers on a vector path.
+    ///
+    /// # Safety
+    /// Each [`Operand::Run`] valid for `n` reads, `dst` for `n` writes, the CPU has the path's
+    /// instructions.
+    #[inline(always)]
+    unsafe fn map<const BF: bool>(
+        a: Operand,
+        b: Operand,
+        dst: *mut u16,
+        n: usize,
+        f: impl Fn(f32, f32) -> f32,
+    ) {
+        for i in 0..n {
+            // SAFETY: the caller's contract.
+            unsafe {
+                dst.add(i)
+                    .write(narrow1::<BF>(f(a.get::<BF>(i), b.get::<BF>(i))))
+            };
+        }
+    }
+}
+
+/// An operand of [`HalfConv::map`].
+#[derive(Clone, Copy)]
+pub(crate) enum Operand {
+    /// Contiguous 16-bit elements.
+    Run(*const u16),
+    /// One float32 value for every element (an operand broadcast along the run).
+    Same(f32),
+}
+
+impl Operand {
+    /// Element `i`, widened.
+    ///
+    /// # Safety
+    /// A run holds element `i`.
+    #[inline(always)]
+    unsafe fn get<const BF: bool>(self, i: usize) -> f32 {
+        match self {
+            // SAFETY: the caller's contract.
+            Operand::Run(p) => widen1::<BF>(unsafe { p.add(i).read() }),
+            Operand::Same(x) => x,
+        }
+    }
 }
 
 /// One element through the `half` crate: the reference every path matches.
@@ -79,7 +126,7 @@ pub(crate) use x86::Avx2F16c;
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::HalfConv;
+    use super::{narrow1, HalfConv, Operand};
     use std::arch::x86_64::*;
 
     /// Eight at a time with F16C (float16) and AVX2 (bfloat16); for functions compiled with
@@ -185,6 +232,76 @@ mod x86 {
                 }
             }
         }
+
+        #[inline(always)]
+        unsafe fn map<const BF: bool>(
+            a: Operand,
+            b: Operand,
+            dst: *mut u16,
+            n: usize,
+            f: impl Fn(f32, f32) -> f32,
+        ) {
+            // SAFETY: the caller's contract; the tail goes element by element (the same bits).
+            unsafe {
+                use Operand::{Run, Same};
+                let i = match (a, b) {
+                    (Run(p), Run(q)) => map8::<BF>(run8::<BF>(p), run8::<BF>(q), dst, n, &f),
+                    (Run(p), Same(y)) => map8::<BF>(run8::<BF>(p), same8(y), dst, n, &f),
+                    (Same(x), Run(q)) => map8::<BF>(same8(x), run8::<BF>(q), dst, n, &f),
+                    (Same(x), Same(y)) => map8::<BF>(same8(x), same8(y), dst, n, &f),
+                };
+                for i in i..n {
+                    dst.add(i)
+                        .write(narrow1::<BF>(f(a.get::<BF>(i), b.get::<BF>(i))));
+                }
+            }
+        }
+    }
+
+    /// Loaders for [`map8`]: eight elements of a run from element `i`, widened; one value eight
+    /// times.
+    ///
+    /// # Safety
+    /// The run holds the elements the loader is asked for.
+    #[inline(always)]
+    unsafe fn run8<const BF: bool>(p: *const u16) -> impl Fn(usize) -> __m256 {
+        // SAFETY: the caller's contract.
+        move |i| unsafe { widen8::<BF>(_mm_loadu_si128(p.add(i) as *const __m128i)) }
+    }
+
+    #[inline(always)]
+    fn same8(v: f32) -> impl Fn(usize) -> __m256 {
+        // SAFETY: a register operation of the enabled features.
+        move |_| unsafe { _mm256_set1_ps(v) }
+    }
+
+    /// [`HalfConv::map`]'s whole groups of eight, from operands' loaders (one kind of operand
+    /// each, so the loop has no branch but its own).
+    ///
+    /// # Safety
+    /// The loaders read valid elements below `n`; `dst` valid for `n` writes.
+    #[inline(always)]
+    unsafe fn map8<const BF: bool>(
+        a: impl Fn(usize) -> __m256,
+        b: impl Fn(usize) -> __m256,
+        dst: *mut u16,
+        n: usize,
+        f: impl Fn(f32, f32) -> f32,
+    ) -> usize {
+        let mut i = 0;
+        // SAFETY: the caller's contract.
+        unsafe {
+            while i + 8 <= n {
+                let x: [f32; 8] = std::mem::transmute(a(i));
+                let y: [f32; 8] = std::mem::transmute(b(i));
+                // Eight independent lanes: the compiler makes one vector operation of them.
+                let r: [f32; 8] = std::array::from_fn(|j| f(x[j], y[j]));
+                let h = register(narrow8::<BF>(std::mem::transmute::<[f32; 8], __m256>(r)));
+                _mm_storeu_si128(dst.add(i) as *mut __m128i, h);
+                i += 8;
+            }
+        }
+        i
     }
 
     /// [`Avx2F16c::widen`] compiled with its features (for callers outside the kernel clones).

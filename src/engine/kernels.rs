@@ -21,7 +21,7 @@
 //! traffic of `c = a + b`. Values are computed exactly as in the normal path, into a small block
 //! in L1, then streamed out.
 use super::binary_ops::{BinaryOp, ElemFn, Visit};
-use super::convert::{self, HalfConv};
+use super::convert::{self, HalfConv, Operand};
 use super::dtype::DType;
 use super::elem::Elem;
 use crate::with_elem;
@@ -712,6 +712,28 @@ unsafe fn wide_block<W: ElemFn<f32>, S: LineStore, const BF: bool>(
     // SAFETY (this block): indices stay within the block, which lies within the run; the whole
     // block is read before any of its results is written, so `out` may be exactly an input.
     unsafe {
+        let o = ptrs[0].offset(i as isize * so);
+        let operand = |k: usize| match strides[k + 1] {
+            0 => Some(Operand::Same(sc.x[k].0[0])),
+            2 => Some(Operand::Run(ptrs[k + 1].add(2 * i) as *const u16)),
+            _ => None,
+        };
+        if let (true, Some(a), Some(b)) = (narrow, operand(0), operand(1)) {
+            // Widened, computed and narrowed in registers, straight into `out` when it is
+            // contiguous and not streamed.
+            let direct = so == 2 && !streamed;
+            let dst = if direct {
+                o as *mut u16
+            } else {
+                sc.bits.0.as_mut_ptr()
+            };
+            // `W::Out` is float32 here: through float64 and back is the same value.
+            S::Conv::map::<BF>(a, b, dst, len, |x, y| W::call(x, y).to_f64() as f32);
+            if !direct {
+                half_store::<S>(sc.bits.0.as_ptr() as *const u8, o, so, 2, len, streamed);
+            }
+            return;
+        }
         for k in 0..2 {
             let s = strides[k + 1];
             let p = ptrs[k + 1].offset(i as isize * s) as *const u16;
@@ -730,7 +752,6 @@ unsafe fn wide_block<W: ElemFn<f32>, S: LineStore, const BF: bool>(
         for j in 0..len {
             r.add(j).write(W::call(xa[j], xb[j]));
         }
-        let o = ptrs[0].offset(i as isize * so);
         if narrow {
             let rf = r as *const f32;
             if so == 2 && !streamed {
@@ -744,6 +765,26 @@ unsafe fn wide_block<W: ElemFn<f32>, S: LineStore, const BF: bool>(
         } else {
             r as *const u8
         };
+        half_store::<S>(src, o, so, osize, len, streamed);
+    }
+}
+
+/// Stores a [`wide_block`]'s `len` results of `osize` bytes from `src` (64-byte aligned) to `o`
+/// at stride `so`: streamed when `streamed` (a whole block).
+///
+/// # Safety
+/// As [`wide_block`].
+#[inline(always)]
+unsafe fn half_store<S: LineStore>(
+    src: *const u8,
+    o: *mut u8,
+    so: isize,
+    osize: usize,
+    len: usize,
+    streamed: bool,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
         if streamed {
             for k in 0..WIDE_BLOCK * osize / BLOCK {
                 S::stream_block(o.add(k * BLOCK), src.add(k * BLOCK));
@@ -1255,7 +1296,7 @@ mod tests {
                     (dtype, 2)
                 };
                 // (stride of a, stride of b) in elements, and how many elements that covers.
-                for (sa, sb, len) in [(1, 1, n), (1, 0, n), (2, 1, n / 2)] {
+                for (sa, sb, len) in [(1, 1, n), (1, 0, n), (0, 1, n), (2, 1, n / 2)] {
                     let want = op
                         .visit(dtype, Elementwise([&a, &b], [sa, sb], len))
                         .expect("accepted");
