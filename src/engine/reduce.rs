@@ -370,7 +370,7 @@ fn reduce_into(
     dtype: DType,
     out_shape: &[usize],
 ) -> Result<Tensor> {
-    let Some(geo) = view_geometry(t.geometry(), reduced)? else {
+    if reduces_nothing(t.shape(), reduced) {
         // Every output reduces nothing: the identity (0, 1), or 0/0 for a mean.
         let value = match op {
             ReduceOp::Sum => 0.0,
@@ -378,11 +378,12 @@ fn reduce_into(
             _ => f64::NAN,
         };
         return Tensor::new(dtype, out_shape, Init::Fill(value));
-    };
+    }
     let out = Tensor::new(dtype, out_shape, Init::Uninit)?;
     if out.numel() == 0 {
         return Ok(out);
     }
+    let geo = view_geometry(t.geometry(), reduced)?;
     let (base, mean) = (t.data_ptr(), op == ReduceOp::Mean);
     with_elem!(t.dtype(), T => {
         let src = View::<T> { base, elem: PhantomData };
@@ -396,15 +397,16 @@ fn reduce_into(
     Ok(out)
 }
 
-/// The iteration of a reduction of `t` over the dimensions marked in `reduced`, or `None` when
-/// one of them is empty (every output then reduces nothing).
-fn view_geometry(t: ops::Geometry<'_>, reduced: &[bool]) -> Result<Option<Geometry<1>>> {
+/// Whether a dimension marked in `reduced` is empty: every output then reduces nothing.
+fn reduces_nothing(shape: &[usize], reduced: &[bool]) -> bool {
     // (Products of an empty view's sizes may overflow: none is formed.)
-    if (0..t.shape.len()).any(|d| reduced[d] && t.shape[d] == 0) {
-        return Ok(None);
-    }
-    let g = Geometry::new(t.shape, [t.strides], t.strides, reduced, t.dtype.size())?;
-    Ok(Some(g))
+    (0..shape.len()).any(|d| reduced[d] && shape[d] == 0)
+}
+
+/// The iteration of a reduction of `t` over the dimensions marked in `reduced`, when it has
+/// outputs and none reduces nothing (so `t` has elements, and their count fits).
+fn view_geometry(t: ops::Geometry<'_>, reduced: &[bool]) -> Result<Geometry<1>> {
+    Geometry::new(t.shape, [t.strides], t.strides, reduced, t.dtype.size())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -498,7 +500,10 @@ pub fn plan_binary_sum_to(
 
 /// The report of reducing the view `t` as `r` decides.
 fn plan_view(op: ReduceOp, t: ops::Geometry<'_>, r: Reduction) -> Result<Report> {
-    let geo = view_geometry(t, &r.reduced)?;
+    let geo = match reduces_nothing(t.shape, &r.reduced) || numel(&r.shape) == 0 {
+        true => None,
+        false => Some(view_geometry(t, &r.reduced)?),
+    };
     let acc = op.accumulator(t.dtype);
     report(r.dtype, acc, acc, r.shape, geo.as_ref(), t.dtype.size())
 }
