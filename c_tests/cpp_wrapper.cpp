@@ -334,6 +334,29 @@ void planner() {
     CHECK(p.alloc_bytes == 4u);
     e = EXPECT_ERROR(bc::plan_where(cond, f, d, i));
     CHECK(e.status() == BC_ERR_DTYPE);
+    // Reductions: float16 sums accumulate in float32; 4 outputs of 6 elements.
+    bc::Geometry h{bc::DType::Float16, {6, 4}, std::nullopt};
+    p = bc::plan_reduce(BC_REDUCE_SUM, h, {0});
+    CHECK(p.dtype == bc::DType::Float16 && p.compute_dtype == bc::DType::Float32 && p.shape == (bc::Shape{4}));
+    CHECK(p.loop_shape == (bc::Shape{4, 6}) && p.alloc_bytes == 4u * 2u);
+    e = EXPECT_ERROR(bc::plan_reduce(BC_REDUCE_MEAN, i));
+    CHECK(e.status() == BC_ERR_DTYPE &&
+          std::string(e.what()) == "mean(): could not infer output dtype. Input dtype must be either a "
+                                   "floating point or complex dtype. Got: Int");
+    p = bc::plan_sum_to_size(g, {1, 3});
+    CHECK(p.shape == (bc::Shape{1, 3}) && p.alloc_bytes == 3u * 4u && p.loop_shape == (bc::Shape{3, 2}));
+    p = bc::plan_sum_to_size(g, {2, 3}); // nothing summed: a view
+    CHECK(p.alloc_bytes == 0u && p.loop_kind == BC_LOOP_NONE && p.strides == (bc::Shape{3, 1}));
+    e = EXPECT_ERROR(bc::plan_sum_to_size(g, {1, 4}));
+    CHECK(e.status() == BC_ERR_SHAPE && std::string(e.what()) == "size {[1, 4]} is not expandable to size {[2, 3]}.");
+    // The fused form against its call.
+    p = bc::plan_binary_sum_to(BC_OP_MUL, g, f, {3});
+    bc::Tensor s = bc::binary_sum_to(BC_OP_MUL, bc::Tensor({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, {2, 3}),
+                                     bc::Tensor({1.0f, 2.0f, 3.0f}, {3}), {3});
+    CHECK(p.dtype == s.dtype() && p.shape == s.shape() && p.strides == s.strides());
+    CHECK(p.loop_shape == (bc::Shape{3, 2}) && p.alloc_bytes == 3u * 4u);
+    e = EXPECT_ERROR(bc::plan_binary_sum_to(BC_OP_SUB, cond, cond, {1}));
+    CHECK(e.status() == BC_ERR_DTYPE);
 }
 
 void views() {

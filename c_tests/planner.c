@@ -1,5 +1,6 @@
 /*
- * planner.c: the planner (bc_plan_binary, _inplace, _out) and the layout of new results, through
+ * planner.c: the planner (bc_plan_binary, _inplace, _out; bc_plan_reduce, bc_plan_sum_to_size,
+ * bc_plan_binary_sum_to) and the layout of new results, through
  * the C ABI: a plan agrees with the call it plans (result type, shape, strides, warnings, the
  * status and message of a refusal), reports how the call would run, checks its own arguments,
  * and writes nothing when it fails; a result of permuted operands keeps their permutation and
@@ -234,6 +235,122 @@ static void test_arguments(void) {
     CHECK_EQ_SIZE(plan.alloc_bytes, 0);
 }
 
+/* Reductions (bc_plan_reduce): the result, the type accumulated in, and the loop as outputs and
+ * the elements each reduces. */
+static void test_reduction_plans(void) {
+    const int64_t s64[] = {6, 4}, dim0[] = {0}, dim1[] = {1}, dim2[] = {2}, twice[] = {0, -2};
+    bc_geometry h = geometry(BC_DTYPE_FLOAT16, s64, 2, NULL);
+    bc_plan plan;
+    /* Over dim 0: 4 outputs of 6 elements, the outputs side by side in memory. */
+    CHECK_OK(bc_plan_reduce(BC_REDUCE_SUM, &h, dim0, 1, false, &plan));
+    CHECK_EQ_INT(plan.dtype, BC_DTYPE_FLOAT16);
+    CHECK_EQ_INT(plan.compute_dtype, BC_DTYPE_FLOAT32);
+    CHECK_DIMS(plan.shape, plan.ndim, 4);
+    CHECK_DIMS(plan.strides, plan.ndim, 1);
+    CHECK_DIMS(plan.loop_shape, plan.loop_ndim, 4, 6);
+    CHECK_EQ_INT(plan.loop_kind, BC_LOOP_CONTIGUOUS);
+    CHECK_EQ_SIZE(plan.threads, 1);
+    CHECK_EQ_SIZE(plan.alloc_bytes, 4 * 2);
+    /* keepdim, and every dimension ((NULL, 0)): int8 sums are int64. */
+    bc_geometry i8 = geometry(BC_DTYPE_INT8, s64, 2, NULL);
+    CHECK_OK(bc_plan_reduce(BC_REDUCE_SUM, &i8, NULL, 0, true, &plan));
+    CHECK_EQ_INT(plan.dtype, BC_DTYPE_INT64);
+    CHECK_EQ_INT(plan.compute_dtype, BC_DTYPE_INT64);
+    CHECK_DIMS(plan.shape, plan.ndim, 1, 1);
+    CHECK_DIMS(plan.loop_shape, plan.loop_ndim, 1, 24);
+    CHECK_EQ_SIZE(plan.alloc_bytes, 8);
+    /* An empty reduction fills its 3 outputs. */
+    const int64_t s03[] = {0, 3};
+    bc_geometry e = geometry(BC_DTYPE_FLOAT32, s03, 2, NULL);
+    CHECK_OK(bc_plan_reduce(BC_REDUCE_PROD, &e, dim0, 1, false, &plan));
+    CHECK_DIMS(plan.loop_shape, plan.loop_ndim, 3, 0);
+    CHECK_EQ_SIZE(plan.alloc_bytes, 12);
+
+    /* Refusals, with the call's messages; the plan untouched. */
+    bc_geometry i32 = geometry(BC_DTYPE_INT32, s64, 2, NULL);
+    scribble(&plan);
+    CHECK_STATUS(bc_plan_reduce(BC_REDUCE_MEAN, &i32, NULL, 0, false, &plan), BC_ERR_DTYPE);
+    CHECK_LAST_ERROR("mean(): could not infer output dtype. Input dtype must be either a floating "
+                     "point or complex dtype. Got: Int");
+    CHECK_STATUS(bc_plan_reduce(BC_REDUCE_SUM, &h, dim2, 1, false, &plan), BC_ERR_INVALID_ARG);
+    CHECK_LAST_ERROR("Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+    CHECK_STATUS(bc_plan_reduce(BC_REDUCE_SUM, &h, twice, 2, false, &plan), BC_ERR_INVALID_ARG);
+    CHECK_LAST_ERROR("dim 0 appears multiple times in the list of dims");
+    CHECK_STATUS(bc_plan_reduce(BC_REDUCE_AMAX, &e, dim0, 1, false, &plan), BC_ERR_SHAPE);
+    CHECK_LAST_ERROR("amax(): Expected reduction dim 0 to have non-zero size.");
+    CHECK_STATUS(bc_plan_reduce(7, &h, dim1, 1, false, &plan), BC_ERR_INVALID_ARG);
+    CHECK_STATUS(bc_plan_reduce(BC_REDUCE_SUM, &h, NULL, 1, false, &plan), BC_ERR_NULL_ARG);
+    CHECK_STATUS(bc_plan_reduce(BC_REDUCE_SUM, NULL, dim1, 1, false, &plan), BC_ERR_NULL_ARG);
+    CHECK(untouched(&plan));
+    CHECK_STATUS(bc_plan_reduce(BC_REDUCE_SUM, &h, dim1, 1, false, NULL), BC_ERR_NULL_ARG);
+}
+
+/* bc_plan_sum_to_size: a sum, a view, a refusal (the call's message too). */
+static void test_sum_to_size_plans(void) {
+    const int64_t s23[] = {2, 3}, s13[] = {1, 3}, s14[] = {1, 4}, transposed[] = {1, 2};
+    bc_geometry t = geometry(BC_DTYPE_FLOAT32, s23, 2, NULL);
+    bc_plan plan;
+    CHECK_OK(bc_plan_sum_to_size(&t, s13, 2, &plan));
+    CHECK_DIMS(plan.shape, plan.ndim, 1, 3);
+    CHECK_DIMS(plan.strides, plan.ndim, 3, 1);
+    CHECK_DIMS(plan.loop_shape, plan.loop_ndim, 3, 2);
+    CHECK_EQ_SIZE(plan.alloc_bytes, 12);
+    /* Nothing summed: the call gives a view of t, with t's strides. */
+    bc_geometry v = geometry(BC_DTYPE_FLOAT32, s23, 2, transposed);
+    CHECK_OK(bc_plan_sum_to_size(&v, s23, 2, &plan));
+    CHECK_DIMS(plan.strides, plan.ndim, 1, 2);
+    CHECK_EQ_INT(plan.loop_kind, BC_LOOP_NONE);
+    CHECK_EQ_SIZE(plan.loop_ndim, 0);
+    CHECK_EQ_SIZE(plan.alloc_bytes, 0);
+    scribble(&plan);
+    CHECK_STATUS(bc_plan_sum_to_size(&t, s14, 2, &plan), BC_ERR_SHAPE);
+    CHECK_LAST_ERROR("size {[1, 4]} is not expandable to size {[2, 3]}.");
+    CHECK(untouched(&plan));
+    bc_tensor *real = NULL, *out = NULL;
+    CHECK_OK(bc_tensor_zeros(BC_DTYPE_FLOAT32, s23, 2, &real));
+    CHECK_STATUS(bc_tensor_sum_to_size(real, s14, 2, &out), BC_ERR_SHAPE);
+    CHECK_LAST_ERROR("size {[1, 4]} is not expandable to size {[2, 3]}.");
+    bc_tensor_free(real);
+    CHECK_STATUS(bc_plan_sum_to_size(&t, NULL, 1, &plan), BC_ERR_NULL_ARG);
+}
+
+/* bc_plan_binary_sum_to: the operation's type, its temporaries, the divisor flag; nothing summed
+ * is bc_plan_binary's plan; refusals. */
+static void test_binary_sum_to_plans(void) {
+    const int64_t s43[] = {4, 3}, s3[] = {3}, s14[] = {1, 4};
+    bc_geometry i = geometry(BC_DTYPE_INT32, s43, 2, NULL);
+    bc_geometry row = geometry(BC_DTYPE_INT32, s3, 1, NULL);
+    bc_plan plan, binary;
+    /* int32 // int32 summed to (3,): int64 sums, computed in int32, the divisor read. */
+    CHECK_OK(bc_plan_binary_sum_to(BC_OP_FLOOR_DIVIDE, &i, &row, s3, 1, &plan));
+    CHECK_EQ_INT(plan.dtype, BC_DTYPE_INT64);
+    CHECK_EQ_INT(plan.compute_dtype, BC_DTYPE_INT32);
+    CHECK_EQ_INT((int)plan.flags, BC_PLAN_CHECKS_DIVISOR);
+    CHECK_DIMS(plan.shape, plan.ndim, 3);
+    CHECK_DIMS(plan.loop_shape, plan.loop_ndim, 3, 4);
+    CHECK_EQ_SIZE(plan.alloc_bytes, 3 * 8);
+    /* int32 + a float64 0-d tensor (of a higher category: its type wins) computes in float64:
+     * the int32 input converted, and the result. */
+    bc_geometry d = geometry(BC_DTYPE_FLOAT64, NULL, 0, NULL);
+    CHECK_OK(bc_plan_binary_sum_to(BC_OP_ADD, &i, &d, s3, 1, &plan));
+    CHECK_EQ_INT(plan.dtype, BC_DTYPE_FLOAT64);
+    CHECK_EQ_INT(plan.compute_dtype, BC_DTYPE_FLOAT64);
+    CHECK_EQ_SIZE(plan.alloc_bytes, 12 * 8 + 3 * 8);
+    /* Nothing summed: a op b itself. */
+    CHECK_OK(bc_plan_binary_sum_to(BC_OP_MUL, &i, &row, s43, 2, &plan));
+    CHECK_OK(bc_plan_binary(BC_OP_MUL, &i, &row, &binary));
+    CHECK(memcmp(&plan, &binary, sizeof plan) == 0);
+
+    scribble(&plan);
+    bc_geometry b = geometry(BC_DTYPE_BOOL, s43, 2, NULL);
+    CHECK_STATUS(bc_plan_binary_sum_to(BC_OP_SUB, &b, &b, s3, 1, &plan), BC_ERR_DTYPE);
+    CHECK_LAST_ERROR(SPEC_MSG_BOOL_SUB);
+    CHECK_STATUS(bc_plan_binary_sum_to(BC_OP_ADD, &i, &row, s14, 2, &plan), BC_ERR_SHAPE);
+    CHECK_LAST_ERROR("size {[1, 4]} is not expandable to size {[4, 3]}.");
+    CHECK_STATUS(bc_plan_binary_sum_to(BC_OP_ADD, &i, NULL, s3, 1, &plan), BC_ERR_NULL_ARG);
+    CHECK(untouched(&plan));
+}
+
 int main(void) {
     RUN_TEST(permuted_operands_keep_their_layout);
     RUN_TEST(large_contiguous_plan);
@@ -241,5 +358,8 @@ int main(void) {
     RUN_TEST(refusals_are_the_calls);
     RUN_TEST(warnings);
     RUN_TEST(arguments);
+    RUN_TEST(reduction_plans);
+    RUN_TEST(sum_to_size_plans);
+    RUN_TEST(binary_sum_to_plans);
     return check_summary();
 }

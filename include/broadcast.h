@@ -923,7 +923,7 @@ typedef struct bc_plan {
   int32_t dtype;
   /**
    * The type the operation computes in (`BC_DTYPE_*`); inputs of another type are converted
-   * to it first.
+   * to it first. For a reduction, the type it accumulates in.
    */
   int32_t compute_dtype;
   /**
@@ -932,7 +932,10 @@ typedef struct bc_plan {
    */
   uint32_t flags;
   /**
-   * The inner loop the call would run: a `BC_LOOP_*` code.
+   * The inner loop the call would run: a `BC_LOOP_*` code. For a reduction, the layout along
+   * the rows it reads (an output's elements, or outputs side by side): `BC_LOOP_CONTIGUOUS`,
+   * `BC_LOOP_BROADCAST` (an input repeated along them), else `BC_LOOP_STRIDED`; when every
+   * output reduces nothing, `BC_LOOP_CONTIGUOUS` (the result is filled).
    */
   int32_t loop_kind;
   /**
@@ -950,11 +953,13 @@ typedef struct bc_plan {
   int64_t strides[BC_MAX_NDIM];
   /**
    * The number of dimensions iterated, once size-1 dimensions are dropped and dimensions
-   * that every operand steps through evenly are merged.
+   * that every operand steps through evenly are merged. For a reduction 2 (0 when the result
+   * has no elements or is a view).
    */
   size_t loop_ndim;
   /**
-   * The sizes iterated, outermost first.
+   * The sizes iterated, outermost first. For a reduction: the number of outputs, and the
+   * elements each reduces.
    */
   int64_t loop_shape[BC_MAX_NDIM];
   /**
@@ -965,7 +970,8 @@ typedef struct bc_plan {
   /**
    * The bytes of element memory the call would allocate: a new result and every temporary
    * (inputs converted to the computation type, a result computed before its cast into the
-   * written tensor, the legacy fallback's copy).
+   * written tensor, the legacy fallback's copy). A reduction's accumulators (per thread, and
+   * the partial sums of a reduction split among threads) are working memory, not counted.
    */
   size_t alloc_bytes;
 } bc_plan;
@@ -2191,6 +2197,81 @@ int32_t bc_plan_where_out(const struct bc_geometry *cond,
                           const struct bc_geometry *b,
                           const struct bc_geometry *out,
                           struct bc_plan *plan);
+
+/**
+ * Plans `*out = ` the reduction `op` of `t` over `dims[0..ndims]` (`bc_reduce`, and so
+ * `bc_sum`, `bc_mean`, `bc_prod`, `bc_amax`, `bc_amin`) from `t`'s type and geometry, as
+ * `bc_plan_binary` does: the checks and decisions of the call, in its order. The plan's
+ * `compute_dtype` is the type elements are accumulated in (float32 for sums and means of
+ * float16, bfloat16 and float32; int64 for sums and products of bools and integers); its loop is
+ * described as for every reduction (see `bc_plan.loop_shape`); its bytes are the result's.
+ *
+ * # Returns
+ * `BC_OK` (`*plan` written); the statuses of `bc_reduce` for this operand and these dims
+ * (`BC_ERR_INVALID_ARG` for a dim out of range or repeated, `BC_ERR_DTYPE`, `BC_ERR_SHAPE`, with
+ * their messages); `BC_ERR_INVALID_ARG` (unknown code, more than `BC_MAX_NDIM` dims, a bad
+ * geometry); `BC_ERR_OVERFLOW`; `BC_ERR_NULL_ARG` (`t`, `plan`, or `dims` NULL with `ndims` >
+ * 0); `BC_ERR_ALLOC`. On failure `*plan` is not written.
+ *
+ * # Safety
+ * `t` must be NULL or point to a `bc_geometry` whose arrays are valid for `ndim` reads; `dims`
+ * must be valid for `ndims` reads; `plan` for one write.
+ */
+BC_MUST_USE
+int32_t bc_plan_reduce(int32_t op,
+                       const struct bc_geometry *t,
+                       const int64_t *dims,
+                       size_t ndims,
+                       bool keepdim,
+                       struct bc_plan *plan);
+
+/**
+ * Plans `*out = t` summed to `shape[0..ndim]` (`bc_tensor_sum_to_size`) from `t`'s type and
+ * geometry, as `bc_plan_reduce`. When nothing is summed the call gives a view of `t`: the plan
+ * has `t`'s type, shape and strides, `BC_LOOP_NONE`, no loop and no bytes.
+ *
+ * # Returns
+ * `BC_OK` (`*plan` written); the statuses of `bc_tensor_sum_to_size` (`BC_ERR_SHAPE` with its
+ * message); `BC_ERR_INVALID_ARG` (more than `BC_MAX_NDIM` sizes, a bad geometry);
+ * `BC_ERR_OVERFLOW`; `BC_ERR_NULL_ARG` (`t`, `plan`, or `shape` NULL with `ndim` > 0);
+ * `BC_ERR_ALLOC`. On failure `*plan` is not written.
+ *
+ * # Safety
+ * `t` must be NULL or point to a `bc_geometry` whose arrays are valid for `ndim` reads; `shape`
+ * must be valid for `ndim` reads; `plan` for one write.
+ */
+BC_MUST_USE
+int32_t bc_plan_sum_to_size(const struct bc_geometry *t,
+                            const int64_t *shape,
+                            size_t ndim,
+                            struct bc_plan *plan);
+
+/**
+ * Plans `*out = sum_to_size(a op b, shape[0..ndim])` (`bc_binary_sum_to`) from the operands'
+ * types and geometry, as `bc_plan_reduce`; `compute_dtype` is the operation's computation type
+ * (as `bc_plan_binary` reports it), the bytes count the inputs converted to it. When nothing is
+ * summed the plan is `bc_plan_binary`'s (without the compatibility switches, which
+ * `bc_binary_sum_to` ignores). `BC_PLAN_CHECKS_DIVISOR` says the call reads `b` for a zero
+ * integer divisor, as for `bc_plan_binary`; the call also refuses one before a `shape` that
+ * the planner refuses.
+ *
+ * # Returns
+ * `BC_OK` (`*plan` written); the statuses of `bc_binary_sum_to` for these operands
+ * (`BC_ERR_SHAPE`, `BC_ERR_DTYPE`, `BC_ERR_OVERFLOW`, with their messages);
+ * `BC_ERR_INVALID_ARG` (unknown op, more than `BC_MAX_NDIM` sizes, a bad geometry);
+ * `BC_ERR_NULL_ARG`; `BC_ERR_ALLOC`. On failure `*plan` is not written.
+ *
+ * # Safety
+ * `a` and `b` must each be NULL or point to a `bc_geometry` whose arrays are valid for `ndim`
+ * reads; `shape` must be valid for `ndim` reads; `plan` for one write.
+ */
+BC_MUST_USE
+int32_t bc_plan_binary_sum_to(int32_t op,
+                              const struct bc_geometry *a,
+                              const struct bc_geometry *b,
+                              const int64_t *shape,
+                              size_t ndim,
+                              struct bc_plan *plan);
 
 /**
  * `*out` = the reduction `op` (a `BC_REDUCE_*` code) of `t` over the dimensions `dims[0..ndims]`

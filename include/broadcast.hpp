@@ -19,9 +19,10 @@
  *    bc::pow(t, 2), bc::lt(2, t)): it promotes as a Python number does in PyTorch
  *    (bc_binary_scalar); bc::Tensor::scalar(2.0f) is a 0-d tensor instead, which promotes as a
  *    tensor.
- *  - bc::plan_binary(op, a, b) (and _inplace, _out; a number for a or b: the number forms) and
- *    bc::plan_where(cond, a, b) (and with out) report what a call would do from bc::Geometry values
- *    (type, shape, strides), without tensors, or throw the bc::Error the call would throw.
+ *  - bc::plan_binary(op, a, b) (and _inplace, _out; a number for a or b: the number forms),
+ *    bc::plan_where(cond, a, b) (and with out), bc::plan_reduce(op, t, dims), bc::plan_sum_to_size
+ *    and bc::plan_binary_sum_to report what a call would do from bc::Geometry values (type,
+ *    shape, strides), without tensors, or throw the bc::Error the call would throw.
  *  - bc::sum, bc::mean, bc::prod, bc::amax, bc::amin (and bc::reduce with a BC_REDUCE_* code)
  *    reduce over a list of dimensions; bc::sum_to_size undoes a broadcast, and
  *    bc::binary_sum_to(BC_OP_*, a, b, shape) sums a op b to shape without making a op b.
@@ -702,6 +703,30 @@ inline Plan plan_where(const Geometry &cond, const Geometry &a, const Geometry &
     bc_geometry gc = detail::geometry(cond), ga = detail::geometry(a), gb = detail::geometry(b),
                 go = detail::geometry(out);
     return detail::plan([&](bc_plan *p) { return bc_plan_where_out(&gc, &ga, &gb, &go, p); });
+}
+
+/// What bc::reduce(op, t, dims, keepdim) would do (bc_plan_reduce): compute_dtype is the type
+/// accumulated in, loop_shape the outputs and the elements each reduces.
+inline Plan plan_reduce(int32_t op, const Geometry &t, const Shape &dims = {}, bool keepdim = false) {
+    bc_geometry gt = detail::geometry(t);
+    return detail::plan([&](bc_plan *p) {
+        return bc_plan_reduce(op, &gt, detail::data_or_null(dims), dims.size(), keepdim, p);
+    });
+}
+/// What bc::sum_to_size(t, shape) would do (bc_plan_sum_to_size); a view when nothing is summed
+/// (no bytes, BC_LOOP_NONE).
+inline Plan plan_sum_to_size(const Geometry &t, const Shape &shape) {
+    bc_geometry gt = detail::geometry(t);
+    return detail::plan([&](bc_plan *p) {
+        return bc_plan_sum_to_size(&gt, detail::data_or_null(shape), shape.size(), p);
+    });
+}
+/// What bc::binary_sum_to(op, a, b, shape) would do (bc_plan_binary_sum_to).
+inline Plan plan_binary_sum_to(int32_t op, const Geometry &a, const Geometry &b, const Shape &shape) {
+    bc_geometry ga = detail::geometry(a), gb = detail::geometry(b);
+    return detail::plan([&](bc_plan *p) {
+        return bc_plan_binary_sum_to(op, &ga, &gb, detail::data_or_null(shape), shape.size(), p);
+    });
 }
 
 /// Views of every tensor expanded to their common shape (bc_tensor_broadcast_tensors).

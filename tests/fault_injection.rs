@@ -1573,6 +1573,63 @@ fn planner() -> Vec<Scenario> {
                 ))
             },
         ),
+        sc(
+            "bc_plan_reduce",
+            "sum of a reversed 7-d float16 over two dimensions, keepdim",
+            BC_OK,
+            |c| {
+                let plan = c.mem(std::mem::size_of::<bc_plan>());
+                call!(|_c| bc_plan_reduce(
+                    BC_REDUCE_SUM,
+                    &geo(BC_DTYPE_FLOAT16, &C7, Some(&C7_REVERSED)),
+                    [0i64, -1].as_ptr(),
+                    2,
+                    true,
+                    plan.cast()
+                ))
+            },
+        ),
+        sc(
+            "bc_plan_reduce",
+            "a dimension twice",
+            BC_ERR_INVALID_ARG,
+            |c| {
+                let plan = c.mem(std::mem::size_of::<bc_plan>());
+                call!(|_c| bc_plan_reduce(
+                    BC_REDUCE_PROD,
+                    &geo(F32, &C7, None),
+                    [1i64, -6].as_ptr(),
+                    2,
+                    false,
+                    plan.cast()
+                ))
+            },
+        ),
+        sc(
+            "bc_plan_sum_to_size",
+            "7-d to a 7-d size with 1s",
+            BC_OK,
+            |c| {
+                let plan = c.mem(std::mem::size_of::<bc_plan>());
+                call!(|_c| bc_plan_sum_to_size(&geo(I32, &C7, None), A7.as_ptr(), 7, plan.cast()))
+            },
+        ),
+        sc(
+            "bc_plan_binary_sum_to",
+            "float32 7-d * float64 7-d summed to a size that cannot be reached",
+            BC_ERR_SHAPE,
+            |c| {
+                let plan = c.mem(std::mem::size_of::<bc_plan>());
+                call!(|_c| bc_plan_binary_sum_to(
+                    BC_OP_MUL,
+                    &geo(F32, &A7, None),
+                    &geo(F64, &B7, None),
+                    [4i64].as_ptr(),
+                    1,
+                    plan.cast()
+                ))
+            },
+        ),
     ]
 }
 

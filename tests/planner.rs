@@ -1,7 +1,8 @@
 //! The planner against the calls it plans (issue 14): for every row of the conformance data, the
 //! operands' geometry goes to `bc_plan_binary` (or `_inplace`, `_out`; with a number,
-//! `bc_plan_binary_scalar`, `_rscalar`, `_scalar_inplace`; `bc_plan_where`, `_where_out`) and the
-//! tensors to the call itself, through the C ABI, and the two must agree: the same status,
+//! `bc_plan_binary_scalar`, `_rscalar`, `_scalar_inplace`; `bc_plan_where`, `_where_out`;
+//! `bc_plan_reduce`, `bc_plan_sum_to_size`, `bc_plan_binary_sum_to`) and the tensors to the call
+//! itself, through the C ABI, and the two must agree: the same status,
 //! message and error data on failure; on success the result's type, shape and strides (a new
 //! result's layout, or the written tensor's), the warnings given, and the bytes of element memory
 //! allocated (the engine's own per-thread count, the one thing read from outside the C ABI).
@@ -133,6 +134,16 @@ fn agree_with(
     written: Option<&T>,
     tally: &mut Tally,
 ) -> Result<(), String> {
+    agree_on(plan, run, written, tally).map(drop)
+}
+
+/// [`agree_with`], giving the plan when both succeeded (for further checks).
+fn agree_on(
+    plan: impl FnOnce(*mut bc_plan) -> i32,
+    run: impl FnOnce(&mut *mut bc_tensor) -> i32,
+    written: Option<&T>,
+    tally: &mut Tally,
+) -> Result<Option<bc_plan>, String> {
     let mut planned = std::mem::MaybeUninit::<bc_plan>::uninit();
     let planned = match plan(planned.as_mut_ptr()) {
         BC_OK => Ok(unsafe { planned.assume_init() }),
@@ -154,15 +165,15 @@ fn agree_with(
     match (planned, done) {
         (Err(p), Err(d)) if p == d => {
             tally.refused += 1;
-            Ok(())
+            Ok(None)
         }
         (Ok(_), Err(d)) if memory_only(&d) => {
             tally.memory_only += 1;
-            Ok(())
+            Ok(None)
         }
         (Ok(p), Err(d)) if d.status == BC_ERR_VALUE && p.flags & BC_PLAN_CHECKS_DIVISOR != 0 => {
             tally.values_only += 1;
-            Ok(())
+            Ok(None)
         }
         (Err(p), Err(d)) => Err(format!("planner {p:?}\n      call    {d:?}")),
         (Ok(_), Err(d)) => Err(format!("planner succeeded, call {d:?}")),
@@ -200,14 +211,16 @@ fn agree_with(
                     plan.alloc_bytes
                 ));
             }
+            // Nothing to run: no elements, or a new result that is a view (no memory).
             let elements = plan.shape[..nd].iter().product::<i64>();
-            if (plan.loop_kind == BC_LOOP_NONE) != (elements == 0) {
+            let view = new && plan.alloc_bytes == 0;
+            if (plan.loop_kind == BC_LOOP_NONE) != (elements == 0 || view) {
                 return Err(format!(
                     "loop kind {} for {elements} elements",
                     plan.loop_kind
                 ));
             }
-            Ok(())
+            Ok(Some(plan))
         }
     }
 }
@@ -459,6 +472,107 @@ fn where_() {
                 Some(&out),
                 tally,
             )?;
+        }
+        Ok(())
+    });
+}
+
+/// The type a reduction accumulates in, as the engine's documentation states it: float32 for
+/// sums and means of the 16-bit floats and float32, int64 for sums and products of bools and
+/// integers, else the input's type.
+fn accumulator(op: i32, dtype: i32) -> i32 {
+    match (op, dtype) {
+        (BC_REDUCE_SUM | BC_REDUCE_MEAN | BC_REDUCE_PROD, d) if !is_float(d) => I64,
+        (BC_REDUCE_SUM | BC_REDUCE_MEAN, F16 | BF16 | F32) => F32,
+        (_, d) => d,
+    }
+}
+
+/// A reduction's loop: its outputs, and the elements of `input` each reduces.
+fn check_reduction_loop(plan: &bc_plan, input: i64) -> Result<(), String> {
+    let outputs = plan.shape[..plan.ndim].iter().product::<i64>();
+    let want = match outputs {
+        0 => vec![],
+        m => vec![m, input / m],
+    };
+    let got = &plan.loop_shape[..plan.loop_ndim];
+    match got == want {
+        true => Ok(()),
+        false => Err(format!("loop shape {got:?}, expected {want:?}")),
+    }
+}
+
+/// Every row of reductions.jsonl, planned with `bc_plan_reduce` (`dim` null as `(NULL, 0)`).
+#[test]
+fn reductions() {
+    each_row("reductions.jsonl", |row, tally| {
+        let op = reduce_code(row["op"].as_str().unwrap());
+        let dims: Option<Vec<i64>> = (!row["dim"].is_null()).then(|| json_shape(&row["dim"]));
+        let (dp, dn) = dims
+            .as_ref()
+            .map_or((ptr::null(), 0), |d| (d.as_ptr(), d.len()));
+        let keepdim = row["keepdim"].as_bool().unwrap();
+        let mut input = Operand::from_json(&row["input"]);
+        let t = unsafe { input.view() }.expect("bc_tensor_wrap");
+        let g = Geo::of(&t);
+        let plan = agree_on(
+            |p| unsafe { bc_plan_reduce(op, &g.raw(), dp, dn, keepdim, p) },
+            |r| unsafe { bc_reduce(op, t.ptr(), dp, dn, keepdim, r) },
+            None,
+            tally,
+        )?;
+        let Some(plan) = plan else { return Ok(()) };
+        if plan.compute_dtype != accumulator(op, t.dtype()) {
+            return Err(format!("accumulates in {}", plan.compute_dtype));
+        }
+        check_reduction_loop(&plan, t.numel())
+    });
+}
+
+/// Every row of sum_to_size.jsonl, planned with `bc_plan_sum_to_size`; and the row's input with
+/// other operands through `bc_plan_binary_sum_to`: a 0-d number of its type (`* 1`, as
+/// tests/reductions.rs), a float64 one (`+`, converting the input to the computation type), a
+/// row of int32 along the last dimension (`floor_divide`, which reads its divisor; refused for
+/// bools), and the input itself (`-`, refused for bools).
+#[test]
+fn sums_to_size() {
+    each_row("sum_to_size.jsonl", |row, tally| {
+        let size = json_shape(&row["size"]);
+        let mut input = Operand::from_json(&row["input"]);
+        let t = unsafe { input.view() }.expect("bc_tensor_wrap");
+        let g = Geo::of(&t);
+        let (sp, sn) = (size.as_ptr(), size.len());
+        let plan = agree_on(
+            |p| unsafe { bc_plan_sum_to_size(&g.raw(), sp, sn, p) },
+            |r| unsafe { bc_tensor_sum_to_size(t.ptr(), sp, sn, r) },
+            None,
+            tally,
+        )?;
+        if let Some(plan) = plan.filter(|p| p.alloc_bytes > 0) {
+            check_reduction_loop(&plan, t.numel())?;
+            if plan.compute_dtype != accumulator(BC_REDUCE_SUM, t.dtype()) {
+                return Err(format!("accumulates in {}", plan.compute_dtype));
+            }
+        }
+        let last = t.shape().last().map_or(vec![], |&n| vec![n]);
+        let others = [
+            (BC_OP_MUL, T::ones(t.dtype(), &[]).unwrap()),
+            (BC_OP_ADD, T::ones(F64, &[]).unwrap()),
+            (BC_OP_FLOOR_DIVIDE, T::full(I32, &last, 2.0).unwrap()),
+        ];
+        for (op, b) in others
+            .iter()
+            .map(|(op, b)| (*op, b))
+            .chain([(BC_OP_SUB, &t)])
+        {
+            let gb = Geo::of(b);
+            agree_with(
+                |p| unsafe { bc_plan_binary_sum_to(op, &g.raw(), &gb.raw(), sp, sn, p) },
+                |r| unsafe { bc_binary_sum_to(op, t.ptr(), b.ptr(), sp, sn, r) },
+                None,
+                tally,
+            )
+            .map_err(|e| format!("op {op}: {e}"))?;
         }
         Ok(())
     });

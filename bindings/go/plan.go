@@ -76,7 +76,30 @@ func PlanWhereOut(out, cond, a, b Geometry) (*Plan, error) {
 	return plan(7, 0, Number{}, cond, a, b, out)
 }
 
+// Plan reports what r.Apply(t, keepdim, over...) would do, as Op.Plan: ComputeDType is the type
+// the elements are accumulated in, LoopShape the number of outputs and the elements each reduces.
+func (r Reduction) Plan(t Geometry, keepdim bool, over ...int) (*Plan, error) {
+	return planList(8, int32(r), Number{}, over, keepdim, t)
+}
+
+// PlanSumToSize reports what t.SumToSize(shape...) would do, as Op.Plan; when nothing is summed
+// the call gives a view of t (no bytes, LoopNone).
+func PlanSumToSize(t Geometry, shape ...int) (*Plan, error) {
+	return planList(9, 0, Number{}, shape, false, t)
+}
+
+// PlanSumTo reports what op.SumTo(a, b, shape...) would do, as Op.Plan; when nothing is summed,
+// what op.Apply(a, b) would do.
+func (op Op) PlanSumTo(a, b Geometry, shape ...int) (*Plan, error) {
+	return planList(10, int32(op), Number{}, shape, false, a, b)
+}
+
 func plan(form int, op Op, s Number, gs ...Geometry) (*Plan, error) {
+	return planList(form, int32(op), s, nil, false, gs...)
+}
+
+// planList runs gobc_plan's form `form` with a list of dims or sizes (and keepdim).
+func planList(form int, code int32, s Number, sizes []int, keepdim bool, gs ...Geometry) (*Plan, error) {
 	var dtypes [4]C.int32_t
 	var ndims [4]C.size_t
 	var has [4]C.bool
@@ -100,8 +123,9 @@ func plan(form int, op Op, s Number, gs ...Geometry) (*Plan, error) {
 	}
 	shapes, strides = append(shapes, 0), append(strides, 0)
 	var p C.bc_plan
-	r := C.gobc_plan(C.int(form), C.int32_t(op), s.c, &dtypes[0], &ndims[0], &shapes[0], &strides[0],
-		&has[0], &p)
+	lp, ln := dims(sizes)
+	r := C.gobc_plan(C.int(form), C.int32_t(code), s.c, &dtypes[0], &ndims[0], &shapes[0], &strides[0],
+		&has[0], lp, ln, C.bool(keepdim), &p)
 	if err := check(r); err != nil {
 		return nil, err
 	}

@@ -237,3 +237,58 @@ func TestScalarAPI(t *testing.T) {
 		t.Errorf("int32 += -1: %v", got)
 	}
 }
+
+// The reduction forms of the planner against the calls: rows of reductions.jsonl
+// (Reduction.Plan) and sum_to_size.jsonl (PlanSumToSize, and Op.PlanSumTo with a 0-d float64
+// operand, which converts integer inputs), then a few reports checked by hand.
+func TestPlannerReductions(t *testing.T) {
+	f := &failures{t: t, file: "reductions.jsonl"}
+	for _, r := range every(readRows(t, f.file), 4) {
+		f.checked++
+		red := reductionNames[r.str("op")]
+		var over []int
+		if r["dim"] != nil {
+			over = r.ints("dim")
+		}
+		_, in, _ := operand(t, r["input"])
+		p, perr := red.Plan(geometryOf(in), r.boolean("keepdim"), over...)
+		res, err := red.Apply(in, r.boolean("keepdim"), over...)
+		agree(f, r, p, perr, res, err, true)
+	}
+	f.done()
+	f = &failures{t: t, file: "sum_to_size.jsonl"}
+	for _, r := range every(readRows(t, f.file), 2) {
+		f.checked++
+		_, in, _ := operand(t, r["input"])
+		size := r.ints("size")
+		p, perr := bc.PlanSumToSize(geometryOf(in), size...)
+		res, err := in.SumToSize(size...)
+		agree(f, r, p, perr, res, err, true)
+		d := must(bc.Ones(bc.Float64))(t)
+		p, perr = bc.Add.PlanSumTo(geometryOf(in), geometryOf(d), size...)
+		res, err = bc.Add.SumTo(in, d, size...)
+		agree(f, r, p, perr, res, err, true)
+	}
+	f.done()
+
+	h := bc.Geometry{DType: bc.Float16, Shape: []int{6, 4}}
+	p := must(bc.Sum.Plan(h, false, 0))(t)
+	if p.ComputeDType != bc.Float32 || !reflect.DeepEqual(p.LoopShape, []int{4, 6}) || p.AllocBytes != 8 {
+		t.Errorf("Sum over dim 0 of float16 (6, 4): %+v", p)
+	}
+	_, err := bc.Mean.Plan(bc.Geometry{DType: bc.Int32, Shape: []int{2}}, false)
+	checkErr(t, err, bc.ErrDType, "mean(): could not infer output dtype. Input dtype must be either "+
+		"a floating point or complex dtype. Got: Int")
+	g := bc.Geometry{DType: bc.Float32, Shape: []int{2, 3}, Strides: []int{1, 2}}
+	p = must(bc.PlanSumToSize(g, 2, 3))(t)
+	if p.LoopKind != bc.LoopNone || p.AllocBytes != 0 || !reflect.DeepEqual(p.Strides, []int{1, 2}) {
+		t.Errorf("SumToSize summing nothing: %+v", p)
+	}
+	_, err = bc.Add.PlanSumTo(g, bc.Geometry{DType: bc.Float32, Shape: []int{3}}, 1, 4)
+	checkErr(t, err, bc.ErrShape, "size {[1, 4]} is not expandable to size {[2, 3]}.")
+	i := bc.Geometry{DType: bc.Int32, Shape: []int{4, 3}}
+	p = must(bc.FloorDivide.PlanSumTo(i, bc.Geometry{DType: bc.Int32, Shape: []int{3}}, 3))(t)
+	if !p.ChecksDivisor || p.DType != bc.Int64 || p.ComputeDType != bc.Int32 {
+		t.Errorf("FloorDivide.PlanSumTo of int32: %+v", p)
+	}
+}

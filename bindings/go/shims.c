@@ -68,8 +68,8 @@ gobc_res gobc_binary_scalar(int form, int32_t op, uintptr_t t, bc_scalar s) {
 
 gobc_res gobc_plan(int form, int32_t op, bc_scalar s, const int32_t *dtypes, const size_t *ndims,
                    const int64_t *shapes, const int64_t *strides, const bool *has_strides,
-                   bc_plan *plan) {
-	static const int operands[8] = {2, 2, 3, 1, 1, 1, 3, 4};
+                   const int64_t *list, size_t nlist, bool keepdim, bc_plan *plan) {
+	static const int operands[11] = {2, 2, 3, 1, 1, 1, 3, 4, 1, 1, 2};
 	bc_geometry g[4];
 	size_t at = 0;
 	for (int k = 0; k < operands[form]; k++) {
@@ -88,7 +88,10 @@ gobc_res gobc_plan(int form, int32_t op, bc_scalar s, const int32_t *dtypes, con
 	case 4: st = bc_plan_binary_rscalar(op, s, &g[0], plan); break;
 	case 5: st = bc_plan_binary_scalar_inplace(op, &g[0], s, plan); break;
 	case 6: st = bc_plan_where(&g[0], &g[1], &g[2], plan); break;
-	default: st = bc_plan_where_out(&g[0], &g[1], &g[2], &g[3], plan); break;
+	case 7: st = bc_plan_where_out(&g[0], &g[1], &g[2], &g[3], plan); break;
+	case 8: st = bc_plan_reduce(op, &g[0], list, nlist, keepdim, plan); break;
+	case 9: st = bc_plan_sum_to_size(&g[0], list, nlist, plan); break;
+	default: st = bc_plan_binary_sum_to(op, &g[0], &g[1], list, nlist, plan); break;
 	}
 	return done(st, NULL, 0);
 }

@@ -52,12 +52,14 @@ gobc_res gobc_binary_scalar(int form, int32_t op, uintptr_t t, bc_scalar s);
 
 // The planner: form 0 a new result (operands a, b), 1 in place (target, other), 2 into out (a,
 // b, out); with the number s: 3 t op s, 4 s op t, 5 t op= s (operand t); 6 where (cond, a, b),
-// 7 where into out (cond, a, b, out). Operand k has dtypes[k] and ndims[k] sizes, taken in turn
-// from `shapes`; its strides likewise from `strides` when has_strides[k], else it is row-major.
-// (The geometries are built here: Go memory passed to C may hold no Go pointers.)
+// 7 where into out (cond, a, b, out); 8 the reduction `op` (t) over the dims `list` (nlist of
+// them) with keepdim, 9 sum_to_size (t) to the shape `list`, 10 binary_sum_to (a, b) to the shape
+// `list`. Operand k has dtypes[k] and ndims[k] sizes, taken in turn from `shapes`; its strides
+// likewise from `strides` when has_strides[k], else it is row-major. (The geometries are built
+// here: Go memory passed to C may hold no Go pointers.)
 gobc_res gobc_plan(int form, int32_t op, bc_scalar s, const int32_t *dtypes, const size_t *ndims,
                    const int64_t *shapes, const int64_t *strides, const bool *has_strides,
-                   bc_plan *plan);
+                   const int64_t *list, size_t nlist, bool keepdim, bc_plan *plan);
 
 // fill: 0 empty, 1 zeros, 2 ones, 3 full(value).
 gobc_res gobc_new(int fill, int32_t dtype, const int64_t *shape, size_t ndim, double value);

@@ -33,17 +33,19 @@
 //! are contiguous or repeated along a row as it reads them; operands of other layouts are first
 //! computed into a small stage by the elementwise kernel (which serves any operation).
 use super::alloc::{
-    try_small_collect, try_small_elem, try_small_with_capacity, try_to_vec, try_vec,
+    try_small, try_small_collect, try_small_elem, try_small_with_capacity, try_to_vec, try_vec,
 };
 use super::binary_ops::{BinaryOp, ElemFn, Visit};
 use super::dtype::DType;
 use super::elem::{Bool8, Elem, Float};
 use super::error::{Error, Result};
 use super::kernels;
-use super::ops::{self, Operand as _};
+use super::ops::{self, LoopKind, Operand as _, Report};
 use super::parallel;
 use super::plan::broadcast_strides;
-use super::shape::{broadcast_shapes, checked_numel, Dims, Strides};
+use super::shape::{
+    broadcast_shapes, checked_nbytes, checked_numel, contiguous_strides, numel, Dims, Strides,
+};
 use super::tensor::{wrap_dim, Init, Tensor};
 use crate::with_elem;
 use half::{bf16, f16};
@@ -93,6 +95,25 @@ impl ReduceOp {
             _ => Ok(dtype),
         }
     }
+
+    /// The type elements of `dtype` are accumulated in (the accumulator of the reducers below):
+    /// float32 for sums and means of 16-bit floats, int64 for sums and products of bools and
+    /// integers, else `dtype` itself.
+    pub fn accumulator(self, dtype: DType) -> DType {
+        match self {
+            ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Prod if !dtype.is_floating() => DType::I64,
+            ReduceOp::Sum | ReduceOp::Mean if dtype != DType::F64 => DType::F32,
+            _ => dtype,
+        }
+    }
+}
+
+/// A reduction's checks passed: the result's type and shape, and which of the input's
+/// dimensions are reduced.
+struct Reduction {
+    dtype: DType,
+    reduced: SmallVec<[bool; 6]>,
+    shape: Dims,
 }
 
 /// `op` of `t` over `dims` (every dimension when `dims` is empty, as PyTorch's `dim=None` and
@@ -100,8 +121,21 @@ impl ReduceOp {
 /// order: the type (mean); each dimension in turn, its range and, for `amax`/`amin`, its size;
 /// an empty input without dimensions (`amax`/`amin`); then repeated dimensions.
 pub fn reduce(op: ReduceOp, t: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
-    let dtype = op.result_type(t.dtype())?;
-    let (ndim, shape) = (t.ndim(), t.shape());
+    let r = decide(op, t.dtype(), t.shape(), dims, keepdim)?;
+    reduce_into(op, t, &r.reduced, r.dtype, &r.shape)
+}
+
+/// The checks and decisions of [`reduce`], from the input's type and shape alone: the call and
+/// the planner ([`plan_reduce`]) run this same code.
+fn decide(
+    op: ReduceOp,
+    dtype: DType,
+    shape: &[usize],
+    dims: &[i64],
+    keepdim: bool,
+) -> Result<Reduction> {
+    let dtype = op.result_type(dtype)?;
+    let ndim = shape.len();
     let extremum = matches!(op, ReduceOp::Amax | ReduceOp::Amin);
     let mut wrapped: SmallVec<[usize; 6]> = try_small_with_capacity(dims.len())?;
     for &d in dims {
@@ -115,7 +149,7 @@ pub fn reduce(op: ReduceOp, t: &Tensor, dims: &[i64], keepdim: bool) -> Result<T
         }
         wrapped.push(w);
     }
-    if extremum && dims.is_empty() && t.numel() == 0 {
+    if extremum && dims.is_empty() && numel(shape) == 0 {
         return Err(Error::EmptyReduction {
             op: op.name(),
             dim: None,
@@ -134,7 +168,12 @@ pub fn reduce(op: ReduceOp, t: &Tensor, dims: &[i64], keepdim: bool) -> Result<T
     for d in (0..ndim).filter(|&d| keepdim || !reduced[d]) {
         out_shape.push(if reduced[d] { 1 } else { shape[d] });
     }
-    reduce_into(op, t, &reduced[..ndim], dtype, &out_shape)
+    reduced.truncate(ndim);
+    Ok(Reduction {
+        dtype,
+        reduced,
+        shape: out_shape,
+    })
 }
 
 /// PyTorch's `t.sum_to_size(size)`: sums the leading dimensions `size` lacks and those where
@@ -142,11 +181,23 @@ pub fn reduce(op: ReduceOp, t: &Tensor, dims: &[i64], keepdim: bool) -> Result<T
 /// When nothing is summed the result is `t` itself (a view sharing its elements), with its type;
 /// otherwise a new tensor of the sum's type.
 pub fn sum_to_size(t: &Tensor, size: &[i64]) -> Result<Tensor> {
-    let Some(reduced) = summed_dims(size, t.shape())? else {
-        return t.try_clone();
+    match decide_sum_to_size(t.dtype(), t.shape(), size)? {
+        None => t.try_clone(),
+        Some(r) => reduce_into(ReduceOp::Sum, t, &r.reduced, r.dtype, &r.shape),
+    }
+}
+
+/// The checks and decisions of [`sum_to_size`] from the input's type and shape (`None`: nothing
+/// is summed, the result is the input): the call and the planner run this same code.
+fn decide_sum_to_size(dtype: DType, shape: &[usize], size: &[i64]) -> Result<Option<Reduction>> {
+    let Some(reduced) = summed_dims(size, shape)? else {
+        return Ok(None);
     };
-    let dtype = ReduceOp::Sum.result_type(t.dtype())?;
-    reduce_into(ReduceOp::Sum, t, &reduced, dtype, &as_sizes(size)?)
+    Ok(Some(Reduction {
+        dtype: ReduceOp::Sum.result_type(dtype)?,
+        reduced,
+        shape: as_sizes(size)?,
+    }))
 }
 
 /// `sum_to_size(a op b, size)` without materialising `a op b`, for every operation of the
@@ -159,54 +210,40 @@ pub fn sum_to_size(t: &Tensor, size: &[i64]) -> Result<Tensor> {
 /// nothing is summed, this is `a op b`.
 pub fn binary_sum_to(op: BinaryOp, a: &Tensor, b: &Tensor, size: &[i64]) -> Result<Tensor> {
     let (ga, gb) = (a.geometry(), b.geometry());
-    ops::check_op_defined(op, ga.dtype, gb.dtype)?;
-    let shape = broadcast_shapes(a.shape(), b.shape())?;
-    let types = ops::types_of(op, (ga.dtype, ga.rank()), (gb.dtype, gb.rank()));
-    ops::check_kernel(op, types.compute)?;
-    // Refused like the two calls, whose `a op b` could not exist.
-    checked_numel(&shape)?;
-    // `sum_to_size`'s refusal comes after anything `a op b` refuses.
-    let reduced = match summed_dims(size, &shape) {
+    let d = decide_fused(op, ga, gb, size)?;
+    let reduced = match d.reduced {
         Ok(None) => return ops::binary(op, a, b, ops::Options::default()).map(|(t, _)| t),
         Ok(Some(reduced)) => Ok(reduced),
         Err(e) => Err(e),
     };
-    let empty = shape.contains(&0);
-    let rule = op.rule();
+    let (shape, types) = (&d.shape, d.types);
     // The layout `bc_binary` gives `a op b`, whose order `sum_to_size` then follows.
-    let order = ops::binary_layout(&shape, types.compute, [ga, gb])?;
-    // A one-element second operand of another type that `bc_binary` reads in float32.
-    let scalar = (!empty
-        && ops::reads_scalar_in_f32(rule, types.compute, ga.dtype, gb.dtype, b.numel()))
-    .then(|| ops::read_f32(b));
-    // Other inputs of another type are converted first, at their own size, as `bc_binary` does
-    // (when there is anything to compute).
-    let ca = if empty {
-        None
-    } else {
-        ops::converted(a, types.compute)?
+    let order = ops::binary_layout(shape, types.compute, [ga, gb])?;
+    let scalar = d.scalar.then(|| ops::read_f32(b));
+    let ca = match d.convert[0] {
+        true => ops::converted(a, types.compute)?,
+        false => None,
     };
-    let cb = if empty || scalar.is_some() {
-        None
-    } else {
-        ops::converted(b, types.compute)?
+    let cb = match d.convert[1] {
+        true => ops::converted(b, types.compute)?,
+        false => None,
     };
     let (a, b) = (ca.as_ref().unwrap_or(a), cb.as_ref().unwrap_or(b));
-    if !empty && rule.nonzero_divisor && !types.compute.is_floating() {
+    if d.checks_divisor {
         ops::check_divisor(b)?;
     }
     let reduced = reduced?;
-    let out = Tensor::new(
-        ReduceOp::Sum.result_type(types.result)?,
-        &as_sizes(size)?,
-        Init::Zeros,
-    )?;
-    if out.numel() == 0 || empty {
+    let out = Tensor::new(d.dtype, &as_sizes(size)?, Init::Zeros)?;
+    if out.numel() == 0 || d.empty {
         return Ok(out); // nothing to write, or every sum is empty (0)
     }
-    let sa = broadcast_strides(a.shape(), a.strides(), &shape)?;
-    let sb = broadcast_strides(b.shape(), b.strides(), &shape)?;
-    let geo = Geometry::new(&shape, [&sa, &sb], &order, &reduced, types.compute.size())?;
+    let geo = fused_geometry(
+        shape,
+        [a.geometry(), b.geometry()],
+        &order,
+        &reduced,
+        types.compute,
+    )?;
     let (base, simd) = ([a.data_ptr(), b.data_ptr()], kernels::simd_level());
     with_elem!(types.result, T => {
         let src = Fused::<T> {
@@ -220,6 +257,79 @@ pub fn binary_sum_to(op: BinaryOp, a: &Tensor, b: &Tensor, size: &[i64]) -> Resu
         execute::<SumR<T>, 2>(&geo, &src, &out, false)
     })?;
     Ok(out)
+}
+
+/// What [`decide_fused`] finds.
+struct FusedSum {
+    /// The broadcast shape of `a op b`.
+    shape: Dims,
+    types: ops::Types,
+    /// The result's type (the sum's).
+    dtype: DType,
+    /// The dimensions of `shape` summed (`None`: none, the call is `a op b`), or `sum_to_size`'s
+    /// refusal, which the call gives after anything `a op b` refuses (a zero divisor included).
+    reduced: Result<Option<SmallVec<[bool; 6]>>>,
+    /// `a op b` has no elements (every sum is empty).
+    empty: bool,
+    /// `b` has one element read in float32 (see [`ops::reads_scalar_in_f32`]).
+    scalar: bool,
+    /// The operands converted to the computation type first (row-major copies).
+    convert: [bool; 2],
+    /// `b`'s elements are read to refuse a zero integer divisor.
+    checks_divisor: bool,
+}
+
+/// The checks and decisions of [`binary_sum_to`], from the operands' types and geometry, in its
+/// order: the call and the planner ([`plan_binary_sum_to`]) run this same code.
+fn decide_fused(
+    op: BinaryOp,
+    ga: ops::Geometry<'_>,
+    gb: ops::Geometry<'_>,
+    size: &[i64],
+) -> Result<FusedSum> {
+    ops::check_op_defined(op, ga.dtype, gb.dtype)?;
+    let shape = broadcast_shapes(ga.shape, gb.shape)?;
+    let types = ops::types_of(op, (ga.dtype, ga.rank()), (gb.dtype, gb.rank()));
+    ops::check_kernel(op, types.compute)?;
+    // Refused like the two calls, whose `a op b` could not exist.
+    checked_numel(&shape)?;
+    let reduced = summed_dims(size, &shape);
+    let empty = shape.contains(&0);
+    let rule = op.rule();
+    // A one-element second operand of another type that `bc_binary` reads in float32.
+    let scalar = !empty
+        && ops::reads_scalar_in_f32(rule, types.compute, ga.dtype, gb.dtype, numel(gb.shape));
+    // Other inputs of another type are converted first, at their own size, as `bc_binary` does
+    // (when there is anything to compute).
+    let convert = [
+        !empty && ga.dtype != types.compute,
+        !empty && !scalar && gb.dtype != types.compute,
+    ];
+    Ok(FusedSum {
+        dtype: ReduceOp::Sum.result_type(types.result)?,
+        checks_divisor: !empty && rule.nonzero_divisor && !types.compute.is_floating(),
+        shape,
+        types,
+        reduced,
+        empty,
+        scalar,
+        convert,
+    })
+}
+
+/// The fused form's iteration over `a op b` of `shape` (`order`: the strides of its layout),
+/// summing the dimensions marked in `reduced`, from the operands as they are read (of the
+/// computation type `compute`).
+fn fused_geometry(
+    shape: &[usize],
+    ab: [ops::Geometry<'_>; 2],
+    order: &[isize],
+    reduced: &[bool],
+    compute: DType,
+) -> Result<Geometry<2>> {
+    let sa = broadcast_strides(ab[0].shape, ab[0].strides, shape)?;
+    let sb = broadcast_strides(ab[1].shape, ab[1].strides, shape)?;
+    Geometry::new(shape, [&sa, &sb], order, reduced, compute.size())
 }
 
 /// Which dimensions of `shape` `sum_to_size(size)` sums, or `None` when it sums nothing (PyTorch
@@ -260,8 +370,7 @@ fn reduce_into(
     dtype: DType,
     out_shape: &[usize],
 ) -> Result<Tensor> {
-    // (Products of an empty view's sizes may overflow: none is formed.)
-    if (0..t.ndim()).any(|d| reduced[d] && t.shape()[d] == 0) {
+    if reduces_nothing(t.shape(), reduced) {
         // Every output reduces nothing: the identity (0, 1), or 0/0 for a mean.
         let value = match op {
             ReduceOp::Sum => 0.0,
@@ -274,13 +383,7 @@ fn reduce_into(
     if out.numel() == 0 {
         return Ok(out);
     }
-    let geo = Geometry::new(
-        t.shape(),
-        [t.strides()],
-        t.strides(),
-        reduced,
-        t.dtype().size(),
-    )?;
+    let geo = view_geometry(t.geometry(), reduced)?;
     let (base, mean) = (t.data_ptr(), op == ReduceOp::Mean);
     with_elem!(t.dtype(), T => {
         let src = View::<T> { base, elem: PhantomData };
@@ -292,6 +395,156 @@ fn reduce_into(
         }
     })?;
     Ok(out)
+}
+
+/// Whether a dimension marked in `reduced` is empty: every output then reduces nothing.
+fn reduces_nothing(shape: &[usize], reduced: &[bool]) -> bool {
+    // (Products of an empty view's sizes may overflow: none is formed.)
+    (0..shape.len()).any(|d| reduced[d] && shape[d] == 0)
+}
+
+/// The iteration of a reduction of `t` over the dimensions marked in `reduced`, when it has
+/// outputs and none reduces nothing (so `t` has elements, and their count fits).
+fn view_geometry(t: ops::Geometry<'_>, reduced: &[bool]) -> Result<Geometry<1>> {
+    Geometry::new(t.shape, [t.strides], t.strides, reduced, t.dtype.size())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The planner: what a call would do, from its operands' types and geometry alone
+
+/// What `reduce(op, t, dims, keepdim)` ([`reduce`]) would do for an input of this type and
+/// geometry: the call's checks and decisions, so an error is the one it would give. The report's
+/// computation type is the accumulator's; its loop shape is the number of outputs and the
+/// elements each reduces.
+pub fn plan_reduce(
+    op: ReduceOp,
+    t: ops::Geometry<'_>,
+    dims: &[i64],
+    keepdim: bool,
+) -> Result<Report> {
+    let r = decide(op, t.dtype, t.shape, dims, keepdim)?;
+    plan_view(op, t, r)
+}
+
+/// What `sum_to_size(t, size)` ([`sum_to_size`]) would do, as [`plan_reduce`]; when nothing is
+/// summed the result is `t` itself: no memory, no loop, `t`'s strides.
+pub fn plan_sum_to_size(t: ops::Geometry<'_>, size: &[i64]) -> Result<Report> {
+    match decide_sum_to_size(t.dtype, t.shape, size)? {
+        Some(r) => plan_view(ReduceOp::Sum, t, r),
+        None => Ok(Report {
+            dtype: t.dtype,
+            compute: t.dtype,
+            checks_divisor: false,
+            shape: try_small(t.shape)?,
+            strides: try_small(t.strides)?,
+            warnings: ops::Warnings::new(),
+            loop_shape: Dims::new(),
+            loop_kind: LoopKind::None,
+            threads: 1,
+            alloc_bytes: 0,
+        }),
+    }
+}
+
+/// What `binary_sum_to(op, a, b, size)` ([`binary_sum_to`]) would do, as [`plan_reduce`] (the
+/// computation type is the operation's, as [`ops::plan_binary`] reports it); when nothing is
+/// summed, [`ops::plan_binary`]'s report. A refusal of `size` is reported, where the call
+/// refuses a zero integer divisor first (`checks_divisor` is not known then).
+pub fn plan_binary_sum_to(
+    op: BinaryOp,
+    a: ops::Geometry<'_>,
+    b: ops::Geometry<'_>,
+    size: &[i64],
+) -> Result<Report> {
+    let d = decide_fused(op, a, b, size)?;
+    let Some(reduced) = d.reduced? else {
+        return ops::plan_binary(op, a, b, ops::Dest::New, ops::Options::default());
+    };
+    let (compute, out_shape) = (d.types.compute, as_sizes(size)?);
+    // Converted operands are read from row-major copies.
+    let given = [a, b];
+    let mut row_major: [Strides; 2] = Default::default();
+    let mut alloc_bytes = 0;
+    for k in (0..2).filter(|&k| d.convert[k]) {
+        row_major[k] = contiguous_strides(given[k].shape)?;
+        alloc_bytes += checked_nbytes(numel(given[k].shape), compute.size())?;
+    }
+    let inputs = std::array::from_fn(|k| match d.convert[k] {
+        true => ops::Geometry {
+            dtype: compute,
+            strides: &row_major[k],
+            ..given[k]
+        },
+        false => given[k],
+    });
+    let geo = match d.empty || numel(&out_shape) == 0 {
+        true => None,
+        false => {
+            let order = ops::binary_layout(&d.shape, compute, [a, b])?;
+            Some(fused_geometry(&d.shape, inputs, &order, &reduced, compute)?)
+        }
+    };
+    let acc = ReduceOp::Sum.accumulator(d.types.result);
+    let mut r = report(
+        d.dtype,
+        compute,
+        acc,
+        out_shape,
+        geo.as_ref(),
+        compute.size(),
+    )?;
+    r.alloc_bytes += alloc_bytes;
+    r.checks_divisor = d.checks_divisor;
+    Ok(r)
+}
+
+/// The report of reducing the view `t` as `r` decides.
+fn plan_view(op: ReduceOp, t: ops::Geometry<'_>, r: Reduction) -> Result<Report> {
+    let geo = match reduces_nothing(t.shape, &r.reduced) || numel(&r.shape) == 0 {
+        true => None,
+        false => Some(view_geometry(t, &r.reduced)?),
+    };
+    let acc = op.accumulator(t.dtype);
+    report(r.dtype, acc, acc, r.shape, geo.as_ref(), t.dtype.size())
+}
+
+/// The report of a reduction into a new row-major result of `dtype` and `shape`, accumulating in
+/// `acc` over `geo` (elements of `itemsize` bytes; `None`: every output reduces nothing and
+/// takes the identity, written in one contiguous loop).
+fn report<const N: usize>(
+    dtype: DType,
+    compute: DType,
+    acc: DType,
+    shape: Dims,
+    geo: Option<&Geometry<N>>,
+    itemsize: usize,
+) -> Result<Report> {
+    let outputs = numel(&shape);
+    let (loop_shape, loop_kind, threads) = match geo {
+        _ if outputs == 0 => (Dims::new(), LoopKind::None, 1),
+        None => (try_small(&[outputs, 0])?, LoopKind::Contiguous, 1),
+        Some(g) => {
+            let w = g.work(acc.size());
+            let kind = match Mode::of_size(itemsize, g.row_strides(&w.cut)) {
+                Some(Mode(mask)) if mask == (1 << N) - 1 => LoopKind::Contiguous,
+                Some(_) => LoopKind::Broadcast,
+                None => LoopKind::Strided,
+            };
+            (try_small(&[g.m, g.n])?, kind, w.threads)
+        }
+    };
+    Ok(Report {
+        dtype,
+        compute,
+        checks_divisor: false,
+        alloc_bytes: checked_nbytes(outputs, dtype.size())?,
+        strides: contiguous_strides(&shape)?,
+        shape,
+        warnings: ops::Warnings::new(),
+        loop_shape,
+        loop_kind,
+        threads,
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -529,9 +782,10 @@ const STACK_LANES: usize = 128;
 /// row of the input, as wide as fits the first-level cache, so the input is read in long runs.
 const COLUMN_BYTES: usize = 16384;
 
-/// Most output columns handled together when the kept dimension supplies the lanes.
-const fn column_lanes<A>() -> usize {
-    COLUMN_BYTES / size_of::<A>()
+/// Most output columns handled together when the kept dimension supplies the lanes, for
+/// accumulators of `acc_size` bytes.
+const fn column_lanes(acc_size: usize) -> usize {
+    COLUMN_BYTES / acc_size
 }
 
 /// The reduction's iteration space for `N` operands (strides in bytes, 0 where broadcast): the
@@ -627,6 +881,36 @@ impl<const N: usize> Geometry<N> {
         let stream_inner = self.red_order[self.red.len() - 1] < self.kept_order[col];
         (self.n < MIN_STREAM || !stream_inner).then_some(col)
     }
+
+    /// How the work is cut and shared among threads, for accumulators of `acc_size` bytes.
+    fn work(&self, acc_size: usize) -> Work {
+        let cut = Cut::new(self, STREAM_LANES, column_lanes(acc_size));
+        let (units, work) = (cut.groups * cut.ranges, self.m.saturating_mul(self.n));
+        Work {
+            cut,
+            units,
+            work,
+            threads: parallel::unit_threads(units, work),
+        }
+    }
+
+    /// The operands' byte strides along the rows every tile has: the kept dimension's that
+    /// gives the lanes, or the stream's.
+    fn row_strides(&self, cut: &Cut) -> [isize; N] {
+        std::array::from_fn(|k| match cut.col {
+            Some(col) => self.kept_st[k][col],
+            None => self.red_st[k][self.red.len() - 1],
+        })
+    }
+}
+
+/// How a reduction's work is cut: `units` units of work (of `work` elements in all), shared
+/// among `threads` threads.
+struct Work {
+    cut: Cut,
+    units: usize,
+    work: usize,
+    threads: usize,
 }
 
 /// Appends a dimension of `size` (operand `k`'s stride `stride(k)`), merged into the last one
@@ -1527,7 +1811,12 @@ fn execute<R: Reducer, const N: usize>(
     out: &Tensor,
     mean: bool,
 ) -> Result<()> {
-    let cut = Cut::new(g, STREAM_LANES, column_lanes::<R::Acc>());
+    let Work {
+        cut,
+        units,
+        work,
+        threads,
+    } = g.work(size_of::<R::Acc>());
     // Totals of each range when a group has several, combined afterwards in range order.
     let mut partial: Vec<R::Acc> = Vec::new();
     if cut.ranges > 1 {
@@ -1560,17 +1849,10 @@ fn execute<R: Reducer, const N: usize>(
         Shared(partial.as_mut_ptr()),
     );
     let simd = kernels::simd_level();
-    // The strides along the rows every tile has: the kept dimension's, or the stream's.
-    let row_st = |k: usize| match cut.col {
-        Some(col) => g.kept_st[k][col],
-        None => g.red_st[k][g.red.len() - 1],
-    };
     // Scratch space for each thread that may run chunks, made here (on the calling thread,
     // fallibly) so that the work itself never allocates.
-    let (units, work) = (cut.groups * cut.ranges, g.m.saturating_mul(g.n));
-    let threads = parallel::unit_threads(units, work);
     let lanes_len = if cut.w <= STACK_LANES { 0 } else { 3 * cut.w };
-    let stage_len = src.stage_bytes(std::array::from_fn(row_st)).div_ceil(8);
+    let stage_len = src.stage_bytes(g.row_strides(&cut)).div_ceil(8);
     let scratch = Scratch::<R::Acc>::new(threads, lanes_len, stage_len)?;
     let body = |lo: usize, hi: usize| {
         let mut slot = scratch.claim();
@@ -1733,7 +2015,33 @@ mod tests {
     }
 
     fn cut(g: &Geometry<1>) -> Cut {
-        Cut::new(g, STREAM_LANES, column_lanes::<f32>())
+        Cut::new(g, STREAM_LANES, column_lanes(4))
+    }
+
+    /// The planner's accumulator types are those the reducers run with.
+    #[test]
+    fn accumulators_are_the_reducers() {
+        for dtype in DType::ALL {
+            let acc: [DType; 4] = with_elem!(dtype, T => [
+                <SumR<T> as Reducer>::Acc::DTYPE,
+                <ProdR<T> as Reducer>::Acc::DTYPE,
+                <ExtremeR<T, true> as Reducer>::Acc::DTYPE,
+                <ExtremeR<T, false> as Reducer>::Acc::DTYPE,
+            ]);
+            let ops = [
+                ReduceOp::Sum,
+                ReduceOp::Prod,
+                ReduceOp::Amax,
+                ReduceOp::Amin,
+            ];
+            for (op, acc) in ops.into_iter().zip(acc) {
+                assert_eq!(op.accumulator(dtype), acc, "{op:?} of {dtype:?}");
+            }
+            assert_eq!(ReduceOp::Mean.accumulator(dtype), acc[0]);
+        }
+        assert_eq!(ReduceOp::Sum.accumulator(DType::BF16), DType::F32);
+        assert_eq!(ReduceOp::Prod.accumulator(DType::F16), DType::F16);
+        assert_eq!(ReduceOp::Sum.accumulator(DType::Bool), DType::I64);
     }
 
     #[test]
@@ -1796,7 +2104,7 @@ mod tests {
             sequence(&fused.red, &fused_red),
             sequence(&two.red, &two.red_st)
         );
-        let cf = Cut::new(&fused, STREAM_LANES, column_lanes::<f32>());
+        let cf = Cut::new(&fused, STREAM_LANES, column_lanes(4));
         let c2 = cut(&two);
         assert_eq!(
             (cf.col, cf.rows, cf.range_rows),

@@ -2,8 +2,9 @@
 //! with no tensor and no memory. The engine decides it with the checks and decisions the call
 //! itself runs, so the planner and the call agree by construction.
 use super::boundary::call;
-use super::handle::{dims_in, write_out, BC_MAX_NDIM};
+use super::handle::{check_ndim, dims_in, slice_in, write_out, BC_MAX_NDIM};
 use super::ops::op_in;
+use super::reduce::reduce_op_in;
 use super::scalar::{bc_scalar, number};
 use super::settings::options;
 use super::status::FfiError;
@@ -11,7 +12,7 @@ use super::tensor::{dtype_in, strides_in};
 use crate::engine::ops::{self, Dest, Geometry, LoopKind, Report};
 use crate::engine::shape::{contiguous_strides, Dims, Strides};
 use crate::engine::tensor::check_geometry;
-use crate::engine::{DType, Warning};
+use crate::engine::{reduce, DType, Warning};
 
 /// An operand described without memory, for the planner: what a tensor of this type, shape and
 /// strides would be.
@@ -38,12 +39,15 @@ pub struct bc_plan {
     /// cast to the written tensor's type.
     pub dtype: i32,
     /// The type the operation computes in (`BC_DTYPE_*`); inputs of another type are converted
-    /// to it first.
+    /// to it first. For a reduction, the type it accumulates in.
     pub compute_dtype: i32,
     /// `BC_PLAN_WARNING_*` bits: the warnings the call would give under the current switches;
     /// and `BC_PLAN_CHECKS_DIVISOR`.
     pub flags: u32,
-    /// The inner loop the call would run: a `BC_LOOP_*` code.
+    /// The inner loop the call would run: a `BC_LOOP_*` code. For a reduction, the layout along
+    /// the rows it reads (an output's elements, or outputs side by side): `BC_LOOP_CONTIGUOUS`,
+    /// `BC_LOOP_BROADCAST` (an input repeated along them), else `BC_LOOP_STRIDED`; when every
+    /// output reduces nothing, `BC_LOOP_CONTIGUOUS` (the result is filled).
     pub loop_kind: i32,
     /// The result's number of dimensions.
     pub ndim: usize,
@@ -53,16 +57,19 @@ pub struct bc_plan {
     /// `bc_binary`), else the target's or `out`'s own.
     pub strides: [i64; BC_MAX_NDIM],
     /// The number of dimensions iterated, once size-1 dimensions are dropped and dimensions
-    /// that every operand steps through evenly are merged.
+    /// that every operand steps through evenly are merged. For a reduction 2 (0 when the result
+    /// has no elements or is a view).
     pub loop_ndim: usize,
-    /// The sizes iterated, outermost first.
+    /// The sizes iterated, outermost first. For a reduction: the number of outputs, and the
+    /// elements each reduces.
     pub loop_shape: [i64; BC_MAX_NDIM],
     /// The threads the work would be shared among, the calling one included (1: it stays on
     /// the calling thread). Under concurrent calls fewer may take part.
     pub threads: usize,
     /// The bytes of element memory the call would allocate: a new result and every temporary
     /// (inputs converted to the computation type, a result computed before its cast into the
-    /// written tensor, the legacy fallback's copy).
+    /// written tensor, the legacy fallback's copy). A reduction's accumulators (per thread, and
+    /// the partial sums of a reduction split among threads) are working memory, not counted.
     pub alloc_bytes: usize,
 }
 
@@ -289,6 +296,117 @@ pub unsafe extern "C" fn bc_plan_where_out(
 ) -> i32 {
     // SAFETY: the caller's contract.
     unsafe { plan_where(cond, a, b, Some(out), plan) }
+}
+
+/// Plans `*out = ` the reduction `op` of `t` over `dims[0..ndims]` (`bc_reduce`, and so
+/// `bc_sum`, `bc_mean`, `bc_prod`, `bc_amax`, `bc_amin`) from `t`'s type and geometry, as
+/// `bc_plan_binary` does: the checks and decisions of the call, in its order. The plan's
+/// `compute_dtype` is the type elements are accumulated in (float32 for sums and means of
+/// float16, bfloat16 and float32; int64 for sums and products of bools and integers); its loop is
+/// described as for every reduction (see `bc_plan.loop_shape`); its bytes are the result's.
+///
+/// # Returns
+/// `BC_OK` (`*plan` written); the statuses of `bc_reduce` for this operand and these dims
+/// (`BC_ERR_INVALID_ARG` for a dim out of range or repeated, `BC_ERR_DTYPE`, `BC_ERR_SHAPE`, with
+/// their messages); `BC_ERR_INVALID_ARG` (unknown code, more than `BC_MAX_NDIM` dims, a bad
+/// geometry); `BC_ERR_OVERFLOW`; `BC_ERR_NULL_ARG` (`t`, `plan`, or `dims` NULL with `ndims` >
+/// 0); `BC_ERR_ALLOC`. On failure `*plan` is not written.
+///
+/// # Safety
+/// `t` must be NULL or point to a `bc_geometry` whose arrays are valid for `ndim` reads; `dims`
+/// must be valid for `ndims` reads; `plan` for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_plan_reduce(
+    op: i32,
+    t: *const bc_geometry,
+    dims: *const i64,
+    ndims: usize,
+    keepdim: bool,
+    plan: *mut bc_plan,
+) -> i32 {
+    let body = || {
+        let op = reduce_op_in(op)?;
+        check_ndim(ndims, "dims")?;
+        // SAFETY (both): the caller's contract.
+        let dims = unsafe { slice_in(dims, ndims, "dims")? };
+        let t = unsafe { geometry_in(t, "t")? };
+        Ok(reduce::plan_reduce(op, t.view(), dims, keepdim)?)
+    };
+    // SAFETY: `plan` as the caller's contract says.
+    unsafe { planned(plan, body) }
+}
+
+/// Plans `*out = t` summed to `shape[0..ndim]` (`bc_tensor_sum_to_size`) from `t`'s type and
+/// geometry, as `bc_plan_reduce`. When nothing is summed the call gives a view of `t`: the plan
+/// has `t`'s type, shape and strides, `BC_LOOP_NONE`, no loop and no bytes.
+///
+/// # Returns
+/// `BC_OK` (`*plan` written); the statuses of `bc_tensor_sum_to_size` (`BC_ERR_SHAPE` with its
+/// message); `BC_ERR_INVALID_ARG` (more than `BC_MAX_NDIM` sizes, a bad geometry);
+/// `BC_ERR_OVERFLOW`; `BC_ERR_NULL_ARG` (`t`, `plan`, or `shape` NULL with `ndim` > 0);
+/// `BC_ERR_ALLOC`. On failure `*plan` is not written.
+///
+/// # Safety
+/// `t` must be NULL or point to a `bc_geometry` whose arrays are valid for `ndim` reads; `shape`
+/// must be valid for `ndim` reads; `plan` for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_plan_sum_to_size(
+    t: *const bc_geometry,
+    shape: *const i64,
+    ndim: usize,
+    plan: *mut bc_plan,
+) -> i32 {
+    let body = || {
+        check_ndim(ndim, "shape")?;
+        // SAFETY (both): the caller's contract.
+        let shape = unsafe { slice_in(shape, ndim, "shape")? };
+        let t = unsafe { geometry_in(t, "t")? };
+        Ok(reduce::plan_sum_to_size(t.view(), shape)?)
+    };
+    // SAFETY: `plan` as the caller's contract says.
+    unsafe { planned(plan, body) }
+}
+
+/// Plans `*out = sum_to_size(a op b, shape[0..ndim])` (`bc_binary_sum_to`) from the operands'
+/// types and geometry, as `bc_plan_reduce`; `compute_dtype` is the operation's computation type
+/// (as `bc_plan_binary` reports it), the bytes count the inputs converted to it. When nothing is
+/// summed the plan is `bc_plan_binary`'s (without the compatibility switches, which
+/// `bc_binary_sum_to` ignores). `BC_PLAN_CHECKS_DIVISOR` says the call reads `b` for a zero
+/// integer divisor, as for `bc_plan_binary`; the call also refuses one before a `shape` that
+/// the planner refuses.
+///
+/// # Returns
+/// `BC_OK` (`*plan` written); the statuses of `bc_binary_sum_to` for these operands
+/// (`BC_ERR_SHAPE`, `BC_ERR_DTYPE`, `BC_ERR_OVERFLOW`, with their messages);
+/// `BC_ERR_INVALID_ARG` (unknown op, more than `BC_MAX_NDIM` sizes, a bad geometry);
+/// `BC_ERR_NULL_ARG`; `BC_ERR_ALLOC`. On failure `*plan` is not written.
+///
+/// # Safety
+/// `a` and `b` must each be NULL or point to a `bc_geometry` whose arrays are valid for `ndim`
+/// reads; `shape` must be valid for `ndim` reads; `plan` for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_plan_binary_sum_to(
+    op: i32,
+    a: *const bc_geometry,
+    b: *const bc_geometry,
+    shape: *const i64,
+    ndim: usize,
+    plan: *mut bc_plan,
+) -> i32 {
+    let body = || {
+        let op = op_in(op)?;
+        check_ndim(ndim, "shape")?;
+        // SAFETY (this block): the caller's contract.
+        let shape = unsafe { slice_in(shape, ndim, "shape")? };
+        let a = unsafe { geometry_in(a, "a")? };
+        let b = unsafe { geometry_in(b, "b")? };
+        Ok(reduce::plan_binary_sum_to(op, a.view(), b.view(), shape)?)
+    };
+    // SAFETY: `plan` as the caller's contract says.
+    unsafe { planned(plan, body) }
 }
 
 /// # Safety

@@ -16,7 +16,7 @@ pub const BC_REDUCE_AMAX: i32 = 3;
 /// The smallest element (NaN if any element is NaN).
 pub const BC_REDUCE_AMIN: i32 = 4;
 
-fn reduce_op_in(code: i32) -> Result<ReduceOp, FfiError> {
+pub(super) fn reduce_op_in(code: i32) -> Result<ReduceOp, FfiError> {
     usize::try_from(code)
         .ok()
         .and_then(|i| ReduceOp::ALL.get(i).copied())

@@ -50,6 +50,7 @@ const FUNCTIONS = (
     :bc_binary_scalar, :bc_binary_rscalar, :bc_binary_scalar_inplace,
     :bc_plan_binary, :bc_plan_binary_inplace, :bc_plan_binary_out, :bc_plan_binary_scalar,
     :bc_plan_binary_rscalar, :bc_plan_binary_scalar_inplace, :bc_plan_where, :bc_plan_where_out,
+    :bc_plan_reduce, :bc_plan_sum_to_size, :bc_plan_binary_sum_to,
 )
 
 fn(name::Symbol) = FN[name]
@@ -843,6 +844,53 @@ function sum_to_size(f, a::Tensor, b::Tensor, sz::Integer...)
                               opcode(f), a, b, pointer(s), length(s), out)
     check(st)
     return Tensor(Own(), out[], nothing)
+end
+
+# What can describe an operand to the planner.
+const Described = Union{Geometry,AbstractArray,Tensor}
+
+# The BC_REDUCE_* code of one of the reductions.
+function reduction_code(f)
+    for (g, code) in ((sum, 0), (mean, 1), (prod, 2), (maximum, 3), (minimum, 4))
+        g === f && return Int32(code)
+    end
+    throw(ArgumentError("$f is not one of sum, LibBroadcast.mean, prod, maximum, minimum"))
+end
+
+"""
+    plan_reduce(f, t; dims = :)
+    plan_sum_to_size(t, sz::Integer...)
+    plan_sum_to_size(f, a, b, sz::Integer...)
+
+What `f(t; dims)` (`f` one of `sum`, `prod`, `maximum`, `minimum`, `LibBroadcast.mean`) and
+[`sum_to_size`](@ref) would do, from the operands' element types, sizes and strides alone, as
+[`plan`](@ref) reports it: for a reduction `compute_eltype` is the type it accumulates in and
+`loop_size` is (elements each output reduces, outputs); when `sum_to_size` sums nothing, the call
+gives a view (`loop_kind` `:none`, no bytes); when the fused form sums nothing, the plan is
+`plan(f, a, b)`'s.
+"""
+function plan_reduce(f, t::Described; dims = :)
+    g = geometry(t)
+    d = rowmajor_dims(length(g.size), dims)
+    code = reduction_code(f)
+    return planned(g) do gt, p
+        ccall(fn(:bc_plan_reduce), Int32, (Int32, Ref{CGeometry}, Ptr{Int64}, Csize_t, Bool, Ref{CPlan}),
+              code, gt, d, length(d), !(dims isa Colon), p)
+    end
+end
+function plan_sum_to_size(t::Described, sz::Integer...)
+    s = Int64[reverse(sz)...]
+    return planned(geometry(t)) do gt, p
+        ccall(fn(:bc_plan_sum_to_size), Int32, (Ref{CGeometry}, Ptr{Int64}, Csize_t, Ref{CPlan}),
+              gt, s, length(s), p)
+    end
+end
+function plan_sum_to_size(f, a::Described, b::Described, sz::Integer...)
+    s = Int64[reverse(sz)...]
+    return planned(geometry(a), geometry(b)) do ga, gb, p
+        ccall(fn(:bc_plan_binary_sum_to), Int32, (Int32, Ref{CGeometry}, Ref{CGeometry}, Ptr{Int64}, Csize_t, Ref{CPlan}),
+              opcode(f), ga, gb, s, length(s), p)
+    end
 end
 
 # The BC_OP_* code of f: the Julia function of an entry of OPS, or the entry's function here.

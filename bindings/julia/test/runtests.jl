@@ -357,4 +357,20 @@ end
     e = caught(() -> LB.plan_select(LB.Geometry(Int32, (3,)), A, B))
     @test e isa BroadcastError && e.status == LB.BC_ERR_DTYPE
     @test_throws ArgumentError LB.plan(+, LB.Geometry(Float32, (2,); strides = (1, 1)), B)
+    # Reductions: sum(A; dims = 2) is 3 outputs of 4 elements each.
+    p = LB.plan_reduce(sum, A; dims = 2)
+    r = sum(Tensor(A); dims = 2)
+    @test p.size == size(r) == (3, 1) && p.strides == strides(r) && p.eltype == Float32
+    @test p.compute_eltype == Float32 && p.loop_size == (4, 3) && p.alloc_bytes == 12
+    @test LB.plan_reduce(sum, LB.Geometry(Int8, (2, 3))).eltype == Int64
+    e = caught(() -> LB.plan_reduce(LB.mean, LB.Geometry(Int32, (2,))))
+    @test e isa BroadcastError && e.status == LB.BC_ERR_DTYPE
+    p = LB.plan_sum_to_size(A, 3)
+    @test p.size == (3,) && p.alloc_bytes == 12 && p.loop_size == (4, 3)
+    p = LB.plan_sum_to_size(A, 3, 4) # nothing summed: a view of A
+    @test p.loop_kind == :none && p.alloc_bytes == 0 && p.strides == strides(A)
+    p = LB.plan_sum_to_size(*, A, B, 3)
+    @test p.size == size(LB.sum_to_size(*, Tensor(A), Tensor(B), 3)) && p.eltype == Float32
+    e = caught(() -> LB.plan_sum_to_size(*, A, B, 2))
+    @test e isa BroadcastError && e.status == LB.BC_ERR_SHAPE
 end
