@@ -699,6 +699,16 @@ void expressions_match_separate_calls() {
     CHECK(err.status() == BC_ERR_SHAPE && std::string(err.what()) == separate.what());
     err = EXPECT_ERROR((x + bc::Expr::input(3)).eval({a, b}));
     CHECK(err.status() == BC_ERR_INVALID_ARG);
+    // Planned from geometries alone (bc_plan_expr): the result, or the same error.
+    bc::Geometry ga{bc::DType::Float32, {4, 1}, std::nullopt}, gb{bc::DType::Int16, {3}, std::nullopt},
+        gc{bc::DType::Float32, {4, 3}, std::nullopt}, gtwo{bc::DType::Float32, {2}, std::nullopt};
+    bc::Plan p = e.plan({ga, gb, gc});
+    CHECK(p.dtype == bc::DType::Float32 && p.shape == (bc::Shape{4, 3}) && p.strides == (bc::Shape{3, 1}));
+    CHECK(e.plan({ga, gb, gc}, gc).alloc_bytes < p.alloc_bytes); // no result to allocate
+    err = EXPECT_ERROR((x * bc::Expr::constant(bc::DType::Float32, 2) + y).plan({gc, gtwo}));
+    CHECK(err.status() == BC_ERR_SHAPE && std::string(err.what()) == separate.what());
+    err = EXPECT_ERROR((x + bc::Expr::input(3)).plan({ga, gb}));
+    CHECK(err.status() == BC_ERR_INVALID_ARG);
 }
 
 struct Test {

@@ -351,6 +351,36 @@ static void test_binary_sum_to_plans(void) {
     CHECK(untouched(&plan));
 }
 
+/* A whole expression (bc_plan_expr): a * b + 1.0, fused into one pass that allocates only the
+ * result; the first failing step's error; a malformed program's. */
+static void test_expression(void) {
+    const int64_t s23[] = {2, 3}, s3[] = {3}, s4[] = {4};
+    bc_geometry in[] = {geometry(BC_DTYPE_FLOAT32, s23, 2, NULL),
+                        geometry(BC_DTYPE_FLOAT32, s3, 1, NULL)};
+    const bc_expr_step prog[] = {
+        {BC_EXPR_INPUT, 0, 0, 0.0}, {BC_EXPR_INPUT, 1, 0, 0.0}, {BC_EXPR_OP, BC_OP_MUL, 0, 0.0},
+        {BC_EXPR_CONST, BC_DTYPE_FLOAT64, 0, 1.0}, {BC_EXPR_OP, BC_OP_ADD, 0, 0.0}};
+    bc_plan plan;
+    CHECK_OK(bc_plan_expr(prog, COUNT_OF(prog), in, 2, &plan));
+    CHECK_EQ_INT(plan.dtype, BC_DTYPE_FLOAT32); /* a 0-d float64 constant does not promote */
+    CHECK_DIMS(plan.shape, plan.ndim, 2, 3);
+    CHECK_DIMS(plan.strides, plan.ndim, 3, 1);
+    CHECK_EQ_INT((int)plan.flags, 0);
+    CHECK_EQ_SIZE(plan.alloc_bytes, 6 * 4);
+    bc_geometry out = geometry(BC_DTYPE_FLOAT64, s23, 2, NULL);
+    CHECK_OK(bc_plan_expr_out(prog, COUNT_OF(prog), in, 2, &out, &plan));
+    CHECK_EQ_SIZE(plan.alloc_bytes, 0);
+    /* b of 4 elements: the first step fails as bc_binary does. */
+    in[1] = geometry(BC_DTYPE_FLOAT32, s4, 1, NULL);
+    scribble(&plan);
+    CHECK_STATUS(bc_plan_expr(prog, COUNT_OF(prog), in, 2, &plan), BC_ERR_SHAPE);
+    CHECK_LAST_ERROR("The size of tensor a (3) must match the size of tensor b (4) at "
+                     "non-singleton dimension 1");
+    CHECK_STATUS(bc_plan_expr(prog, 4, in, 2, &plan), BC_ERR_INVALID_ARG);
+    CHECK_LAST_ERROR("the expression leaves 2 values; it must leave exactly one");
+    CHECK(untouched(&plan));
+}
+
 int main(void) {
     RUN_TEST(permuted_operands_keep_their_layout);
     RUN_TEST(large_contiguous_plan);
@@ -361,5 +391,6 @@ int main(void) {
     RUN_TEST(reduction_plans);
     RUN_TEST(sum_to_size_plans);
     RUN_TEST(binary_sum_to_plans);
+    RUN_TEST(expression);
     return check_summary();
 }

@@ -2274,6 +2274,65 @@ int32_t bc_plan_binary_sum_to(int32_t op,
                               struct bc_plan *plan);
 
 /**
+ * Plans `*out` = the expression `steps[0..nsteps]` over inputs of these types and geometries
+ * (`bc_expr_eval`), as `bc_plan_binary` does: the program is checked as the call checks it (the
+ * same statuses and messages for a malformed program), then each step as its call, so the first
+ * failing step's status and message are the call's. `dtype`, `compute_dtype`, `shape` and
+ * `strides` are those of the last operation's result; the warning bits gather every step's; the
+ * loop, threads and bytes are those of how the call would run it:
+ * - in one pass: the pass's loop and threads; `alloc_bytes` counts the result and the operations
+ *   computed first because their result is broadcast further (every call of their
+ *   sub-expressions);
+ * - call by call (an error-free program the single pass does not take): the last call's loop and
+ *   threads; `alloc_bytes` counts every call's (each intermediate, each constant's 0-d tensor,
+ *   each conversion, the result).
+ *
+ * Arguments are checked in order: `plan` (NULL), `steps` (NULL, then the program), `inputs`
+ * (NULL, then each geometry); then the steps are planned.
+ *
+ * # Returns
+ * `BC_OK` (`*plan` written); the statuses of `bc_expr_eval` for these operands, with their
+ * messages (`BC_ERR_INVALID_ARG` for a malformed program; `BC_ERR_SHAPE`, `BC_ERR_DTYPE`,
+ * `BC_ERR_OVERFLOW` from the first step that fails); `BC_ERR_INVALID_ARG` (unknown dtype code,
+ * a negative size or stride, more than `BC_MAX_NDIM` dimensions); `BC_ERR_NULL_ARG`;
+ * `BC_ERR_ALLOC`. On failure `*plan` is not written. As for `bc_plan_binary`,
+ * `BC_PLAN_CHECKS_DIVISOR` says a step reads its divisor's values.
+ *
+ * # Safety
+ * `steps` valid for `nsteps` reads, `inputs` for `ninputs` reads (`(NULL, 0)` is an empty array),
+ * each with arrays valid for its `ndim` reads; `plan` valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_plan_expr(const struct bc_expr_step *steps,
+                     size_t nsteps,
+                     const struct bc_geometry *inputs,
+                     size_t ninputs,
+                     struct bc_plan *plan);
+
+/**
+ * Plans the expression `steps[0..nsteps]` written into an `out` of this type and geometry
+ * (`bc_expr_eval_out`), as `bc_plan_expr`; the last operation writes `out` as `bc_plan_binary_out`
+ * (or `bc_plan_where_out`) plans it. The call alone refuses an `out` that is read-only or partly
+ * overlaps an input; one whose own elements share memory is refused by both. `alloc_bytes`
+ * counts no result.
+ *
+ * Arguments are checked as by `bc_plan_expr`, the `out` geometry after the inputs.
+ *
+ * # Returns
+ * As `bc_plan_expr`, with the statuses of `bc_expr_eval_out`.
+ *
+ * # Safety
+ * As `bc_plan_expr`; `out` NULL or valid for one read, its arrays for `ndim` reads.
+ */
+BC_MUST_USE
+int32_t bc_plan_expr_out(const struct bc_expr_step *steps,
+                         size_t nsteps,
+                         const struct bc_geometry *inputs,
+                         size_t ninputs,
+                         const struct bc_geometry *out,
+                         struct bc_plan *plan);
+
+/**
  * `*out` = the reduction `op` (a `BC_REDUCE_*` code) of `t` over the dimensions `dims[0..ndims]`
  * (negative ones count from the end), as PyTorch's `sum`, `mean`, `prod`, `amax` and `amin`
  * (docs/semantics.md, section 14).

@@ -20,9 +20,10 @@
  *    (bc_binary_scalar); bc::Tensor::scalar(2.0f) is a 0-d tensor instead, which promotes as a
  *    tensor.
  *  - bc::plan_binary(op, a, b) (and _inplace, _out; a number for a or b: the number forms),
- *    bc::plan_where(cond, a, b) (and with out), bc::plan_reduce(op, t, dims), bc::plan_sum_to_size
- *    and bc::plan_binary_sum_to report what a call would do from bc::Geometry values (type,
- *    shape, strides), without tensors, or throw the bc::Error the call would throw.
+ *    bc::plan_where(cond, a, b) (and with out), bc::plan_reduce(op, t, dims), bc::plan_sum_to_size,
+ *    bc::plan_binary_sum_to and bc::Expr::plan(inputs) (and with out) report what a call would do
+ *    from bc::Geometry values (type, shape, strides), without tensors, or throw the bc::Error the
+ *    call would throw.
  *  - bc::sum, bc::mean, bc::prod, bc::amax, bc::amin (and bc::reduce with a BC_REDUCE_* code)
  *    reduce over a list of dimensions; bc::sum_to_size undoes a broadcast, and
  *    bc::binary_sum_to(BC_OP_*, a, b, shape) sums a op b to shape without making a op b.
@@ -878,6 +879,24 @@ class Expr {
                                        in.size(), out.get()));
     }
 
+    /// What eval(inputs) would do for inputs of these geometries (bc_plan_expr), or the
+    /// bc::Error it would throw.
+    Plan plan(const std::vector<Geometry> &inputs) const {
+        std::vector<bc_geometry> in = geometries(inputs);
+        return detail::plan([&](bc_plan *p) {
+            return bc_plan_expr(steps_.data(), steps_.size(), in.empty() ? nullptr : in.data(), in.size(), p);
+        });
+    }
+    /// What eval(inputs, out) would do (bc_plan_expr_out).
+    Plan plan(const std::vector<Geometry> &inputs, const Geometry &out) const {
+        std::vector<bc_geometry> in = geometries(inputs);
+        bc_geometry go = detail::geometry(out);
+        return detail::plan([&](bc_plan *p) {
+            return bc_plan_expr_out(steps_.data(), steps_.size(), in.empty() ? nullptr : in.data(), in.size(),
+                                    &go, p);
+        });
+    }
+
     /// The program, postfix, as the C API takes it.
     const std::vector<bc_expr_step> &steps() const noexcept { return steps_; }
 
@@ -891,6 +910,12 @@ class Expr {
         steps_.reserve(n);
         for (const Expr *e : operands) steps_.insert(steps_.end(), e->steps_.begin(), e->steps_.end());
         steps_.push_back(last);
+    }
+    static std::vector<bc_geometry> geometries(const std::vector<Geometry> &inputs) {
+        std::vector<bc_geometry> out;
+        out.reserve(inputs.size());
+        for (const Geometry &g : inputs) out.push_back(detail::geometry(g));
+        return out;
     }
     static std::vector<const bc_tensor *>
     handles(const std::vector<std::reference_wrapper<const Tensor>> &inputs) {

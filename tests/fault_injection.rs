@@ -1574,6 +1574,49 @@ fn planner() -> Vec<Scenario> {
             },
         ),
         sc(
+            "bc_plan_expr",
+            "(a * a) + c, 7-d, a computed first (broadcast further), c reversed",
+            BC_OK,
+            |c| {
+                let plan = c.mem(std::mem::size_of::<bc_plan>());
+                call!(|_c| bc_plan_expr(
+                    [
+                        ex(BC_EXPR_INPUT, 0),
+                        ex(BC_EXPR_INPUT, 0),
+                        ex(BC_EXPR_OP, BC_OP_MUL),
+                        ex(BC_EXPR_INPUT, 1),
+                        ex(BC_EXPR_OP, BC_OP_ADD),
+                    ]
+                    .as_ptr(),
+                    5,
+                    [geo(F32, &A7, None), geo(F64, &C7, Some(&C7_REVERSED))].as_ptr(),
+                    2,
+                    plan.cast()
+                ))
+            },
+        ),
+        sc(
+            "bc_plan_expr_out",
+            "out has the wrong shape (the error holds both)",
+            BC_ERR_SHAPE,
+            |c| {
+                let plan = c.mem(std::mem::size_of::<bc_plan>());
+                call!(|_c| bc_plan_expr_out(
+                    [
+                        ex(BC_EXPR_INPUT, 0),
+                        ex(BC_EXPR_INPUT, 1),
+                        ex(BC_EXPR_OP, BC_OP_MUL),
+                    ]
+                    .as_ptr(),
+                    3,
+                    [geo(F32, &A7, None), geo(F32, &B7, None)].as_ptr(),
+                    2,
+                    &geo(F32, &A7, None),
+                    plan.cast()
+                ))
+            },
+        ),
+        sc(
             "bc_plan_reduce",
             "sum of a reversed 7-d float16 over two dimensions, keepdim",
             BC_OK,

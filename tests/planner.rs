@@ -298,18 +298,21 @@ fn ops_promotion() {
     promotion_rows("ops_promotion.jsonl");
 }
 
+/// Operand `k` ("a" or "b") of a promotion row: ones of its type, 0-d or of shape (2,).
+fn promotion_operand(row: &Value, k: &str) -> T {
+    let dtype = dtype_code(row[k].as_str().unwrap());
+    let shape: &[i64] = if row[format!("{k}_0d")].as_bool().unwrap() {
+        &[]
+    } else {
+        &[2]
+    };
+    T::ones(dtype, shape).unwrap()
+}
+
 fn promotion_rows(file: &str) {
     each_row(file, |row, tally| {
         let op = op_code(row["op"].as_str().unwrap());
-        let operand = |k: &str| {
-            let dtype = dtype_code(row[k].as_str().unwrap());
-            let shape: &[i64] = if row[format!("{k}_0d")].as_bool().unwrap() {
-                &[]
-            } else {
-                &[2]
-            };
-            T::ones(dtype, shape).unwrap()
-        };
+        let operand = |k: &str| promotion_operand(row, k);
         agree(op, &operand("a"), &operand("b"), Form::New, tally)?;
         agree(op, &operand("a"), &operand("b"), Form::InPlace, tally)
     });
@@ -576,4 +579,193 @@ fn sums_to_size() {
         }
         Ok(())
     });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expressions: `bc_plan_expr` and `_out` against `bc_expr_eval` and `_out`.
+
+fn step(kind: i32, arg: i32) -> bc_expr_step {
+    bc_expr_step {
+        kind,
+        arg,
+        int_value: 0,
+        float_value: 0.0,
+    }
+}
+
+fn input(i: i32) -> bc_expr_step {
+    step(BC_EXPR_INPUT, i)
+}
+
+fn op(name: &str) -> bc_expr_step {
+    step(BC_EXPR_OP, op_code(name))
+}
+
+fn constant(dtype: i32, int_value: i64, float_value: f64) -> bc_expr_step {
+    bc_expr_step {
+        int_value,
+        float_value,
+        ..step(BC_EXPR_CONST, dtype)
+    }
+}
+
+/// Plans and evaluates `steps` over `inputs` (into `out` when given) and compares them.
+fn agree_expr(
+    steps: &[bc_expr_step],
+    inputs: &[&T],
+    out: Option<&T>,
+    tally: &mut Tally,
+) -> Result<(), String> {
+    let geos: Vec<Geo> = inputs.iter().map(|t| Geo::of(t)).collect();
+    let raw: Vec<bc_geometry> = geos.iter().map(Geo::raw).collect();
+    let handles: Vec<*const bc_tensor> = inputs.iter().map(|t| t.ptr()).collect();
+    let (s, n) = (steps.as_ptr(), steps.len());
+    let (g, h, k) = (raw.as_ptr(), handles.as_ptr(), inputs.len());
+    let r = match out {
+        None => agree_with(
+            |p| unsafe { bc_plan_expr(s, n, g, k, p) },
+            |r| unsafe { bc_expr_eval(s, n, h, k, r) },
+            None,
+            tally,
+        ),
+        Some(o) => {
+            let go = Geo::of(o);
+            agree_with(
+                |p| unsafe { bc_plan_expr_out(s, n, g, k, &go.raw(), p) },
+                |_| unsafe { bc_expr_eval_out(s, n, h, k, o.mut_ptr()) },
+                Some(o),
+                tally,
+            )
+        }
+    };
+    r.map_err(|e| format!("program {steps:?}: {e}"))
+}
+
+/// Programs over two inputs `a` and `b`: fused or call by call, with constants, a comparison
+/// feeding `where`, and an operation broadcast further (computed first).
+fn programs() -> Vec<Vec<bc_expr_step>> {
+    let (a, b) = (input(0), input(1));
+    vec![
+        vec![a, b, op("add")],
+        vec![a, b, op("mul"), a, op("add")],
+        vec![b, b, op("mul"), a, op("add")],
+        vec![a, b, op("gt"), a, b, step(BC_EXPR_WHERE, 0)],
+        vec![a, constant(F64, 0, 2.5), op("sub"), b, op("mul")],
+        vec![b, constant(BOOL, 1, 0.0), op("sub")],
+        vec![a, b, op("div"), constant(I64, 3, 0.0), op("floor_divide")],
+    ]
+}
+
+#[test]
+fn expr_shapes() {
+    each_row("binary_shapes.jsonl", |row, tally| {
+        let (a, b) = (shape(row, "a"), shape(row, "b"));
+        let ta = T::zeros(F32, &a).unwrap();
+        let tb = T::ones(I32, &b).unwrap();
+        for p in programs() {
+            agree_expr(&p, &[&ta, &tb], None, tally)?;
+        }
+        // Into an `out` of `a`'s shape: the right one or not.
+        let out = T::zeros(F64, &a).unwrap();
+        for p in &programs()[..3] {
+            agree_expr(p, &[&ta, &tb], Some(&out), tally)?;
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn expr_promotion() {
+    each_row("ops_promotion.jsonl", |row, tally| {
+        let code = op_code(row["op"].as_str().unwrap());
+        let operand = |k: &str| promotion_operand(row, k);
+        let (ta, tb) = (operand("a"), operand("b"));
+        let (a, b, o) = (input(0), input(1), step(BC_EXPR_OP, code));
+        for p in [
+            vec![a, b, o],
+            vec![a, b, o, a, o],
+            vec![a, b, o, constant(F32, 0, 0.5), op("mul")],
+            vec![a, b, op("eq"), a, b, step(BC_EXPR_WHERE, 0), b, o],
+        ] {
+            agree_expr(&p, &[&ta, &tb], None, tally)?;
+        }
+        Ok(())
+    });
+}
+
+/// The switches: warnings of every step, the legacy fallback, call by call.
+#[test]
+fn expr_legacy() {
+    each_row("legacy.jsonl", |row, tally| {
+        let flag = |k: &str| row[k].as_bool().unwrap();
+        set_switches(flag("fallback"), flag("warn"));
+        let ta = T::arange_f32(&shape(row, "a"), 0.0);
+        let tb = T::arange_f32(&shape(row, "b"), 100.0);
+        for p in &programs()[..3] {
+            agree_expr(p, &[&ta, &tb], None, tally)?;
+        }
+        Ok(())
+    });
+}
+
+/// Malformed programs: the planner refuses them with the call's status and message.
+#[test]
+fn expr_malformed() {
+    let _g = settings_lock();
+    let (a, b) = (input(0), input(1));
+    let ta = T::ones(F32, &[2]).unwrap();
+    let cases: Vec<Vec<bc_expr_step>> = vec![
+        vec![a, b, step(7, 0)],
+        vec![a, input(2), op("add")],
+        vec![a, input(-1), op("add")],
+        vec![a, op("add")],
+        vec![a, a, step(BC_EXPR_WHERE, 0)],
+        vec![a],
+        vec![a, a, a, op("add")],
+        vec![a, constant(99, 0, 0.0), op("add")],
+        vec![a, a, step(BC_EXPR_OP, 999)],
+        vec![a; 65],
+        vec![],
+    ];
+    let geo = Geo::of(&ta);
+    let g = geo.raw();
+    let mut tally = Tally::default();
+    for p in &cases {
+        agree_expr(p, &[&ta, &ta], None, &mut tally).unwrap();
+        agree_expr(p, &[&ta, &ta], Some(&ta), &mut tally).unwrap();
+        let s = unsafe { bc_plan_expr(p.as_ptr(), p.len(), &g, 1, &mut bc_plan_zeroed()) };
+        assert_eq!(s, BC_ERR_INVALID_ARG, "{p:?}");
+    }
+    assert_eq!(tally.refused, 22, "{tally:?}");
+    // NULL arrays: checked as the call checks them.
+    let p = [a, a, op("add")];
+    let mut plan = bc_plan_zeroed();
+    let s = unsafe { bc_plan_expr(ptr::null(), 3, ptr::null(), 0, &mut plan) };
+    assert_eq!((s, last_error()), (BC_ERR_NULL_ARG, null_message("steps")));
+    let s = unsafe { bc_plan_expr(p.as_ptr(), 3, ptr::null(), 1, &mut plan) };
+    assert_eq!((s, last_error()), (BC_ERR_NULL_ARG, null_message("inputs")));
+    let s = unsafe { bc_plan_expr(p.as_ptr(), 3, &g, 1, ptr::null_mut()) };
+    assert_eq!(s, BC_ERR_NULL_ARG);
+    let s = unsafe { bc_plan_expr_out(p.as_ptr(), 3, &g, 1, ptr::null(), &mut plan) };
+    assert_eq!((s, last_error()), (BC_ERR_NULL_ARG, null_message("out")));
+}
+
+fn bc_plan_zeroed() -> bc_plan {
+    // SAFETY: a plan is integers and arrays of integers.
+    unsafe { std::mem::zeroed() }
+}
+
+/// The message of a NULL argument, as the call gives it.
+fn null_message(name: &str) -> String {
+    let ta = T::ones(F32, &[2]).unwrap();
+    let p = [input(0), input(0), op("add")];
+    let h = [ta.ptr()];
+    let mut r = ptr::null_mut();
+    let s = match name {
+        "steps" => unsafe { bc_expr_eval(ptr::null(), 3, h.as_ptr(), 1, &mut r) },
+        "inputs" => unsafe { bc_expr_eval(p.as_ptr(), 3, ptr::null(), 1, &mut r) },
+        _ => unsafe { bc_expr_eval_out(p.as_ptr(), 3, h.as_ptr(), 1, ptr::null_mut()) },
+    };
+    assert_eq!(s, BC_ERR_NULL_ARG);
+    last_error()
 }

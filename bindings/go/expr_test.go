@@ -102,3 +102,34 @@ func TestExprErrors(t *testing.T) {
 		t.Errorf("a refused EvalOut changed out: %v", got)
 	}
 }
+
+// Expr.Plan and PlanOut report, from geometries alone, what Eval and EvalOut give: the result's
+// type, shape and layout, or the same error.
+func TestExprPlan(t *testing.T) {
+	a := f32(t, []int{2, 3}, arange(6, 0, 1)...)
+	b := must(bc.FromSlice([]int{3}, []int16{3, -2, 7}))(t)
+	e := bc.Add.Of(bc.Mul.Of(bc.Input(0), bc.Input(1)), bc.Const(bc.Float64, 0.5))
+	ga := bc.Geometry{DType: bc.Float32, Shape: []int{2, 3}}
+	gb := bc.Geometry{DType: bc.Int16, Shape: []int{3}}
+	p := must(e.Plan(ga, gb))(t)
+	got := must(e.Eval(a, b))(t)
+	if p.DType != got.DType() || !reflect.DeepEqual(p.Shape, got.Shape()) ||
+		!reflect.DeepEqual(p.Strides, []int{3, 1}) || p.AllocBytes != 6*4 {
+		t.Errorf("Plan: %+v, Eval gave %v", p, got)
+	}
+	po := must(e.PlanOut(bc.Geometry{DType: bc.Float64, Shape: []int{2, 3}}, ga, gb))(t)
+	if po.AllocBytes != 0 || po.DType != bc.Float32 {
+		t.Errorf("PlanOut: %+v", po)
+	}
+	gc := bc.Geometry{DType: bc.Float32, Shape: []int{4}}
+	c := f32(t, []int{4}, arange(4, 0, 1)...)
+	_, err := e.Plan(ga, gc)
+	_, want := e.Eval(a, c)
+	var pe, we *bc.Error
+	if !errors.As(err, &pe) || !errors.As(want, &we) || pe.Message != we.Message || pe.Status != bc.ErrShape {
+		t.Errorf("failing step: planned %v, Eval %v", err, want)
+	}
+	if _, err := bc.Input(0).Plan(ga); !errors.Is(err, bc.ErrInvalidArg) {
+		t.Errorf("no operation: %v", err)
+	}
+}

@@ -100,32 +100,74 @@ func plan(form int, op Op, s Number, gs ...Geometry) (*Plan, error) {
 
 // planList runs gobc_plan's form `form` with a list of dims or sizes (and keepdim).
 func planList(form int, code int32, s Number, sizes []int, keepdim bool, gs ...Geometry) (*Plan, error) {
-	var dtypes [4]C.int32_t
-	var ndims [4]C.size_t
-	var has [4]C.bool
-	// One flat array of sizes and one of strides (never empty: C is given a valid pointer).
-	var shapes, strides []C.int64_t
-	for k, g := range gs {
-		dtypes[k], ndims[k] = C.int32_t(g.DType), C.size_t(len(g.Shape))
-		has[k] = C.bool(g.Strides != nil)
+	f, err := flatten(gs)
+	if err != nil {
+		return nil, err
+	}
+	var p C.bc_plan
+	lp, ln := dims(sizes)
+	r := C.gobc_plan(C.int(form), C.int32_t(code), s.c, &f.dtypes[0], &f.ndims[0], &f.shapes[0],
+		&f.strides[0], &f.has[0], lp, ln, C.bool(keepdim), &p)
+	return planned(r, &p)
+}
+
+// Plan reports what e.Eval(inputs...) would do for inputs of these geometries, or the error it
+// would return (bc_plan_expr): a malformed program's, or the first failing step's.
+func (e Expr) Plan(inputs ...Geometry) (*Plan, error) { return e.plan(0, inputs) }
+
+// PlanOut reports what e.EvalOut(out, inputs...) would do (bc_plan_expr_out).
+func (e Expr) PlanOut(out Geometry, inputs ...Geometry) (*Plan, error) {
+	return e.plan(1, append(append([]Geometry(nil), inputs...), out))
+}
+
+// plan is Plan (into 0) or PlanOut (into 1: gs ends with out).
+func (e Expr) plan(into int, gs []Geometry) (*Plan, error) {
+	f, err := flatten(gs)
+	if err != nil {
+		return nil, err
+	}
+	var p C.bc_plan
+	r := C.gobc_plan_expr(e.ptr(), C.size_t(len(e.steps)), C.size_t(len(gs)), C.int(into), &f.dtypes[0],
+		&f.ndims[0], &f.shapes[0], &f.strides[0], &f.has[0], &p)
+	return planned(r, &p)
+}
+
+// flat is geometries as C takes them: per operand its dtype, number of sizes and whether it has
+// strides; one array of all sizes and one of all strides (each ends with a 0: never empty, so C
+// is given valid pointers).
+type flat struct {
+	dtypes          []C.int32_t
+	ndims           []C.size_t
+	has             []C.bool
+	shapes, strides []C.int64_t
+}
+
+func flatten(gs []Geometry) (flat, error) {
+	var f flat
+	for _, g := range gs {
 		if g.Strides != nil && len(g.Strides) != len(g.Shape) {
-			return nil, fmt.Errorf("broadcast: a Geometry with %d sizes and %d strides: %w",
+			return f, fmt.Errorf("broadcast: a Geometry with %d sizes and %d strides: %w",
 				len(g.Shape), len(g.Strides), ErrInvalidArg)
 		}
+		f.dtypes = append(f.dtypes, C.int32_t(g.DType))
+		f.ndims = append(f.ndims, C.size_t(len(g.Shape)))
+		f.has = append(f.has, C.bool(g.Strides != nil))
 		for i, n := range g.Shape {
-			shapes = append(shapes, C.int64_t(n))
+			f.shapes = append(f.shapes, C.int64_t(n))
 			stride := 0
 			if g.Strides != nil {
 				stride = g.Strides[i]
 			}
-			strides = append(strides, C.int64_t(stride))
+			f.strides = append(f.strides, C.int64_t(stride))
 		}
 	}
-	shapes, strides = append(shapes, 0), append(strides, 0)
-	var p C.bc_plan
-	lp, ln := dims(sizes)
-	r := C.gobc_plan(C.int(form), C.int32_t(code), s.c, &dtypes[0], &ndims[0], &shapes[0], &strides[0],
-		&has[0], lp, ln, C.bool(keepdim), &p)
+	f.dtypes, f.ndims, f.has = append(f.dtypes, 0), append(f.ndims, 0), append(f.has, false)
+	f.shapes, f.strides = append(f.shapes, 0), append(f.strides, 0)
+	return f, nil
+}
+
+// planned is the plan a planner call r wrote to p, or its error.
+func planned(r C.gobc_res, p *C.bc_plan) (*Plan, error) {
 	if err := check(r); err != nil {
 		return nil, err
 	}

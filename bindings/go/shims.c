@@ -96,6 +96,26 @@ gobc_res gobc_plan(int form, int32_t op, bc_scalar s, const int32_t *dtypes, con
 	return done(st, NULL, 0);
 }
 
+gobc_res gobc_plan_expr(const bc_expr_step *steps, size_t nsteps, size_t n, int into,
+                        const int32_t *dtypes, const size_t *ndims, const int64_t *shapes,
+                        const int64_t *strides, const bool *has_strides, bc_plan *plan) {
+	bc_geometry *g = n ? malloc(n * sizeof *g) : NULL;
+	if (n && !g) return done(BC_ERR_ALLOC, NULL, 0);
+	size_t at = 0;
+	for (size_t k = 0; k < n; k++) {
+		g[k].dtype = dtypes[k];
+		g[k].ndim = ndims[k];
+		g[k].shape = shapes + at;
+		g[k].strides = has_strides[k] ? strides + at : NULL;
+		at += ndims[k];
+	}
+	size_t ninputs = n - (size_t)into;
+	int32_t st = into ? bc_plan_expr_out(steps, nsteps, g, ninputs, &g[ninputs], plan)
+	                  : bc_plan_expr(steps, nsteps, g, ninputs, plan);
+	free(g);
+	return done(st, NULL, 0);
+}
+
 gobc_res gobc_new(int fill, int32_t dtype, const int64_t *shape, size_t ndim, double value) {
 	bc_tensor *o = NULL;
 	int32_t s;

@@ -61,6 +61,12 @@ gobc_res gobc_plan(int form, int32_t op, bc_scalar s, const int32_t *dtypes, con
                    const int64_t *shapes, const int64_t *strides, const bool *has_strides,
                    const int64_t *list, size_t nlist, bool keepdim, bc_plan *plan);
 
+// bc_plan_expr over n geometries (into == 0), or bc_plan_expr_out (into == 1: the last of the n is
+// out); the geometries as for gobc_plan.
+gobc_res gobc_plan_expr(const bc_expr_step *steps, size_t nsteps, size_t n, int into,
+                        const int32_t *dtypes, const size_t *ndims, const int64_t *shapes,
+                        const int64_t *strides, const bool *has_strides, bc_plan *plan);
+
 // fill: 0 empty, 1 zeros, 2 ones, 3 full(value).
 gobc_res gobc_new(int fill, int32_t dtype, const int64_t *shape, size_t ndim, double value);
 gobc_res gobc_from_data(int32_t dtype, const int64_t *shape, size_t ndim, const void *data,

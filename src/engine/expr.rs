@@ -16,15 +16,16 @@
 //! An operation whose result is smaller than the whole result (it is broadcast further, say
 //! `(m * s) + x` with `m` and `s` columns) is computed first on its own, so that every element of
 //! every intermediate is computed once, as with separate calls, and the pass reads it as an input.
-use super::alloc::{alloc_error, try_small, try_vec};
+use super::alloc::{alloc_error, try_collect, try_small, try_vec};
 use super::binary_ops::BinaryOp;
 use super::dtype::{can_cast, result_type, DType, Rank};
 use super::elem::Elem;
 use super::error::{Error, ErrorKind, Result};
 use super::kernels;
-use super::ops::{self, Options, Warning, Warnings};
-use super::overlap;
-use super::shape::{broadcast_shapes, checked_numel, contiguous_strides, Dims, Strides};
+use super::ops::{self, Dest, Geometry, Options, Report, Warning, Warnings};
+use super::shape::{
+    broadcast_shapes, checked_nbytes, checked_numel, contiguous_strides, numel, Dims, Strides,
+};
 use super::tensor::{Init, Tensor};
 use crate::with_elem;
 use smallvec::SmallVec;
@@ -197,6 +198,141 @@ pub fn eval_out(
     }
 }
 
+/// What [`eval`] (or [`eval_out`] into `out`) would do for a checked program over inputs of these
+/// types and geometries, from the same decisions the evaluation takes: each step is planned as
+/// its call (`ops::plan_binary`, `ops::plan_where`, a 0-d tensor for a constant), so the first
+/// error is the one the evaluation gives; the analysis that picks the fused pass is the
+/// evaluation's own. The report is the last call's (its type, computation type, shape and the
+/// written tensor's strides), with every step's warnings, and:
+/// - fused: the pass's loop and threads; the bytes of the result and of the operations computed
+///   first (every step of their sub-expressions, as their calls allocate them);
+/// - call by call: the last call's loop and threads; the bytes every call allocates (each
+///   intermediate, each constant's 0-d tensor, each conversion).
+///
+/// As for every planner form, what needs memory is the evaluation's alone to see: a written
+/// tensor that is read-only or partly overlaps an input, a zero integer divisor.
+pub fn plan_expr(
+    steps: &[Step],
+    inputs: &[Geometry<'_>],
+    out: Option<Geometry<'_>>,
+    opts: Options,
+) -> Result<Report> {
+    debug_assert!(check_program(steps, inputs.len()).is_ok());
+    /// A value a step makes, as metadata.
+    struct Made {
+        dtype: DType,
+        shape: Dims,
+        strides: Strides,
+    }
+    // Each step's value (`None`: the input it pushed), the bytes its call allocates.
+    let mut made: Vec<Option<Made>> = try_vec(steps.len())?;
+    let mut spent: Vec<usize> = try_vec(steps.len())?;
+    let mut stack: SmallVec<[usize; MAX_DEPTH]> = SmallVec::new();
+    let mut warnings = Warnings::new();
+    let mut checks_divisor = false;
+    let mut last = None;
+    for (k, step) in steps.iter().enumerate() {
+        let into = if k + 1 == steps.len() { out } else { None };
+        let geometry = |n: usize| match (&made[n], steps[n]) {
+            (Some(m), _) => Geometry {
+                dtype: m.dtype,
+                shape: &m.shape,
+                strides: &m.strides,
+                wrapped: false,
+            },
+            (None, Step::Input(i)) => inputs[i],
+            (None, _) => unreachable!("only an input step makes no value"),
+        };
+        let report = match *step {
+            Step::Input(_) => {
+                made.push(None);
+                spent.push(0);
+                stack.push(k);
+                continue;
+            }
+            Step::Const(c) => {
+                made.push(Some(Made {
+                    dtype: c.dtype,
+                    shape: Dims::new(),
+                    strides: Strides::new(),
+                }));
+                // Made as a 0-d tensor.
+                spent.push(c.dtype.size());
+                stack.push(k);
+                continue;
+            }
+            Step::Binary(op) => {
+                let (b, a) = (pop_node(&mut stack), pop_node(&mut stack));
+                let dest = match &into {
+                    Some(out) => Dest::Out(out),
+                    None => Dest::New,
+                };
+                ops::plan_binary(op, geometry(a), geometry(b), dest, opts)?
+            }
+            Step::Where => {
+                let (b, a, c) = (
+                    pop_node(&mut stack),
+                    pop_node(&mut stack),
+                    pop_node(&mut stack),
+                );
+                ops::plan_where(geometry(c), geometry(a), geometry(b), into)?
+            }
+        };
+        warnings
+            .try_reserve(report.warnings.len())
+            .map_err(|_| alloc_error::<Warning>(report.warnings.len()))?;
+        for &w in &report.warnings {
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+        checks_divisor |= report.checks_divisor;
+        made.push(Some(Made {
+            dtype: report.dtype,
+            shape: try_small(&report.shape)?,
+            strides: try_small(&report.strides)?,
+        }));
+        spent.push(report.alloc_bytes);
+        stack.push(k);
+        last = Some(report);
+    }
+    let mut report = last.expect("a checked program ends with an operation");
+    report.warnings = warnings;
+    report.checks_divisor = checks_divisor;
+    report.alloc_bytes = spent.iter().fold(0, |n, &b| n.saturating_add(b));
+
+    let refs: Vec<&Geometry<'_>> = try_collect(inputs.iter())?;
+    if let Some(pass) = plan(steps, &refs, out.as_ref(), opts)? {
+        let result = Geometry {
+            dtype: pass.dtype,
+            shape: &pass.shape,
+            strides: &pass.strides,
+            wrapped: false,
+        };
+        let mut alloc_bytes = match out {
+            Some(_) => 0,
+            None => checked_nbytes(numel(&pass.shape), pass.dtype.size())?,
+        };
+        let mut operands: SmallVec<[Geometry<'_>; MAX_FUSED_OPERANDS + 1]> = SmallVec::new();
+        operands.push(out.unwrap_or(result));
+        for leaf in &pass.leaves {
+            operands.push(match *leaf {
+                Leaf::Input(i) => inputs[i],
+                Leaf::Made(n) => {
+                    let node = &pass.nodes[n];
+                    let sub = &spent[node.start..=n];
+                    alloc_bytes = sub.iter().fold(alloc_bytes, |t, &b| t.saturating_add(b));
+                    geometry(node)
+                }
+            });
+        }
+        (report.loop_shape, report.loop_kind, report.threads) =
+            ops::describe_elementwise(&pass.shape, &operands)?;
+        report.alloc_bytes = alloc_bytes;
+    }
+    Ok(report)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Call by call: the reference semantics.
 
@@ -313,10 +449,10 @@ enum NodeKind {
 
 /// The program as metadata, when every step can be fused (see the module documentation); `None`
 /// when it must go call by call. Errors only when memory runs out.
-fn analyse(
+fn analyse<O: ops::Operand>(
     steps: &[Step],
-    inputs: &[&Tensor],
-    out: Option<&Tensor>,
+    inputs: &[&O],
+    out: Option<&O>,
     opts: Options,
 ) -> Result<Option<Vec<Node>>> {
     let mut nodes: Vec<Node> = try_vec(steps.len())?;
@@ -337,12 +473,12 @@ fn analyse(
         let into = if last { out } else { None };
         let node = match *step {
             Step::Input(i) => {
-                let t = inputs[i];
+                let t = inputs[i].geometry();
                 Node {
-                    dtype: t.dtype(),
-                    shape: try_small(t.shape())?,
-                    strides: try_small(t.strides())?,
-                    numel: t.numel(),
+                    dtype: t.dtype,
+                    shape: try_small(t.shape)?,
+                    strides: try_small(t.strides)?,
+                    numel: numel(t.shape),
                     start: k,
                     kind: NodeKind::Input(i),
                 }
@@ -385,9 +521,9 @@ fn analyse(
                     };
                 if let Some(out) = into {
                     let direct = leaf_tensors(&nodes, inputs, [a, b]);
-                    if ops::Operand::check_writable(out, &direct).is_err()
-                        || out.shape() != &shape[..]
-                        || !can_cast(types.result, out.dtype())
+                    if out.check_writable(&direct).is_err()
+                        || out.geometry().shape != &shape[..]
+                        || !can_cast(types.result, out.geometry().dtype)
                     {
                         return Ok(None);
                     }
@@ -419,9 +555,9 @@ fn analyse(
                 let shape = or_calls!(broadcast_shapes(&shape, &y.shape));
                 if let Some(out) = into {
                     let direct = leaf_tensors(&nodes, inputs, [cond, a, b]);
-                    if out.dtype() != dtype
-                        || ops::Operand::check_writable(out, &direct).is_err()
-                        || out.shape() != &shape[..]
+                    if out.geometry().dtype != dtype
+                        || out.check_writable(&direct).is_err()
+                        || out.geometry().shape != &shape[..]
                     {
                         return Ok(None);
                     }
@@ -446,13 +582,10 @@ fn analyse(
         return Ok(None); // nothing to compute: the calls cost nothing
     }
     // Writing `out` while reading the inputs block by block: an input may be `out` itself (read
-    // before written, element by element), nothing else that shares its memory.
+    // before written, element by element), nothing else that shares its memory (the last step
+    // checked that `out` may be written at all; a geometry has no memory to overlap).
     if let Some(out) = out {
-        for t in inputs {
-            if or_calls!(overlap::overlaps_partially(out, t)) {
-                return Ok(None);
-            }
-        }
+        or_calls!(out.check_writable(inputs));
     }
     Ok(Some(nodes))
 }
@@ -473,11 +606,11 @@ fn pop_node(stack: &mut SmallVec<[usize; MAX_DEPTH]>) -> usize {
 
 /// The tensors among `nodes[which]` that the separate call would get as they are (inputs; the
 /// results of earlier calls are new tensors, which overlap nothing).
-fn leaf_tensors<'a, const K: usize>(
+fn leaf_tensors<'a, O, const K: usize>(
     nodes: &[Node],
-    inputs: &[&'a Tensor],
+    inputs: &[&'a O],
     which: [usize; K],
-) -> SmallVec<[&'a Tensor; 3]> {
+) -> SmallVec<[&'a O; 3]> {
     which
         .iter()
         .filter_map(|&n| match nodes[n].kind {
@@ -573,10 +706,10 @@ enum Leaf {
 }
 
 /// The fused pass for a program, when it has one (`None`: call by call).
-fn plan(
+fn plan<O: ops::Operand>(
     steps: &[Step],
-    inputs: &[&Tensor],
-    out: Option<&Tensor>,
+    inputs: &[&O],
+    out: Option<&O>,
     opts: Options,
 ) -> Result<Option<Pass>> {
     let Some(nodes) = analyse(steps, inputs, out, opts)? else {
@@ -584,7 +717,7 @@ fn plan(
     };
     let root = nodes.len() - 1;
     let dtype = nodes[root].dtype;
-    let out_dtype = out.map_or(dtype, Tensor::dtype);
+    let out_dtype = out.map_or(dtype, |o| o.geometry().dtype);
     // Room for every instruction and constant the builder can make (it then never allocates): an
     // operation converts each operand and its result at most once, and a constant once.
     let (mut instrs, mut consts) = (SmallVec::new(), SmallVec::new());

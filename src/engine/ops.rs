@@ -1222,6 +1222,23 @@ pub(crate) unsafe fn run_elementwise<const N: usize>(
     Ok(())
 }
 
+/// The iterated sizes, inner loop and thread count of [`run_elementwise`] over operands of these
+/// geometries (operand 0 the written one, of `shape`): what a fused expression's pass reports.
+pub(crate) fn describe_elementwise(
+    shape: &[usize],
+    operands: &[Geometry<'_>],
+) -> Result<(Dims, LoopKind, usize)> {
+    macro_rules! with_n {
+        ($($n:literal)*) => {
+            match operands.len() {
+                $($n => Walk::<$n>::new(shape, std::array::from_fn(|k| operands[k]))?.describe(),)*
+                n => unreachable!("{n} operands: a pass takes at most 9"),
+            }
+        };
+    }
+    with_n!(1 2 3 4 5 6 7 8 9)
+}
+
 /// How the elements of a computation are walked: operand 0 is the written one, of the walk's
 /// shape; the others broadcast to it. Decided from geometry alone.
 enum Walk<const N: usize> {

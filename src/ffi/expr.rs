@@ -51,7 +51,7 @@ pub struct bc_expr_step {
 ///
 /// # Safety
 /// `steps` valid for `nsteps` reads.
-unsafe fn program_in(
+pub(super) unsafe fn program_in(
     steps: *const bc_expr_step,
     nsteps: usize,
     ninputs: usize,

@@ -2,6 +2,7 @@
 //! with no tensor and no memory. The engine decides it with the checks and decisions the call
 //! itself runs, so the planner and the call agree by construction.
 use super::boundary::call;
+use super::expr::{bc_expr_step, program_in};
 use super::handle::{check_ndim, dims_in, slice_in, write_out, BC_MAX_NDIM};
 use super::ops::op_in;
 use super::reduce::reduce_op_in;
@@ -9,6 +10,8 @@ use super::scalar::{bc_scalar, number};
 use super::settings::options;
 use super::status::FfiError;
 use super::tensor::{dtype_in, strides_in};
+use crate::engine::alloc::{try_collect, try_vec};
+use crate::engine::expr;
 use crate::engine::ops::{self, Dest, Geometry, LoopKind, Report};
 use crate::engine::shape::{contiguous_strides, Dims, Strides};
 use crate::engine::tensor::check_geometry;
@@ -404,6 +407,102 @@ pub unsafe extern "C" fn bc_plan_binary_sum_to(
         let a = unsafe { geometry_in(a, "a")? };
         let b = unsafe { geometry_in(b, "b")? };
         Ok(reduce::plan_binary_sum_to(op, a.view(), b.view(), shape)?)
+    };
+    // SAFETY: `plan` as the caller's contract says.
+    unsafe { planned(plan, body) }
+}
+
+/// Plans `*out` = the expression `steps[0..nsteps]` over inputs of these types and geometries
+/// (`bc_expr_eval`), as `bc_plan_binary` does: the program is checked as the call checks it (the
+/// same statuses and messages for a malformed program), then each step as its call, so the first
+/// failing step's status and message are the call's. `dtype`, `compute_dtype`, `shape` and
+/// `strides` are those of the last operation's result; the warning bits gather every step's; the
+/// loop, threads and bytes are those of how the call would run it:
+/// - in one pass: the pass's loop and threads; `alloc_bytes` counts the result and the operations
+///   computed first because their result is broadcast further (every call of their
+///   sub-expressions);
+/// - call by call (an error-free program the single pass does not take): the last call's loop and
+///   threads; `alloc_bytes` counts every call's (each intermediate, each constant's 0-d tensor,
+///   each conversion, the result).
+///
+/// Arguments are checked in order: `plan` (NULL), `steps` (NULL, then the program), `inputs`
+/// (NULL, then each geometry); then the steps are planned.
+///
+/// # Returns
+/// `BC_OK` (`*plan` written); the statuses of `bc_expr_eval` for these operands, with their
+/// messages (`BC_ERR_INVALID_ARG` for a malformed program; `BC_ERR_SHAPE`, `BC_ERR_DTYPE`,
+/// `BC_ERR_OVERFLOW` from the first step that fails); `BC_ERR_INVALID_ARG` (unknown dtype code,
+/// a negative size or stride, more than `BC_MAX_NDIM` dimensions); `BC_ERR_NULL_ARG`;
+/// `BC_ERR_ALLOC`. On failure `*plan` is not written. As for `bc_plan_binary`,
+/// `BC_PLAN_CHECKS_DIVISOR` says a step reads its divisor's values.
+///
+/// # Safety
+/// `steps` valid for `nsteps` reads, `inputs` for `ninputs` reads (`(NULL, 0)` is an empty array),
+/// each with arrays valid for its `ndim` reads; `plan` valid for one write.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_plan_expr(
+    steps: *const bc_expr_step,
+    nsteps: usize,
+    inputs: *const bc_geometry,
+    ninputs: usize,
+    plan: *mut bc_plan,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    unsafe { plan_expr(steps, nsteps, inputs, ninputs, None, plan) }
+}
+
+/// Plans the expression `steps[0..nsteps]` written into an `out` of this type and geometry
+/// (`bc_expr_eval_out`), as `bc_plan_expr`; the last operation writes `out` as `bc_plan_binary_out`
+/// (or `bc_plan_where_out`) plans it. The call alone refuses an `out` that is read-only or partly
+/// overlaps an input; one whose own elements share memory is refused by both. `alloc_bytes`
+/// counts no result.
+///
+/// Arguments are checked as by `bc_plan_expr`, the `out` geometry after the inputs.
+///
+/// # Returns
+/// As `bc_plan_expr`, with the statuses of `bc_expr_eval_out`.
+///
+/// # Safety
+/// As `bc_plan_expr`; `out` NULL or valid for one read, its arrays for `ndim` reads.
+#[must_use]
+#[no_mangle]
+pub unsafe extern "C" fn bc_plan_expr_out(
+    steps: *const bc_expr_step,
+    nsteps: usize,
+    inputs: *const bc_geometry,
+    ninputs: usize,
+    out: *const bc_geometry,
+    plan: *mut bc_plan,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    unsafe { plan_expr(steps, nsteps, inputs, ninputs, Some(out), plan) }
+}
+
+/// # Safety
+/// As `bc_plan_expr_out` (`out` None for `bc_plan_expr`).
+unsafe fn plan_expr(
+    steps: *const bc_expr_step,
+    nsteps: usize,
+    inputs: *const bc_geometry,
+    ninputs: usize,
+    out: Option<*const bc_geometry>,
+    plan: *mut bc_plan,
+) -> i32 {
+    let body = || {
+        // SAFETY (this block): the caller's contract on the program and each geometry.
+        let program = unsafe { program_in(steps, nsteps, ninputs)? };
+        let given = unsafe { slice_in(inputs, ninputs, "inputs")? };
+        let mut owned: Vec<Owned> = try_vec(ninputs)?;
+        for g in given {
+            owned.push(unsafe { geometry_in(g, "inputs[i]")? });
+        }
+        let out = out
+            .map(|out| unsafe { geometry_in(out, "out") })
+            .transpose()?;
+        let views: Vec<Geometry<'_>> = try_collect(owned.iter().map(Owned::view))?;
+        let out = out.as_ref().map(Owned::view);
+        Ok(expr::plan_expr(&program, &views, out, options())?)
     };
     // SAFETY: `plan` as the caller's contract says.
     unsafe { planned(plan, body) }
