@@ -711,7 +711,8 @@ unsafe fn wide_block<W: ElemFn<f32>, S: LineStore, const BF: bool>(
     let osize = if narrow { 2 } else { 1 };
     let so = strides[0];
     // SAFETY (this block): indices stay within the block, which lies within the run; the whole
-    // block is read before any of its results is written, so `out` may be exactly an input.
+    // block (in registers, each group of eight) is read before any of its results is written, so
+    // `out` may be exactly an input.
     unsafe {
         let o = ptrs[0].offset(i as isize * so);
         let operand = |k: usize| match strides[k + 1] {
