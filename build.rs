@@ -26,6 +26,7 @@ fn main() {
         config.after_includes.as_deref().unwrap_or("")
     ));
     set_library_name(major);
+    probe_avx512();
     let out = crate_dir.join("include").join("broadcast.h");
     let bindings = cbindgen::Builder::new()
         // Only the FFI layer is the C API: parse it alone, not the engine.
@@ -38,6 +39,29 @@ fn main() {
     bindings.write(&mut text);
     if std::fs::read(&out).ok().as_deref() != Some(&text[..]) {
         std::fs::write(&out, &text).expect("cannot write include/broadcast.h");
+    }
+}
+
+/// Sets `cfg(bc_avx512)` when the compiler has stable AVX-512 intrinsics (Rust 1.89): the 16-bit
+/// float kernels then get a 16-wide path, chosen at run time on CPUs with AVX-512 F. Older
+/// compilers (the minimum is 1.81) build everything else the same.
+fn probe_avx512() {
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let minor = std::process::Command::new(rustc)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|v| {
+            v.split_whitespace()
+                .nth(1)?
+                .split('.')
+                .nth(1)?
+                .parse::<u32>()
+                .ok()
+        });
+    if minor.is_some_and(|m| m >= 89) {
+        println!("cargo:rustc-cfg=bc_avx512");
     }
 }
 

@@ -14,7 +14,8 @@
 //! [`super::convert`]), the block computed with the operation's float32 function, the results
 //! rounded back: the same bits as element by element, without a call into the `half` crate per
 //! element. When both operands are contiguous or broadcast along the run and the result is 16-bit,
-//! the three steps go eight elements at a time in registers ([`HalfConv::map`]).
+//! the three steps go eight (with AVX-512 F, sixteen) elements at a time in registers
+//! ([`HalfConv::map`]).
 //!
 //! When the executor marks a computation as streaming (a result larger than the caches, see
 //! [`super::parallel`]), contiguous results are written with non-temporal stores: whole cache
