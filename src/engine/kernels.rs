@@ -104,6 +104,12 @@ pub fn simd_level() -> SimdLevel {
     }
 }
 
+/// Elements per step of the float16/bfloat16 register path on this machine (16 with AVX-512 F, 8
+/// with AVX2 and F16C, 1 without), for reports.
+pub fn half_lanes() -> usize {
+    convert::map_lanes()
+}
+
 /// Whether the AVX2 clones run here.
 #[inline(always)]
 fn has_avx2() -> bool {
