@@ -284,13 +284,13 @@ mod x86 {
     /// the eight-wide path, twice as many elements per instruction.
     #[cfg(bc_avx512)]
     #[clippy::msrv = "1.89"] // compiled only by 1.89 and later (build.rs)
-    pub(super) mod avx512 {
+    mod avx512 {
         use super::Operand;
         use std::arch::x86_64::*;
 
         /// Whether this CPU runs [`map`].
         #[inline(always)]
-        pub(crate) fn available() -> bool {
+        pub(super) fn available() -> bool {
             std::is_x86_feature_detected!("avx512f")
         }
 
@@ -490,20 +490,6 @@ mod x86 {
         let n = src.len().min(dst.len());
         // SAFETY: as above.
         unsafe { Avx2F16c::narrow::<BF>(src.as_ptr(), dst.as_mut_ptr(), n) }
-    }
-}
-
-/// How many elements [`HalfConv::map`] converts and computes per step on this CPU: 16 (AVX-512
-/// F), 8 (AVX2 and F16C) or 1.
-pub(crate) fn map_lanes() -> usize {
-    #[cfg(bc_avx512)]
-    if has_avx2_f16c() && x86::avx512::available() {
-        return 16;
-    }
-    if has_avx2_f16c() {
-        8
-    } else {
-        1
     }
 }
 

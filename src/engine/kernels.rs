@@ -4,9 +4,10 @@
 //!
 //! On x86-64 the binary loops exist twice: for the baseline instruction set (SSE2, what the
 //! library is compiled for) and as `#[target_feature(enable = "avx2,f16c")]` clones chosen at run
-//! time when the CPU has AVX2 and F16C (every AVX2 CPU has F16C). Both compute each element with
-//! the same scalar operation (IEEE arithmetic is exactly rounded and nothing is fused or
-//! reassociated), so results are bit-identical whichever runs.
+//! time when the CPU has AVX2 and F16C (every AVX2 CPU has F16C). Built by Rust 1.89 or later,
+//! a third clone with 512-bit vectors replaces the AVX2 one on CPUs with AVX-512 F, BW, DQ and VL.
+//! Every clone computes each element with the same scalar operation (IEEE arithmetic is exactly
+//! rounded and nothing is fused or reassociated), so results are bit-identical whichever runs.
 //!
 //! float16 and bfloat16 compute each operation in float32 and round once. For the operations
 //! written that way (most; see [`ElemFn::WIDENS`]) a run is done a block at a time: the operands
@@ -91,7 +92,8 @@ pub(crate) fn store_fence() {
 pub enum SimdLevel {
     /// The baseline the library is compiled for (SSE2 on x86-64).
     Baseline,
-    /// 256-bit AVX2 clones (with F16C for float16).
+    /// 256-bit AVX2 clones (with F16C for float16); the 512-bit clones instead on a CPU with
+    /// AVX-512 F, BW, DQ and VL when the compiler has them (Rust 1.89, `cfg(bc_avx512)`).
     Avx2,
 }
 
@@ -104,10 +106,25 @@ pub fn simd_level() -> SimdLevel {
     }
 }
 
-/// Elements per step of the float16/bfloat16 register path on this machine (16 with AVX-512 F, 8
-/// with AVX2 and F16C, 1 without), for reports.
-pub fn half_lanes() -> usize {
-    convert::map_lanes()
+/// Width in bits of the vectors the binary kernels use on this machine, for reports: 512 (the
+/// AVX-512 clone, behind the AVX2 level), 256 (AVX2) or 128 (the baseline).
+pub fn vector_bits() -> usize {
+    match simd_level() {
+        #[cfg(bc_avx512)]
+        SimdLevel::Avx2 if has_avx512() => 512,
+        SimdLevel::Avx2 => 256,
+        SimdLevel::Baseline => 128,
+    }
+}
+
+/// Whether the AVX-512 clone of the binary kernels runs here (the AVX2 level then uses it).
+#[cfg(bc_avx512)]
+#[inline(always)]
+fn has_avx512() -> bool {
+    std::is_x86_feature_detected!("avx512f")
+        && std::is_x86_feature_detected!("avx512bw")
+        && std::is_x86_feature_detected!("avx512dq")
+        && std::is_x86_feature_detected!("avx512vl")
 }
 
 /// Whether the AVX2 clones run here.
@@ -285,13 +302,37 @@ mod avx2 {
     use super::{binary_body, Elem, ElemFn, LineStore};
     use std::arch::x86_64::*;
 
-    /// The AVX2 clone: the same body, compiled with 256-bit vectors.
+    /// The AVX2 clone: the same body, compiled with 256-bit vectors; on a CPU with AVX-512 (F, BW,
+    /// DQ, VL) the same body compiled with 512-bit vectors instead, when the compiler has them.
     ///
     /// # Safety
     /// The CPU must have AVX2 and F16C; otherwise as `binary_run`.
     #[target_feature(enable = "avx2,f16c")]
     #[inline(never)]
     pub(super) unsafe fn binary<T: Elem, F: ElemFn<T>>(
+        ptrs: [*mut u8; 3],
+        strides: [isize; 3],
+        n: usize,
+        stream: bool,
+    ) {
+        #[cfg(bc_avx512)]
+        if super::has_avx512() {
+            // SAFETY: the CPU has the features; the rest is the caller's contract.
+            return unsafe { binary512::<T, F>(ptrs, strides, n, stream) };
+        }
+        // SAFETY: the caller's contract.
+        unsafe { binary_body::<T, F, Avx2Lines>(ptrs, strides, n, stream) }
+    }
+
+    /// The AVX-512 clone (built by Rust 1.89 and later: `cfg(bc_avx512)`).
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512 F, BW, DQ and VL, AVX2 and F16C; otherwise as `binary_run`.
+    #[cfg(bc_avx512)]
+    #[clippy::msrv = "1.89"]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,f16c")]
+    #[inline(never)]
+    unsafe fn binary512<T: Elem, F: ElemFn<T>>(
         ptrs: [*mut u8; 3],
         strides: [isize; 3],
         n: usize,

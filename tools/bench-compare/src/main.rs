@@ -639,7 +639,7 @@ fn header(
         std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
     format!(
         "Measured {} on {} ({} CPUs{}, L2 {}, L3 {}), transparent huge pages: `{}`; {}, libbroadcast \
-         SIMD path {:?} (float16/bfloat16: {} lanes); {} threads for libbroadcast, the limit and PyTorch {}, NumPy {} on one \
+         SIMD path {:?} ({}-bit vectors); {} threads for libbroadcast, the limit and PyTorch {}, NumPy {} on one \
          thread. \
          Command: `cargo run --release -p bench-compare --{}` ({} interleaved rounds). \
          1-minute load average {} at the start, {} at the end (other jobs shared the machine).\n",
@@ -656,7 +656,7 @@ fn header(
         thp.trim(),
         sh("rustc", &["--version"]),
         kernels::simd_level(),
-        kernels::half_lanes(),
+        kernels::vector_bits(),
         o.threads,
         torch.unwrap_or("(absent)"),
         numpy.unwrap_or("(absent)"),
