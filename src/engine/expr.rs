@@ -663,8 +663,7 @@ enum Instr {
         dst: Dst,
     },
     Binary {
-        op: BinaryOp,
-        dtype: DType,
+        kernel: kernels::BinaryKernel,
         a: Src,
         b: Src,
         dst: Dst,
@@ -684,6 +683,8 @@ struct Tape {
     consts: SmallVec<[Constant; 4]>,
     /// Elements per block.
     block: usize,
+    /// Block buffers the instructions use.
+    bufs: usize,
 }
 
 /// A fused evaluation, ready to run.
@@ -735,6 +736,7 @@ fn plan<O: ops::Operand>(
         leaves: SmallVec::new(),
         free: (0..MAX_BUFS).rev().collect(),
         widest: 1,
+        bufs: 0,
         too_many: false,
     };
     let value = b.value(root, (out_dtype == dtype).then_some(Dst::Out));
@@ -748,6 +750,7 @@ fn plan<O: ops::Operand>(
     }
     let tape = Tape {
         block: BUF_BYTES / b.widest,
+        bufs: b.bufs,
         instrs: b.instrs,
         consts: b.consts,
     };
@@ -806,6 +809,8 @@ struct Builder<'a> {
     free: SmallVec<[usize; MAX_BUFS]>,
     /// Widest element kept in a buffer.
     widest: usize,
+    /// Buffers used (the highest index plus one).
+    bufs: usize,
     /// More operands than one pass takes.
     too_many: bool,
 }
@@ -836,8 +841,8 @@ impl Builder<'_> {
                 };
                 let to = self.destination(if made == dtype { dst } else { None }, made);
                 self.instrs.push(Instr::Binary {
-                    op,
-                    dtype: kernel,
+                    kernel: kernels::binary_kernel(op, kernel)
+                        .expect("the analysis checked that the operation has a kernel"),
                     a: x.0,
                     b: y.0,
                     dst: to,
@@ -898,6 +903,7 @@ impl Builder<'_> {
         }
         let index = self.free.pop().expect("MAX_BUFS covers every live value");
         self.widest = self.widest.max(dtype.size());
+        self.bufs = self.bufs.max(index + 1);
         Dst::Buf {
             index,
             size: dtype.size(),
@@ -967,11 +973,20 @@ fn run_n<const N: usize>(tensors: &[&Tensor], tape: &Tape) -> Result<()> {
 impl Tape {
     /// One run of `n` elements: `p[k]`, `s[k]` are operand `k`'s first element and byte stride.
     fn run(&self, p: &[*mut u8], s: &[isize], n: usize) {
-        // The row offers of the executor are for kernels called directly: the calls below are
-        // per block.
-        kernels::decline_rows();
-        let stream = kernels::set_streaming(false);
-        let mut bufs = MaybeUninit::<[Buf; MAX_BUFS]>::uninit();
+        // Only the buffers used go on the stack: a frame is probed page by page on every call.
+        match self.bufs {
+            0..=2 => self.run_in::<2>(p, s, n),
+            3..=4 => self.run_in::<4>(p, s, n),
+            _ => self.run_in::<MAX_BUFS>(p, s, n),
+        }
+    }
+
+    fn run_in<const B: usize>(&self, p: &[*mut u8], s: &[isize], n: usize) {
+        // (Binary kernels are called through `BinaryKernel`, which takes no offer of rows from
+        // the executor and streams only what is said: the result's blocks, when the computation
+        // streams.)
+        let stream = kernels::streaming();
+        let mut bufs = MaybeUninit::<[Buf; B]>::uninit();
         let base = bufs.as_mut_ptr() as *mut u8;
         let consts = |c: usize| self.consts[c].ptr();
         let mut i = 0;
@@ -1010,16 +1025,13 @@ impl Tape {
                             kernels::cast_run(from, to, [pd, pa], [sd, sa], len);
                         }
                         Instr::Binary {
-                            op,
-                            dtype,
+                            kernel,
                             a,
                             b,
                             dst: d,
                         } => {
                             let ((pa, sa), (pb, sb), (pd, sd, out)) = (src(a), src(b), dst(d));
-                            with_stream(out && stream, || {
-                                kernels::binary_run(op, dtype, [pd, pa, pb], [sd, sa, sb], len)
-                            });
+                            kernel.run([pd, pa, pb], [sd, sa, sb], len, out && stream);
                         }
                         Instr::Where {
                             size,
@@ -1037,19 +1049,5 @@ impl Tape {
             }
             i += len;
         }
-        kernels::set_streaming(stream);
-    }
-}
-
-/// Runs `f` with streaming stores on when `on`: only the result's writes stream (binary
-/// kernels), the blocks in L1 are written normally.
-#[inline]
-fn with_stream(on: bool, f: impl FnOnce()) {
-    if on {
-        kernels::set_streaming(true);
-        f();
-        kernels::set_streaming(false);
-    } else {
-        f();
     }
 }

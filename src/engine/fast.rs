@@ -275,10 +275,13 @@ unsafe fn compute(op: BinaryOp, small: &Small, out: &Tensor, a: &Tensor, b: &Ten
         op.visit(small.dtype, Elementwise(small, base));
         return;
     }
-    let level = kernels::simd_level();
+    // `check` found a kernel for the type.
+    let Some(kernel) = kernels::binary_kernel(op, small.dtype) else {
+        return;
+    };
     walk(small, base, |p, s, n| {
         // SAFETY: each run lies within the operands (the caller's contract).
-        unsafe { kernels::binary_run_with(level, false, op, small.dtype, p, s, n) }
+        unsafe { kernel.run(p, s, n, false) }
     });
 }
 

@@ -60,19 +60,14 @@ pub(crate) fn offer_rows(rows: Rows, call: impl FnOnce()) -> bool {
     TAKEN.with(|t| t.replace(false))
 }
 
-/// Withdraws an offer of rows made to this thread (see [`offer_rows`]): for code called as a
-/// kernel that calls kernels itself, on its own blocks.
-pub(crate) fn decline_rows() {
-    ROWS.with(|r| r.set(None));
-}
-
 /// Marks the runs that follow on this thread as streaming (or not); returns the previous mark.
 pub(crate) fn set_streaming(on: bool) -> bool {
     STREAM.with(|s| s.replace(on))
 }
 
+/// Whether the runs on this thread are marked as streaming (see [`set_streaming`]).
 #[inline]
-fn streaming() -> bool {
+pub(crate) fn streaming() -> bool {
     STREAM.with(|s| s.get())
 }
 
@@ -226,6 +221,43 @@ unsafe fn dispatch_rows<T: Elem, F: ElemFn<T>>(
         let p = std::array::from_fn(|k| ptrs[k].wrapping_offset(r as isize * rows.strides[k]));
         // SAFETY: the caller's contract, row by row.
         unsafe { binary_base::<T, F>(p, strides, n, stream) };
+    }
+}
+
+/// The kernel [`binary_run`] calls for one operation and type, chosen once: for a caller that
+/// runs it over many short runs (the fused pass), so that each run skips the dispatch over
+/// operations and types and the thread-local reads. It never takes an offer of rows, and the
+/// caller says per run whether the result streams.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BinaryKernel(unsafe fn([*mut u8; 3], [isize; 3], usize, bool));
+
+/// The kernel for `op` on inputs of `dtype`; `None` when `op` has none for it.
+pub(crate) fn binary_kernel(op: BinaryOp, dtype: DType) -> Option<BinaryKernel> {
+    struct Choose;
+    impl Visit for Choose {
+        type Output = BinaryKernel;
+        fn visit<T: Elem, F: ElemFn<T>>(self) -> BinaryKernel {
+            BinaryKernel(dispatch::<T, F>)
+        }
+    }
+    op.visit(dtype, Choose)
+}
+
+impl BinaryKernel {
+    /// One run, streaming the result when `stream` (see [`set_streaming`]).
+    ///
+    /// # Safety
+    /// As [`binary_run`], for the operation and type the kernel was chosen for.
+    #[inline]
+    pub(crate) unsafe fn run(
+        self,
+        ptrs: [*mut u8; 3],
+        strides: [isize; 3],
+        n: usize,
+        stream: bool,
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { (self.0)(ptrs, strides, n, stream) }
     }
 }
 
@@ -1186,7 +1218,9 @@ mod tests {
     }
 
     /// A code path (level, streaming), an operation on a dtype, and its result's element size.
-    struct Path(SimdLevel, bool, BinaryOp, DType, usize);
+    /// A code path (`None`: the kernel [`binary_kernel`] chooses), streaming or not, and the
+    /// operation, its type and the result's element size.
+    struct Path(Option<SimdLevel>, bool, BinaryOp, DType, usize);
 
     impl Path {
         /// The operation on `n` elements of `a` and `b` (byte strides), written contiguously into
@@ -1201,15 +1235,14 @@ mod tests {
             assert!(reach(strides[0]) <= a.len() as isize && reach(strides[1]) <= b.len() as isize);
             // SAFETY: the buffers cover n elements at these strides (asserted above).
             unsafe {
-                binary_run_with(
-                    level,
-                    stream,
-                    op,
-                    dtype,
-                    [out, a.as_ptr() as *mut u8, b.as_ptr() as *mut u8],
-                    [osize as isize, strides[0], strides[1]],
-                    n,
-                );
+                let ptrs = [out, a.as_ptr() as *mut u8, b.as_ptr() as *mut u8];
+                let strides = [osize as isize, strides[0], strides[1]];
+                match level {
+                    Some(level) => binary_run_with(level, stream, op, dtype, ptrs, strides, n),
+                    None => binary_kernel(op, dtype)
+                        .expect("a kernel for an accepted type")
+                        .run(ptrs, strides, n, stream),
+                }
                 std::slice::from_raw_parts(out, n * osize).to_vec()
             }
         }
@@ -1222,7 +1255,8 @@ mod tests {
         }
     }
 
-    /// Every code path (baseline / AVX2, normal / streaming stores), every dtype and op, and
+    /// Every code path (baseline / AVX2, and the kernel chosen once; normal / streaming stores),
+    /// every dtype and op, and
     /// contiguous, broadcast and strided operands at several alignments: bit-identical results.
     #[test]
     fn every_path_gives_identical_bits() {
@@ -1250,7 +1284,8 @@ mod tests {
                     } else {
                         (dtype, size)
                     };
-                    for level in levels() {
+                    let chosen = levels().into_iter().map(Some).chain([None]);
+                    for level in chosen {
                         for stream in [false, true] {
                             let strides = [sa_el * size as isize, sb_el * size as isize];
                             let run = Path(level, stream, op, dtype, osize);
@@ -1350,7 +1385,7 @@ mod tests {
                     let want = op
                         .visit(dtype, Elementwise([&a, &b], [sa, sb], len))
                         .expect("accepted");
-                    for level in levels() {
+                    for level in levels().into_iter().map(Some) {
                         for stream in [false, true] {
                             for off in [0usize, 3] {
                                 let run = Path(level, stream, op, dtype, osize);
