@@ -100,7 +100,11 @@ gobc_res gobc_plan_expr(const bc_expr_step *steps, size_t nsteps, size_t n, int 
                         const int32_t *dtypes, const size_t *ndims, const int64_t *shapes,
                         const int64_t *strides, const bool *has_strides, bc_plan *plan) {
 	bc_geometry *g = n ? malloc(n * sizeof *g) : NULL;
-	if (n && !g) return done(BC_ERR_ALLOC, NULL, 0);
+	if (n && !g) {
+		/* The shim's own failure: the library's error record is not this call's. */
+		gobc_res r = {BC_ERR_ALLOC, 0, 0, NULL};
+		return r;
+	}
 	size_t at = 0;
 	for (size_t k = 0; k < n; k++) {
 		g[k].dtype = dtypes[k];
