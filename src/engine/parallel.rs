@@ -316,10 +316,34 @@ static CALLERS: AtomicUsize = AtomicUsize::new(0);
 /// One caller counted in [`CALLERS`] while alive (also while unwinding).
 struct Caller;
 
+/// Entries into [`Caller::enter`] still to count one other caller after one was last seen
+/// computing (see there).
+static RECENTLY_SHARED: AtomicUsize = AtomicUsize::new(0);
+
+/// How many entries [`RECENTLY_SHARED`] lasts: callers that overlap do so call after call.
+const SHARED_MEMORY: usize = 32;
+
 impl Caller {
-    /// Counts this caller; also returns how many others were computing.
+    /// Counts this caller; also returns how many others are computing, or 1 if none is but one
+    /// was a moment ago. Two threads calling in loops overlap most of the time but not always;
+    /// the caller that finds itself alone would take every core, wake workers, then see them
+    /// leave as the other caller comes back, and lose more than its own thread would.
     fn enter() -> (Caller, usize) {
-        (Caller, CALLERS.fetch_add(1, Ordering::Relaxed))
+        let others = CALLERS.fetch_add(1, Ordering::Relaxed);
+        if others > 0 {
+            // (Read first: overlapping callers then do not write the line at every call.)
+            if RECENTLY_SHARED.load(Ordering::Relaxed) != SHARED_MEMORY {
+                RECENTLY_SHARED.store(SHARED_MEMORY, Ordering::Relaxed);
+            }
+            return (Caller, others);
+        }
+        let recent = RECENTLY_SHARED.load(Ordering::Relaxed);
+        if recent > 0 {
+            // (Racing callers may count down together: the memory is approximate.)
+            RECENTLY_SHARED.store(recent - 1, Ordering::Relaxed);
+            return (Caller, 1);
+        }
+        (Caller, 0)
     }
 }
 
@@ -975,6 +999,44 @@ pub(crate) mod tests {
         );
         assert!(seen.iter().all(|c| c.load(Ordering::Relaxed) == 1));
         drop(other);
+        set_num_threads(0);
+        set_threshold(DEFAULT_THRESHOLD);
+    }
+
+    /// Right after another caller was seen computing, a caller alone still takes only its own
+    /// thread (the two are likely to overlap again at once).
+    #[test]
+    fn a_caller_alone_right_after_another_takes_only_its_thread() {
+        let _lock = SETTINGS.lock().unwrap();
+        set_num_threads(2);
+        set_threshold(1000);
+        let n = 1usize << 18;
+        let p = Plan::new(&[n], [&[1isize][..], &[1isize][..]]).unwrap();
+        let me = std::thread::current().id();
+        let count = |elsewhere: &AtomicU32| {
+            run(&p, [std::ptr::null_mut(); 2], [1, 1], |_, _, len| {
+                if std::thread::current().id() != me {
+                    elsewhere.fetch_add(len as u32, Ordering::Relaxed);
+                }
+                // Slow chunks: a pool thread that is let in has time to join.
+                std::thread::sleep(std::time::Duration::from_micros(500));
+            })
+        };
+        // The pool's workers exist (one started for a job waits for the next), and no caller
+        // was seen a moment ago.
+        for _ in 0..=SHARED_MEMORY {
+            count(&AtomicU32::new(0));
+        }
+        let other = Caller::enter();
+        count(&AtomicU32::new(0)); // sees the other caller
+        drop(other);
+        let elsewhere = AtomicU32::new(0);
+        count(&elsewhere);
+        assert_eq!(
+            elsewhere.load(Ordering::Relaxed),
+            0,
+            "a pool thread joined in"
+        );
         set_num_threads(0);
         set_threshold(DEFAULT_THRESHOLD);
     }
