@@ -792,7 +792,10 @@ mod pool {
 
     /// Worker number `id` (1, 2, ...).
     fn worker(id: usize) {
-        let mut seen = POOL.posted.epoch.load(Ordering::SeqCst);
+        // A worker starts as if a job had just been posted: the job its start was for was
+        // posted while it started, so it looks at the posted job at once (none is fine: it
+        // then waits for the next) instead of missing that job.
+        let mut seen = POOL.posted.epoch.load(Ordering::SeqCst).wrapping_sub(1);
         loop {
             wait_for_job(id, &mut seen);
             POOL.active.fetch_add(1, Ordering::SeqCst);
