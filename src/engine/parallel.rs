@@ -891,9 +891,7 @@ pub(crate) mod tests {
     /// Every element of a parallel run is visited exactly once, for plain and tiled plans.
     #[test]
     fn parallel_runs_cover_every_element_once() {
-        let _lock = SETTINGS.lock().unwrap();
-        set_num_threads(2);
-        set_threshold(1000);
+        let _settings = TwoThreads::new();
         for (shape, a) in [
             (vec![300usize, 1000], vec![1000isize, 1]),
             (vec![300, 1000], vec![1, 300]), // transposed: tiled
@@ -911,8 +909,6 @@ pub(crate) mod tests {
             });
             assert!(seen.iter().all(|c| c.load(Ordering::Relaxed) == 1));
         }
-        set_num_threads(0);
-        set_threshold(DEFAULT_THRESHOLD);
     }
 
     /// A kernel that panics in a parallel run, on whichever thread and in whichever chunk, makes
@@ -920,11 +916,8 @@ pub(crate) mod tests {
     /// run covers every element once.
     #[test]
     fn a_panicking_kernel_fails_the_run_and_the_pool_recovers() {
-        let _lock = SETTINGS.lock().unwrap();
-        set_num_threads(2);
-        set_threshold(1000);
-        let n = 1usize << 18;
-        let p = Plan::new(&[n], [&[1isize][..], &[1isize][..]]).unwrap();
+        let _settings = TwoThreads::new();
+        let (n, p) = line();
         for bad in [0, n / 2 - 1, n / 2, n - 1] {
             let r = std::panic::catch_unwind(|| {
                 run(&p, [std::ptr::null_mut(); 2], [1, 1], |ptrs, _s, len| {
@@ -943,8 +936,6 @@ pub(crate) mod tests {
                 assert!(seen.iter().all(|c| c.load(Ordering::Relaxed) == 1));
             }
         }
-        set_num_threads(0);
-        set_threshold(DEFAULT_THRESHOLD);
     }
 
     /// Threads that post jobs at the same time all get correct results (one uses the pool, the
@@ -978,11 +969,8 @@ pub(crate) mod tests {
     /// every element once.
     #[test]
     fn a_caller_takes_only_the_threads_others_leave() {
-        let _lock = SETTINGS.lock().unwrap();
-        set_num_threads(2);
-        set_threshold(1000);
-        let n = 1usize << 18;
-        let p = Plan::new(&[n], [&[1isize][..], &[1isize][..]]).unwrap();
+        let _settings = TwoThreads::new();
+        let (n, p) = line();
         let me = std::thread::current().id();
         let (other, _) = Caller::enter();
         let seen: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
@@ -1002,19 +990,14 @@ pub(crate) mod tests {
         );
         assert!(seen.iter().all(|c| c.load(Ordering::Relaxed) == 1));
         drop(other);
-        set_num_threads(0);
-        set_threshold(DEFAULT_THRESHOLD);
     }
 
     /// Right after another caller was seen computing, a caller alone still takes only its own
     /// thread (the two are likely to overlap again at once).
     #[test]
     fn a_caller_alone_right_after_another_takes_only_its_thread() {
-        let _lock = SETTINGS.lock().unwrap();
-        set_num_threads(2);
-        set_threshold(1000);
-        let n = 1usize << 18;
-        let p = Plan::new(&[n], [&[1isize][..], &[1isize][..]]).unwrap();
+        let _settings = TwoThreads::new();
+        let (_, p) = line();
         let me = std::thread::current().id();
         let count = |elsewhere: &AtomicU32| {
             run(&p, [std::ptr::null_mut(); 2], [1, 1], |_, _, len| {
@@ -1040,11 +1023,37 @@ pub(crate) mod tests {
             0,
             "a pool thread joined in"
         );
-        set_num_threads(0);
-        set_threshold(DEFAULT_THRESHOLD);
     }
 
     pub(crate) static SETTINGS: Mutex<()> = Mutex::new(());
+
+    /// Two threads from 1000 elements on, with [`SETTINGS`] held; the defaults again when dropped
+    /// (a failing test included).
+    struct TwoThreads {
+        _lock: std::sync::MutexGuard<'static, ()>,
+    }
+
+    impl TwoThreads {
+        fn new() -> TwoThreads {
+            let lock = SETTINGS.lock().unwrap_or_else(|e| e.into_inner());
+            set_num_threads(2);
+            set_threshold(1000);
+            TwoThreads { _lock: lock }
+        }
+    }
+
+    impl Drop for TwoThreads {
+        fn drop(&mut self) {
+            set_num_threads(0);
+            set_threshold(DEFAULT_THRESHOLD);
+        }
+    }
+
+    /// A run of 2^18 contiguous elements (two operands), and its length.
+    fn line() -> (usize, Plan<2>) {
+        let n = 1usize << 18;
+        (n, Plan::new(&[n], [&[1isize][..], &[1isize][..]]).unwrap())
+    }
 
     #[test]
     fn splits_are_even_and_aligned() {
