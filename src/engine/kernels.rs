@@ -1217,7 +1217,6 @@ mod tests {
         x == y || (is_nan(x) && is_nan(y))
     }
 
-    /// A code path (level, streaming), an operation on a dtype, and its result's element size.
     /// A code path (`None`: the kernel [`binary_kernel`] chooses), streaming or not, and the
     /// operation, its type and the result's element size.
     struct Path(Option<SimdLevel>, bool, BinaryOp, DType, usize);
@@ -1256,8 +1255,8 @@ mod tests {
     }
 
     /// Every code path (baseline / AVX2, and the kernel chosen once; normal / streaming stores),
-    /// every dtype and op, and
-    /// contiguous, broadcast and strided operands at several alignments: bit-identical results.
+    /// every dtype and op, and contiguous, broadcast and strided operands at several alignments:
+    /// bit-identical results.
     #[test]
     fn every_path_gives_identical_bits() {
         for dtype in DType::ALL {
