@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Go package's checks against the library of this checkout (`make go-test`): go vet, the tests
 # as they are, under the race detector, with cgo's full pointer checks, and with -tags bcdebug
-# (a garbage collection at every handle read, GOGC=1); then the quick start built with
+# (a garbage collection at every handle read, GOGC=1), and with -tags bcfault (the shims' own
+# allocations made to fail); then the quick start built with
 # -tags nopkgconfig and flags given by hand, the other documented way to link.
 # Expects `cargo build --release` done (go_env.sh points pkg-config at it).
 set -euo pipefail
@@ -21,6 +22,9 @@ case "$("$go" env GOVERSION)" in
 esac
 echo "== go test -short -tags bcdebug, GOGC=1"
 GOGC=1 "$go" test -count=1 -short -tags bcdebug ./...
+echo "== go vet and go test -tags bcfault (a shim's own allocation made to fail)"
+"$go" vet -tags bcfault ./...
+"$go" test -count=1 -tags bcfault -run ShimAlloc ./...
 echo "== quick start built with -tags nopkgconfig"
 CGO_CFLAGS="-I$root/include" CGO_LDFLAGS="-L$lib -Wl,-rpath,$lib -lbroadcast" \
   "$go" run -tags nopkgconfig ./examples/quickstart

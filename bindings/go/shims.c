@@ -6,9 +6,21 @@
 
 #define H(h) ((bc_tensor *)(h))
 
+#ifdef GOBC_FAULT
+/* -tags bcfault (tests): the shims' own allocations fail on request. */
+static int fail_countdown; /* allocations until the one that fails; 0: none fails */
+void gobc_fault_malloc(int n) { fail_countdown = n; }
+static void *shim_malloc(size_t size) {
+	if (fail_countdown > 0 && --fail_countdown == 0) return NULL;
+	return malloc(size);
+}
+#else
+#define shim_malloc malloc
+#endif
+
 static gobc_err *capture(void) {
 	size_t n = bc_last_error_message(NULL, 0);
-	gobc_err *e = malloc(sizeof(gobc_err) + n + 1);
+	gobc_err *e = shim_malloc(sizeof(gobc_err) + n + 1);
 	if (e == NULL) return NULL;
 	e->msg = (char *)(e + 1);
 	e->msg_len = bc_last_error_message(e->msg, n + 1);
@@ -99,7 +111,7 @@ gobc_res gobc_plan(int form, int32_t op, bc_scalar s, const int32_t *dtypes, con
 gobc_res gobc_plan_expr(const bc_expr_step *steps, size_t nsteps, size_t n, int into,
                         const int32_t *dtypes, const size_t *ndims, const int64_t *shapes,
                         const int64_t *strides, const bool *has_strides, bc_plan *plan) {
-	bc_geometry *g = n ? malloc(n * sizeof *g) : NULL;
+	bc_geometry *g = n ? shim_malloc(n * sizeof *g) : NULL;
 	if (n && !g) {
 		/* The shim's own failure: the library's error record is not this call's. */
 		gobc_res r = {BC_ERR_ALLOC, 0, 0, NULL};
@@ -245,7 +257,7 @@ gobc_dims gobc_shape_broadcast(const int64_t *a, size_t an, const int64_t *b, si
 gobc_dims gobc_shape_broadcast_n(const int64_t *flat, const size_t *ndims, size_t n) {
 	gobc_dims d;
 	size_t nd = 0;
-	const int64_t **shapes = malloc((n ? n : 1) * sizeof *shapes);
+	const int64_t **shapes = shim_malloc((n ? n : 1) * sizeof *shapes);
 	if (shapes == NULL) {
 		d.status = BC_ERR_ALLOC;
 		d.ndim = 0;

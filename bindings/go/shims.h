@@ -108,4 +108,9 @@ gobc_res gobc_binary_sum_to(int32_t op, uintptr_t a, uintptr_t b, const int64_t 
 // Installs the Go warning handler (go != 0) or restores the library's default.
 int32_t gobc_set_warning_handler(int go); /* BC_OK, always */
 
+#ifdef GOBC_FAULT
+// -tags bcfault (tests): the n-th allocation of a shim from now on fails (0: none).
+void gobc_fault_malloc(int n);
+#endif
+
 #endif

@@ -1,0 +1,32 @@
+//go:build bcfault
+
+package broadcast_test
+
+import (
+	"errors"
+	"runtime"
+	"testing"
+
+	bc "libbroadcast/broadcast"
+)
+
+// When a shim's own allocation fails, its error is the status's own: the library's error
+// record belongs to an earlier call and must not be reported with it.
+func TestShimAllocFailureIsItsOwn(t *testing.T) {
+	// The library's record is per OS thread: the earlier failure and the checked call share one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	e := bc.Add.Of(bc.Input(0), bc.Input(1))
+	ga := bc.Geometry{DType: bc.Float32, Shape: []int{2, 3}}
+	gc := bc.Geometry{DType: bc.Float32, Shape: []int{4}}
+	if _, err := e.Plan(ga, gc); !errors.Is(err, bc.ErrShape) {
+		t.Fatalf("the earlier failure: %v", err)
+	}
+	bc.FailShimAlloc(1) // the geometries gobc_plan_expr builds
+	_, err := e.Plan(ga, ga)
+	bc.FailShimAlloc(0)
+	var be *bc.Error
+	if !errors.As(err, &be) || be.Status != bc.ErrAlloc || be.Message != bc.ErrAlloc.Error() {
+		t.Errorf("got %#v, want ErrAlloc with the message %q", err, bc.ErrAlloc.Error())
+	}
+}
