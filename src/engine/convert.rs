@@ -34,20 +34,27 @@ pub(crate) trait HalfConv {
     /// As [`HalfConv::widen`].
     unsafe fn narrow<const BF: bool>(src: *const f32, dst: *mut u16, n: usize);
 
+    /// Whether [`HalfConv::map`] can stream its results (non-temporal stores from registers).
+    const STREAMS: bool = false;
+
     /// `dst[i] = narrow(f(a[i], b[i]))` for `i < n`, each operand widened: the three steps at
-    /// once, so the float32 values stay in registers on a vector path.
+    /// once, so the float32 values stay in registers on a vector path. With `stream` (passed
+    /// only where [`HalfConv::STREAMS`]), the whole groups go out with non-temporal stores, which
+    /// the caller fences; a streamed block then needs no copy through L1.
     ///
     /// # Safety
     /// Each [`Operand::Run`] valid for `n` reads, `dst` for `n` writes, the CPU has the path's
-    /// instructions.
+    /// instructions; with `stream`, `dst` is 64-byte aligned.
     #[inline(always)]
     unsafe fn map<const BF: bool>(
         a: Operand,
         b: Operand,
         dst: *mut u16,
         n: usize,
+        stream: bool,
         f: impl Fn(f32, f32) -> f32,
     ) {
+        let _ = stream;
         for i in 0..n {
             // SAFETY: the caller's contract.
             unsafe {
@@ -73,7 +80,7 @@ impl Operand {
     /// # Safety
     /// A run holds element `i` (or ends there).
     #[inline(always)]
-    unsafe fn skip(self, i: usize) -> Operand {
+    pub(crate) unsafe fn skip(self, i: usize) -> Operand {
         match self {
             // SAFETY: the caller's contract.
             Operand::Run(p) => Operand::Run(unsafe { p.add(i) }),
@@ -206,6 +213,8 @@ mod x86 {
     }
 
     impl HalfConv for Avx2F16c {
+        const STREAMS: bool = true;
+
         #[inline(always)]
         unsafe fn widen<const BF: bool>(src: *const u16, dst: *mut f32, n: usize) {
             // SAFETY: the caller's contract; the tail goes through a stack block of eight.
@@ -254,28 +263,31 @@ mod x86 {
             b: Operand,
             dst: *mut u16,
             n: usize,
+            stream: bool,
             f: impl Fn(f32, f32) -> f32,
         ) {
             // SAFETY: the caller's contract; sixteen at a time where the CPU has AVX-512, then
-            // eight, then the tail element by element (the same bits on every path).
+            // eight, then the tail element by element (the same bits on every path). The groups
+            // stay aligned: each is 16 or 32 bytes.
             unsafe {
                 use Operand::{Run, Same};
                 #[cfg(bc_avx512)]
                 let done = if avx512::available() {
-                    avx512::map::<BF>(a, b, dst, n, &f)
+                    avx512::map::<BF>(a, b, dst, n, stream, &f)
                 } else {
                     0
                 };
                 #[cfg(not(bc_avx512))]
                 let done = 0;
                 let (a, b, dst, n) = (a.skip(done), b.skip(done), dst.add(done), n - done);
+                let s = stream;
                 let i = match (a, b) {
-                    (Run(p), Run(q)) => map8::<BF>(run8::<BF>(p), run8::<BF>(q), dst, n, &f),
-                    (Run(p), Same(y)) => map8::<BF>(run8::<BF>(p), same8(y), dst, n, &f),
-                    (Same(x), Run(q)) => map8::<BF>(same8(x), run8::<BF>(q), dst, n, &f),
-                    (Same(x), Same(y)) => map8::<BF>(same8(x), same8(y), dst, n, &f),
+                    (Run(p), Run(q)) => map8::<BF>(run8::<BF>(p), run8::<BF>(q), dst, n, s, &f),
+                    (Run(p), Same(y)) => map8::<BF>(run8::<BF>(p), same8(y), dst, n, s, &f),
+                    (Same(x), Run(q)) => map8::<BF>(same8(x), run8::<BF>(q), dst, n, s, &f),
+                    (Same(x), Same(y)) => map8::<BF>(same8(x), same8(y), dst, n, s, &f),
                 };
-                Scalar::map::<BF>(a.skip(i), b.skip(i), dst.add(i), n - i, f);
+                Scalar::map::<BF>(a.skip(i), b.skip(i), dst.add(i), n - i, false, f);
             }
         }
     }
@@ -359,6 +371,7 @@ mod x86 {
             b: Operand,
             dst: *mut u16,
             n: usize,
+            stream: bool,
             f: &impl Fn(f32, f32) -> f32,
         ) -> usize {
             use Operand::{Run, Same};
@@ -371,11 +384,12 @@ mod x86 {
             let same = |v: f32| move |_: usize| _mm512_set1_ps(v);
             // SAFETY: the caller's contract.
             unsafe {
+                let s = stream;
                 match (a, b) {
-                    (Run(p), Run(q)) => map16::<BF>(run(p), run(q), dst, n, f),
-                    (Run(p), Same(y)) => map16::<BF>(run(p), same(y), dst, n, f),
-                    (Same(x), Run(q)) => map16::<BF>(same(x), run(q), dst, n, f),
-                    (Same(x), Same(y)) => map16::<BF>(same(x), same(y), dst, n, f),
+                    (Run(p), Run(q)) => map16::<BF>(run(p), run(q), dst, n, s, f),
+                    (Run(p), Same(y)) => map16::<BF>(run(p), same(y), dst, n, s, f),
+                    (Same(x), Run(q)) => map16::<BF>(same(x), run(q), dst, n, s, f),
+                    (Same(x), Same(y)) => map16::<BF>(same(x), same(y), dst, n, s, f),
                 }
             }
         }
@@ -383,13 +397,15 @@ mod x86 {
         /// As the eight-wide `map8`, sixteen at a time.
         ///
         /// # Safety
-        /// The loaders read valid elements below `n`; `dst` valid for `n` writes.
+        /// The loaders read valid elements below `n`; `dst` valid for `n` writes, and 32-byte
+        /// aligned with `stream`.
         #[inline(always)]
         unsafe fn map16<const BF: bool>(
             a: impl Fn(usize) -> __m512,
             b: impl Fn(usize) -> __m512,
             dst: *mut u16,
             n: usize,
+            stream: bool,
             f: impl Fn(f32, f32) -> f32,
         ) -> usize {
             let mut i = 0;
@@ -400,7 +416,11 @@ mod x86 {
                     let y: [f32; 16] = std::mem::transmute(b(i));
                     let r: [f32; 16] = std::array::from_fn(|j| f(x[j], y[j]));
                     let h = register(narrow16::<BF>(std::mem::transmute::<[f32; 16], __m512>(r)));
-                    _mm256_storeu_si256(dst.add(i) as *mut __m256i, h);
+                    if stream {
+                        _mm256_stream_si256(dst.add(i) as *mut __m256i, h);
+                    } else {
+                        _mm256_storeu_si256(dst.add(i) as *mut __m256i, h);
+                    }
                     i += 16;
                 }
             }
@@ -429,13 +449,15 @@ mod x86 {
     /// each, so the loop has no branch but its own).
     ///
     /// # Safety
-    /// The loaders read valid elements below `n`; `dst` valid for `n` writes.
+    /// The loaders read valid elements below `n`; `dst` valid for `n` writes, and 16-byte
+    /// aligned with `stream`.
     #[inline(always)]
     unsafe fn map8<const BF: bool>(
         a: impl Fn(usize) -> __m256,
         b: impl Fn(usize) -> __m256,
         dst: *mut u16,
         n: usize,
+        stream: bool,
         f: impl Fn(f32, f32) -> f32,
     ) -> usize {
         let mut i = 0;
@@ -447,7 +469,11 @@ mod x86 {
                 // Eight independent lanes: the compiler makes one vector operation of them.
                 let r: [f32; 8] = std::array::from_fn(|j| f(x[j], y[j]));
                 let h = register(narrow8::<BF>(std::mem::transmute::<[f32; 8], __m256>(r)));
-                _mm_storeu_si128(dst.add(i) as *mut __m128i, h);
+                if stream {
+                    _mm_stream_si128(dst.add(i) as *mut __m128i, h);
+                } else {
+                    _mm_storeu_si128(dst.add(i) as *mut __m128i, h);
+                }
                 i += 8;
             }
         }
@@ -468,17 +494,19 @@ mod x86 {
     /// [`Avx2F16c::map`] compiled with its features, for tests.
     ///
     /// # Safety
-    /// Each [`Operand::Run`] holds `dst.len()` elements; the CPU has AVX2 and F16C.
+    /// Each [`Operand::Run`] holds `dst.len()` elements; the CPU has AVX2 and F16C; with
+    /// `stream`, `dst` is 64-byte aligned.
     #[cfg(test)]
     #[target_feature(enable = "avx2,f16c")]
     pub(super) unsafe fn map_slice<const BF: bool>(
         a: Operand,
         b: Operand,
         dst: &mut [u16],
+        stream: bool,
         f: impl Fn(f32, f32) -> f32,
     ) {
         // SAFETY: the caller's contract.
-        unsafe { Avx2F16c::map::<BF>(a, b, dst.as_mut_ptr(), dst.len(), f) }
+        unsafe { Avx2F16c::map::<BF>(a, b, dst.as_mut_ptr(), dst.len(), stream, f) }
     }
 
     /// [`Avx2F16c::narrow`] compiled with its features.
@@ -619,17 +647,24 @@ mod tests {
                 (Run(all.as_ptr()), Same(one)),
                 (Same(one), Run(all.as_ptr())),
             ] {
-                for len in [all.len(), all.len() - 1, all.len() - 8, all.len() - 9] {
+                for (len, stream) in [all.len(), all.len() - 1, all.len() - 8, all.len() - 9]
+                    .into_iter()
+                    .flat_map(|len| [(len, false), (len, true)])
+                {
                     let mut want = vec![0u16; len];
-                    let mut got = vec![0u16; len];
+                    // Streaming needs a 64-byte aligned destination.
+                    let mut buf = vec![0u16; len + 32];
+                    let at = buf.as_ptr().align_offset(64);
+                    let got = &mut buf[at..at + len];
                     // SAFETY: both runs hold every length's elements; the CPU has the features.
                     unsafe {
-                        Scalar::map::<BF>(a, b, want.as_mut_ptr(), len, f);
-                        x86::map_slice::<BF>(a, b, &mut got, f);
+                        Scalar::map::<BF>(a, b, want.as_mut_ptr(), len, false, f);
+                        x86::map_slice::<BF>(a, b, got, stream, f);
                     }
                     if let Some(i) = (0..len).find(|&i| got[i] != want[i]) {
                         panic!(
-                            "bf16={BF} f{k} len {len} element {i}: {:#06x}, want {:#06x}",
+                            "bf16={BF} f{k} len {len} stream {stream} element {i}: {:#06x}, \
+                             want {:#06x}",
                             got[i], want[i]
                         );
                     }
