@@ -38,14 +38,17 @@ pub(crate) trait HalfConv {
     const STREAMS: bool = false;
 
     /// `dst[i] = narrow(f(a[i], b[i]))` for `i < n`, each operand widened: the three steps at
-    /// once, so the float32 values stay in registers on a vector path. The vector paths widen a
-    /// bfloat16 operand without quieting a signaling NaN (that took a third of the time), and
-    /// compute a group again from quieted operands when one of its results is a NaN: for each
-    /// function `f` of the operation table (IEEE arithmetic, comparisons, C's `pow`, `fmod`,
-    /// `atan2`, `hypot`), a signaling NaN operand gives either a NaN or what the quiet one gives,
-    /// so the results are the element-by-element ones. With `stream` (passed
-    /// only where [`HalfConv::STREAMS`]), the whole groups go out with non-temporal stores, which
-    /// the caller fences; a streamed block then needs no copy through L1.
+    /// once, so the float32 values stay in registers on a vector path.
+    ///
+    /// The vector paths widen a bfloat16 operand without quieting a signaling NaN (quieting every
+    /// group made bfloat16 into `out` a fifth slower), and compute a group again from quieted
+    /// operands when one of its results is a NaN. For each function of the operation table (IEEE
+    /// arithmetic, comparisons, C's `pow`, `fmod`, `atan2`, `hypot`) a signaling NaN operand
+    /// gives either a NaN or what the quiet one gives, so the results are the element-by-element
+    /// ones.
+    ///
+    /// With `stream` (passed only where [`HalfConv::STREAMS`]), the whole groups go out with
+    /// non-temporal stores, which the caller fences: a streamed run needs no copy through L1.
     ///
     /// # Safety
     /// Each [`Operand::Run`] valid for `n` reads, `dst` for `n` writes, the CPU has the path's
