@@ -734,12 +734,10 @@ unsafe fn half_body<W: ElemFn<f32>, S: LineStore, const BF: bool>(
             2 => Some(Operand::Run(ptrs[k + 1] as *const u16)),
             _ => None,
         };
-        if let (true, true, Some(a), Some(b)) = (
-            W::Out::DTYPE == DType::F32 && contiguous,
-            !stream || S::Conv::STREAMS,
-            operand(0),
-            operand(1),
-        ) {
+        // The operands are read here only when the result qualifies (bool and strided results
+        // go by blocks, which read a broadcast operand themselves).
+        let whole = W::Out::DTYPE == DType::F32 && contiguous && (!stream || S::Conv::STREAMS);
+        if let Some((Some(a), Some(b))) = whole.then(|| (operand(0), operand(1))) {
             let o = ptrs[0] as *mut u16;
             let head = if stream {
                 ((64 - o as usize % 64) % 64 / 2).min(n)
