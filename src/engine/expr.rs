@@ -967,21 +967,32 @@ fn run_n<const N: usize>(tensors: &[&Tensor], tape: &Tape) -> Result<()> {
     // SAFETY: the tape reads each operand with its own type at its stride and writes operand 0
     // with its type; operand 0 shares memory with another only as the very same view (checked
     // in `analyse`), and each block is read whole before its result is written.
-    unsafe { ops::run_elementwise(operands, |p, s, n| tape.run(&p, &s, n)) }
+    unsafe {
+        ops::run_elementwise_rows(operands, |p, s, rs, rows, n| tape.run(&p, &s, &rs, rows, n))
+    }
 }
 
 impl Tape {
-    /// One run of `n` elements: `p[k]`, `s[k]` are operand `k`'s first element and byte stride.
-    fn run(&self, p: &[*mut u8], s: &[isize], n: usize) {
-        // Only the buffers used go on the stack: a frame is probed page by page on every call.
+    /// `rows` runs of `n` elements: `p[k]`, `s[k]` are operand `k`'s first element and byte
+    /// stride, `rs[k]` the bytes from one run to the next.
+    fn run(&self, p: &[*mut u8], s: &[isize], rs: &[isize], rows: usize, n: usize) {
+        // Only the buffers used go on the stack: a frame is probed page by page on every call,
+        // so a call takes a tile of runs, not one.
         match self.bufs {
-            0..=2 => self.run_in::<2>(p, s, n),
-            3..=4 => self.run_in::<4>(p, s, n),
-            _ => self.run_in::<MAX_BUFS>(p, s, n),
+            0..=2 => self.run_in::<2>(p, s, rs, rows, n),
+            3..=4 => self.run_in::<4>(p, s, rs, rows, n),
+            _ => self.run_in::<MAX_BUFS>(p, s, rs, rows, n),
         }
     }
 
-    fn run_in<const B: usize>(&self, p: &[*mut u8], s: &[isize], n: usize) {
+    fn run_in<const B: usize>(
+        &self,
+        p0: &[*mut u8],
+        s: &[isize],
+        rs: &[isize],
+        rows: usize,
+        n: usize,
+    ) {
         // (Binary kernels are called through `BinaryKernel`, which takes no offer of rows from
         // the executor and streams only what is said: the result's blocks, when the computation
         // streams.)
@@ -989,6 +1000,30 @@ impl Tape {
         let mut bufs = MaybeUninit::<[Buf; B]>::uninit();
         let base = bufs.as_mut_ptr() as *mut u8;
         let consts = |c: usize| self.consts[c].ptr();
+        let mut ptrs = [std::ptr::null_mut(); MAX_FUSED_OPERANDS + 1];
+        let p = &mut ptrs[..p0.len()];
+        p.copy_from_slice(p0);
+        for row in 0..rows {
+            if row > 0 {
+                for (q, r) in p.iter_mut().zip(rs) {
+                    *q = q.wrapping_offset(*r);
+                }
+            }
+            self.run_blocks(p, s, n, base, stream, &consts);
+        }
+    }
+
+    /// One run of `n` elements, block by block through the buffers at `base`.
+    #[inline(always)]
+    fn run_blocks(
+        &self,
+        p: &[*mut u8],
+        s: &[isize],
+        n: usize,
+        base: *mut u8,
+        stream: bool,
+        consts: &impl Fn(usize) -> *mut u8,
+    ) {
         let mut i = 0;
         while i < n {
             let len = self.block.min(n - i);

@@ -1222,6 +1222,21 @@ pub(crate) unsafe fn run_elementwise<const N: usize>(
     Ok(())
 }
 
+/// [`run_elementwise`], by tiles: `tile(ptrs, byte_strides, row_byte_strides, rows, len)` gets
+/// `rows` runs of `len` elements, row `r`'s first elements at `ptrs[k] + r * row_byte_strides[k]`.
+///
+/// # Safety
+/// As [`run_elementwise`], for every run of every tile.
+pub(crate) unsafe fn run_elementwise_rows<const N: usize>(
+    operands: [&Tensor; N],
+    tile: impl Fn([*mut u8; N], [isize; N], [isize; N], usize, usize) + Sync,
+) -> Result<()> {
+    let walk = Walk::new(operands[0].shape(), operands.map(Tensor::geometry))?;
+    // SAFETY: as in `run_elementwise`.
+    unsafe { walk.run_rows(operands.map(Tensor::data_ptr), tile) };
+    Ok(())
+}
+
 /// The iterated sizes, inner loop and thread count of [`run_elementwise`] over operands of these
 /// geometries (operand 0 the written one, of `shape`): what a fused expression's pass reports.
 pub(crate) fn describe_elementwise(
@@ -1310,17 +1325,37 @@ impl<const N: usize> Walk<N> {
     /// Runs `kernel(ptrs, byte_strides, len)` over every run.
     ///
     /// # Safety
-    /// `base` holds each operand's first element, every element the walk reaches is valid for
-    /// the kernel's accesses, and the written operand aliases an input only exactly.
+    /// As [`Walk::run_rows`].
     unsafe fn run(
         &self,
         base: [*mut u8; N],
         kernel: impl Fn([*mut u8; N], [isize; N], usize) + Sync,
     ) {
+        // SAFETY: forwarded.
+        unsafe {
+            self.run_rows(base, |p, s, rs, rows, len| {
+                parallel::run_tile(&kernel, p, s, rs, rows, len)
+            })
+        }
+    }
+
+    /// Runs `tile(ptrs, byte_strides, row_byte_strides, rows, len)` over every tile of runs (a
+    /// small walk gives one run at a time).
+    ///
+    /// # Safety
+    /// `base` holds each operand's first element, every element the walk reaches is valid for
+    /// the kernel's accesses, and the written operand aliases an input only exactly.
+    unsafe fn run_rows(
+        &self,
+        base: [*mut u8; N],
+        tile: impl Fn([*mut u8; N], [isize; N], [isize; N], usize, usize) + Sync,
+    ) {
         match self {
             // SAFETY: forwarded.
-            Walk::Small(plan, _) => unsafe { plan.for_each_run(base, kernel) },
-            Walk::Full(plan, itemsize) => parallel::run(plan, base, *itemsize, kernel),
+            Walk::Small(plan, _) => unsafe {
+                plan.for_each_run(base, |p, s, n| tile(p, s, [0; N], 1, n))
+            },
+            Walk::Full(plan, itemsize) => parallel::run_rows(plan, base, *itemsize, tile),
         }
     }
 }

@@ -214,6 +214,20 @@ pub fn run<const N: usize>(
     itemsize: [usize; N],
     kernel: impl Fn([*mut u8; N], [isize; N], usize) + Sync,
 ) {
+    run_rows(plan, base, itemsize, |p, s, rs, rows, len| {
+        run_tile(&kernel, p, s, rs, rows, len)
+    });
+}
+
+/// [`run`], giving `tile(ptrs, byte_strides, row_byte_strides, rows, len)` a tile of `rows`
+/// runs at a time (a kernel with per-call setup, such as a fused expression's stack buffers,
+/// then pays it once per tile rather than once per run).
+pub fn run_rows<const N: usize>(
+    plan: &Plan<N>,
+    base: [*mut u8; N],
+    itemsize: [usize; N],
+    tile: impl Fn([*mut u8; N], [isize; N], [isize; N], usize, usize) + Sync,
+) {
     let numel = plan.numel;
     if numel == 0 {
         return;
@@ -250,11 +264,11 @@ pub fn run<const N: usize>(
                     t,
                     lo,
                     hi,
-                    &mut |p, s, rs, rows, len| run_tile(&kernel, p, s, rs, rows, len),
+                    &mut |p, s, rs, rows, len| tile(p, s, rs, rows, len),
                 ),
                 None => {
                     plan.for_each_block(base.get(), itemsize, lo, hi, &mut |p, s, rs, rows, len| {
-                        run_tile(&kernel, p, s, rs, rows, len)
+                        tile(p, s, rs, rows, len)
                     })
                 }
             }
@@ -267,7 +281,7 @@ pub fn run<const N: usize>(
             // SAFETY: the caller's contract: every element of the plan is addressable from base.
             unsafe {
                 plan.for_each_run(base.get(), itemsize, 0, numel, &mut |p, s, n| {
-                    kernel(p, s, n)
+                    tile(p, s, [0; N], 1, n)
                 })
             };
         } else {
@@ -362,7 +376,7 @@ fn crowded(seat: usize) -> bool {
 /// One tile of `rows` runs: offered whole to the kernel (binary kernels then transpose in
 /// registers); a kernel that does not take the offer has computed the first row only, and the
 /// other rows follow one run at a time.
-fn run_tile<const N: usize>(
+pub(crate) fn run_tile<const N: usize>(
     kernel: &impl Fn([*mut u8; N], [isize; N], usize),
     p: [*mut u8; N],
     s: [isize; N],
