@@ -132,6 +132,37 @@ fn more_layouts_as_pytorch_lays_them_out() {
     f.finish();
 }
 
+/// `where_layout.jsonl`: the strides PyTorch gives `torch.where(cond, a, b)`, for operands of
+/// many layouts and shapes that broadcast, a uint8 condition, and `a` or `b` of another type
+/// than the result; every dimension's stride must be PyTorch's.
+#[test]
+fn where_results_are_laid_out_as_pytorch_lays_them_out() {
+    let _g = settings_lock();
+    let rows = read_jsonl("where_layout.jsonl");
+    let mut f = Failures::new("where_layout.jsonl");
+    for (i, row) in rows.iter().enumerate() {
+        f.checked += 1;
+        let mut operands = ["cond", "a", "b"].map(|name| Zeros::new(&row[name]));
+        let [c, a, b] = operands.each_mut().map(|z| unsafe { z.view() });
+        let mut out = std::ptr::null_mut();
+        let got = check(unsafe { bc_where(c.ptr(), a.ptr(), b.ptr(), &mut out) })
+            .map(|()| T(out))
+            .map(|out| (lib_dtype_name(out.dtype()), out.shape(), out.strides()));
+        let want = (
+            row["dtype"].as_str().unwrap().to_string(),
+            json_shape(&row["shape"]),
+            json_shape(&row["strides"]),
+        );
+        match got {
+            Ok(got) if got == want => {}
+            Ok(got) => f.add(i + 1, row, format!("got {got:?}, expected {want:?}")),
+            Err(e) => f.add(i + 1, row, format!("bc_where failed: {e}")),
+        }
+    }
+    assert!(f.checked >= 1350, "only {} rows checked", f.checked);
+    f.finish();
+}
+
 /// A view with a row's geometry of zeroed memory just large enough (the values do not matter).
 struct Zeros {
     buf: Vec<u8>,

@@ -23,9 +23,7 @@ use super::elem::Elem;
 use super::error::{Error, ErrorKind, Result};
 use super::kernels;
 use super::ops::{self, Dest, Geometry, Options, Report, Warning, Warnings};
-use super::shape::{
-    broadcast_shapes, checked_nbytes, checked_numel, contiguous_strides, numel, Dims, Strides,
-};
+use super::shape::{broadcast_shapes, checked_nbytes, checked_numel, numel, Dims, Strides};
 use super::tensor::{Init, Tensor};
 use crate::with_elem;
 use smallvec::SmallVec;
@@ -563,11 +561,11 @@ fn analyse<O: ops::Operand>(
                     }
                 }
                 let start = nodes[cond].start;
+                let strides = ops::where_layout(&shape, dtype, [c, x, y].map(geometry))?;
                 Node {
                     dtype,
                     numel: or_calls!(checked_numel(&shape)),
-                    // `where` gives a row-major result.
-                    strides: contiguous_strides(&shape)?,
+                    strides,
                     shape,
                     start,
                     kind: NodeKind::Where { cond, a, b },

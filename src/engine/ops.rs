@@ -544,12 +544,30 @@ pub(crate) fn binary_layout(
     layout::result_strides(shape, inputs)
 }
 
+/// The strides of a new `where` result of `shape` and type `dtype`: PyTorch converts a uint8
+/// condition to bool, and an `a` or `b` of another type to `dtype`, before its TensorIterator lays
+/// the result out from the three, in that order (see [`layout`]).
+pub(crate) fn where_layout(
+    shape: &[usize],
+    dtype: DType,
+    operands: [Geometry<'_>; 3],
+) -> Result<Strides> {
+    let to = [DType::Bool, dtype, dtype];
+    let inputs: [layout::Input<'_>; 3] = std::array::from_fn(|k| layout::Input {
+        shape: operands[k].shape,
+        strides: operands[k].strides,
+        converted: operands[k].dtype != to[k],
+    });
+    layout::result_strides(shape, inputs)
+}
+
 /// `where(cond, a, b)` into a new tensor: `a`'s element where `cond` is true, else `b`'s; the
 /// three broadcast together (in that order), the type promotes `a` and `b` only. `cond` is bool,
 /// or uint8 (non-zero is true) with PyTorch's deprecation warning.
 pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<(Tensor, Warnings)> {
     let (dtype, shape) = decide_where(cond, a, b, None)?;
-    let out = Tensor::new(dtype, &shape, Init::Uninit)?;
+    let strides = where_layout(&shape, dtype, [cond, a, b].map(Tensor::geometry))?;
+    let out = Tensor::new_dense(dtype, &shape, strides, Init::Uninit)?;
     compute_where(&out, cond, a, b)?;
     Ok((out, condition_warnings(cond.dtype(), true)))
 }
@@ -745,7 +763,7 @@ pub fn plan_where(
     let written = match out {
         Some(out) => out,
         None => {
-            new_strides = contiguous_strides(&shape)?;
+            new_strides = where_layout(&shape, dtype, [cond, a, b])?;
             let g = Geometry {
                 dtype,
                 shape: &shape,

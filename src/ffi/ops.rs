@@ -1007,8 +1007,10 @@ pub extern "C" fn bc_hypot_out(
 /// (PyTorch's `torch.where`; docs/semantics.md, section 11). The three broadcast together, in
 /// that order (an error names the shape so far as "tensor a"); the result type promotes `a` and
 /// `b` only. `cond` is bool, or uint8 (non-zero is true; accepted with PyTorch's deprecation
-/// warning, given to the warning handler once per process). The compatibility switches do not apply. On success the caller
-/// owns `*out` (free it with `bc_tensor_free`); on failure `*out` is NULL.
+/// warning, given to the warning handler once per process). The compatibility switches do not
+/// apply. The result is laid out as `bc_binary` lays out its result, from the three operands in
+/// that order (a uint8 `cond` counts as the bool copy PyTorch makes of it). On success the
+/// caller owns `*out` (free it with `bc_tensor_free`); on failure `*out` is NULL.
 ///
 /// # Returns
 /// `BC_OK`; `BC_ERR_DTYPE` (`where expected condition to be a boolean tensor, but got a tensor
