@@ -48,6 +48,7 @@ pub fn set_num_threads(n: usize) {
 }
 
 /// The thread count in force (never 0, never above [`MAX_THREADS`]).
+#[inline]
 pub fn num_threads() -> usize {
     match NUM_THREADS.load(Ordering::Relaxed) {
         0 => available(),
@@ -92,12 +93,14 @@ pub fn set_threshold(elements: usize) {
     THRESHOLD.store(elements, Ordering::Relaxed);
 }
 
+#[inline]
 pub fn threshold() -> usize {
     THRESHOLD.load(Ordering::Relaxed)
 }
 
 /// Whether work of `numel` elements runs on the calling thread alone (as [`threads_for`] says,
 /// without its division).
+#[inline]
 pub fn is_serial(numel: usize) -> bool {
     numel < threshold().max(1).saturating_mul(2) || num_threads() == 1
 }
@@ -111,18 +114,23 @@ pub fn is_serial(numel: usize) -> bool {
 /// Measured on an AMD EPYC with a 32 MiB L3 (`(n,1024)+(1024,)` into a reused `out`): with the
 /// former fixed 2 MiB, a 4 MB result took 2.6x the C loop's time (which keeps it in L3); the
 /// two cross over above 16 MB.
+#[inline]
 pub fn stream_threshold() -> usize {
     match STREAM_BYTES.load(Ordering::Relaxed) {
-        0 => {
-            let bytes = match last_level_cache_bytes() {
-                0 => FALLBACK_STREAM_BYTES,
-                llc => (llc / 2).min(MAX_STREAM_BYTES),
-            };
-            STREAM_BYTES.store(bytes, Ordering::Relaxed);
-            bytes
-        }
+        0 => first_stream_threshold(),
         n => n,
     }
+}
+
+/// [`stream_threshold`] the first time: from the cache size the CPU reports.
+#[cold]
+fn first_stream_threshold() -> usize {
+    let bytes = match last_level_cache_bytes() {
+        0 => FALLBACK_STREAM_BYTES,
+        llc => (llc / 2).min(MAX_STREAM_BYTES),
+    };
+    STREAM_BYTES.store(bytes, Ordering::Relaxed);
+    bytes
 }
 
 /// The size of the largest data (or unified) cache the calling CPU reports, 0 when unknown.

@@ -609,14 +609,12 @@ pub(crate) fn with<const K: usize, R>(
         }
         return Err(FfiError::NullArg(handles[i].1));
     }
+    let mut hazards = [0u32; MAX_HAZARDS];
     let found: [(u64, Option<&'static Slot>); K] = std::array::from_fn(|i| {
         let (index, generation) = decode(handles[i].0);
+        hazards[i] = index.wrapping_add(1) as u32;
         (generation, slot(index))
     });
-    let mut hazards = [0u32; MAX_HAZARDS];
-    for (h, &(handle, _)) in hazards.iter_mut().zip(&handles) {
-        *h = decode(handle).0.wrapping_add(1) as u32;
-    }
     let reading = Reading::begin(own_record(), hazards);
     for (i, &(generation, slot)) in found.iter().enumerate() {
         if !slot.is_some_and(|s| s.state.load(Ordering::Acquire) == live(generation)) {
