@@ -115,18 +115,8 @@ fn more_layouts_as_pytorch_lays_them_out() {
                 };
                 check(status).map(|()| T(out))
             }
-        }
-        .map(|out| (lib_dtype_name(out.dtype()), out.shape(), out.strides()));
-        let want = (
-            row["dtype"].as_str().unwrap().to_string(),
-            json_shape(&row["shape"]),
-            json_shape(&row["strides"]),
-        );
-        match got {
-            Ok(got) if got == want => {}
-            Ok(got) => f.add(i + 1, row, format!("got {got:?}, expected {want:?}")),
-            Err(e) => f.add(i + 1, row, format!("bc_binary failed: {e}")),
-        }
+        };
+        expect_layout(&mut f, i, row, "bc_binary", got);
     }
     assert!(f.checked >= 2100, "only {} rows checked", f.checked);
     f.finish();
@@ -145,22 +135,32 @@ fn where_results_are_laid_out_as_pytorch_lays_them_out() {
         let mut operands = ["cond", "a", "b"].map(|name| Zeros::new(&row[name]));
         let [c, a, b] = operands.each_mut().map(|z| unsafe { z.view() });
         let mut out = std::ptr::null_mut();
-        let got = check(unsafe { bc_where(c.ptr(), a.ptr(), b.ptr(), &mut out) })
-            .map(|()| T(out))
-            .map(|out| (lib_dtype_name(out.dtype()), out.shape(), out.strides()));
-        let want = (
-            row["dtype"].as_str().unwrap().to_string(),
-            json_shape(&row["shape"]),
-            json_shape(&row["strides"]),
-        );
-        match got {
-            Ok(got) if got == want => {}
-            Ok(got) => f.add(i + 1, row, format!("got {got:?}, expected {want:?}")),
-            Err(e) => f.add(i + 1, row, format!("bc_where failed: {e}")),
-        }
+        let got = check(unsafe { bc_where(c.ptr(), a.ptr(), b.ptr(), &mut out) }).map(|()| T(out));
+        expect_layout(&mut f, i, row, "bc_where", got);
     }
     assert!(f.checked >= 1350, "only {} rows checked", f.checked);
     f.finish();
+}
+
+/// Records a failure of row `i` unless `got` has the row's result `dtype`, `shape` and `strides`.
+fn expect_layout<E: std::fmt::Display>(
+    f: &mut Failures,
+    i: usize,
+    row: &Value,
+    call: &str,
+    got: Result<T, E>,
+) {
+    let got = got.map(|out| (lib_dtype_name(out.dtype()), out.shape(), out.strides()));
+    let want = (
+        row["dtype"].as_str().unwrap().to_string(),
+        json_shape(&row["shape"]),
+        json_shape(&row["strides"]),
+    );
+    match got {
+        Ok(got) if got == want => {}
+        Ok(got) => f.add(i + 1, row, format!("got {got:?}, expected {want:?}")),
+        Err(e) => f.add(i + 1, row, format!("{call} failed: {e}")),
+    }
 }
 
 /// A view with a row's geometry of zeroed memory just large enough (the values do not matter).
