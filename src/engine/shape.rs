@@ -4,11 +4,13 @@ use super::alloc::{try_small_elem, try_to_vec};
 use super::error::{Error, Result};
 use smallvec::SmallVec;
 
-/// Sizes of a shape; inline up to 5 dimensions, which covers nearly every real tensor and keeps a
-/// `Tensor` small enough (120 bytes) to be moved without a call to `memcpy`.
-pub type Dims = SmallVec<[usize; 5]>;
+/// Dimensions a shape holds inline: 5 covers nearly every real tensor and keeps a `Tensor` small
+/// enough (120 bytes) to be moved without a call to `memcpy`.
+const INLINE_DIMS: usize = 5;
+/// Sizes of a shape, inline up to [`INLINE_DIMS`] dimensions.
+pub type Dims = SmallVec<[usize; INLINE_DIMS]>;
 /// Strides in elements, one per dimension.
-pub type Strides = SmallVec<[isize; 5]>;
+pub type Strides = SmallVec<[isize; INLINE_DIMS]>;
 
 /// Most dimensions a tensor may have (the C API's `BC_MAX_NDIM`): walkers keep a multi-index of
 /// this many entries on the stack.
@@ -101,12 +103,22 @@ pub fn checked_nbytes(numel: usize, itemsize: usize) -> Result<usize> {
 /// a small vector is not copied out through memory right after being written.)
 #[inline(always)]
 pub fn contiguous_strides(shape: &[usize]) -> Result<Strides> {
-    let mut strides: Strides = try_small_elem(0, shape.len())?;
-    let mut acc: isize = 1;
-    for i in (0..shape.len()).rev() {
-        strides[i] = acc;
-        acc = acc.saturating_mul(shape[i].max(1) as isize);
+    let fill = |strides: &mut [isize]| {
+        let mut acc: isize = 1;
+        for (s, &d) in strides.iter_mut().zip(shape).rev() {
+            *s = acc;
+            acc = acc.saturating_mul(d.max(1) as isize);
+        }
+    };
+    let n = shape.len();
+    if n <= INLINE_DIMS {
+        // Filled in place (`from_elem` would clear the vector first, through a `memset` call).
+        let mut buf = [0isize; INLINE_DIMS];
+        fill(&mut buf[..n]);
+        return Ok(Strides::from_buf_and_len(buf, n));
     }
+    let mut strides: Strides = try_small_elem(0, n)?;
+    fill(&mut strides);
     Ok(strides)
 }
 
