@@ -11,7 +11,8 @@
 //! slot dead (one compare-and-swap, so of two racing frees exactly one wins), waits for reads
 //! announced on that slot to end, then drops the tensor. So a freed, stale or forged handle is
 //! refused, a free racing a read is safe, and reading costs a few plain stores, one fence and
-//! one load per handle; two threads using the same handles never write a common cache line.
+//! one load per handle (freeing, one compare-and-swap and no fence); two threads using the same
+//! handles never write a common cache line.
 //!
 //! Nothing here allocates except a new chunk of slots, which is allocated fallibly: the registry
 //! keeps its free slots in lists threaded through the slots themselves, so freeing a handle never
@@ -549,10 +550,11 @@ pub(crate) fn release(handle: *mut bc_tensor) -> bool {
     };
     let retired = generation == LAST_GENERATION;
     let dead = if retired { generation } else { generation + 1 } << 1;
-    // Of racing frees of one handle, exactly one gets past this.
+    // Of racing frees of one handle, exactly one gets past this. `SeqCst`: the mark is what
+    // `wait_for_readers` orders against the readers' fences.
     if slot
         .state
-        .compare_exchange(live(generation), dead, Ordering::AcqRel, Ordering::Relaxed)
+        .compare_exchange(live(generation), dead, Ordering::SeqCst, Ordering::Relaxed)
         .is_err()
     {
         return false;
