@@ -594,9 +594,10 @@ pub(crate) fn borrow<R>(
 /// before the read ends, so a long computation never holds up a free of the same handles.
 ///
 /// Errors name the first bad argument in argument order: NULL gives `NullArg`, anything not live
-/// `InvalidHandle`. `f` must not read, register or free a handle (reads do not nest, and a free
-/// would wait for this read), nor drop the last reference to a storage (a caller's release hook
-/// must not run inside a read; the borrowed tensors keep theirs alive).
+/// `InvalidHandle`. `f` must not read or free a handle (reads do not nest, and a free would wait
+/// for this read), nor drop the last reference to a storage with a release hook (a caller's hook
+/// must not run inside a read; the borrowed tensors keep theirs alive). It may register a tensor
+/// it made: registering touches no other slot and no reader record.
 #[inline]
 pub(crate) fn with<const K: usize, R>(
     handles: [(*const bc_tensor, &'static str); K],

@@ -109,10 +109,13 @@ pub unsafe extern "C" fn bc_binary(
         let slot = unsafe { out_handle(out, "out")? };
         let op = op_in(op)?;
         let opts = options();
-        let (result, warnings) = handle::with([(a, "a"), (b, "b")], ops::is_small, |[a, b]| {
-            fast::binary(op, a, b, opts)
+        // Registered inside the read (a new result has no release hook to run there), so the
+        // tensor is not copied out through the layers of results first.
+        let (handle, warnings) = handle::with([(a, "a"), (b, "b")], ops::is_small, |[a, b]| {
+            let (result, warnings) = fast::binary(op, a, b, opts)?;
+            Ok::<_, FfiError>((handle::register(result)?, warnings))
         })??;
-        hand_out(slot, result)?;
+        slot.set(handle);
         emit(&warnings);
         Ok(())
     })
