@@ -6,7 +6,7 @@ use smallvec::SmallVec;
 
 /// Dimensions a shape holds inline: 5 covers nearly every real tensor and keeps a `Tensor` small
 /// enough (120 bytes) to be moved without a call to `memcpy`.
-const INLINE_DIMS: usize = 5;
+pub const INLINE_DIMS: usize = 5;
 /// Sizes of a shape, inline up to [`INLINE_DIMS`] dimensions.
 pub type Dims = SmallVec<[usize; INLINE_DIMS]>;
 /// Strides in elements, one per dimension.
@@ -103,23 +103,26 @@ pub fn checked_nbytes(numel: usize, itemsize: usize) -> Result<usize> {
 /// a small vector is not copied out through memory right after being written.)
 #[inline(always)]
 pub fn contiguous_strides(shape: &[usize]) -> Result<Strides> {
-    let fill = |strides: &mut [isize]| {
-        let mut acc: isize = 1;
-        for (s, &d) in strides.iter_mut().zip(shape).rev() {
-            *s = acc;
-            acc = acc.saturating_mul(d.max(1) as isize);
-        }
-    };
     let n = shape.len();
     if n <= INLINE_DIMS {
         // Filled in place (`from_elem` would clear the vector first, through a `memset` call).
         let mut buf = [0isize; INLINE_DIMS];
-        fill(&mut buf[..n]);
+        fill_contiguous_strides(&mut buf[..n], shape);
         return Ok(Strides::from_buf_and_len(buf, n));
     }
     let mut strides: Strides = try_small_elem(0, n)?;
-    fill(&mut strides);
+    fill_contiguous_strides(&mut strides, shape);
     Ok(strides)
+}
+
+/// Writes [`contiguous_strides`] of `shape` into `strides` (of the same length).
+#[inline(always)]
+pub fn fill_contiguous_strides(strides: &mut [isize], shape: &[usize]) {
+    let mut acc: isize = 1;
+    for (s, &d) in strides.iter_mut().zip(shape).rev() {
+        *s = acc;
+        acc = acc.saturating_mul(d.max(1) as isize);
+    }
 }
 
 /// Row-major with no gaps, PyTorch's way: size-1 dimensions may have any stride, and a view with

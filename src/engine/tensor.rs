@@ -10,7 +10,10 @@ use super::kernels;
 use super::parallel;
 use super::plan::Plan;
 use super::reshape;
-use super::shape::{self, checked_nbytes, checked_numel, contiguous_strides, Dims, Strides};
+use super::shape::{
+    self, checked_nbytes, checked_numel, contiguous_strides, fill_contiguous_strides, Dims,
+    Strides, INLINE_DIMS,
+};
 use super::storage::{ReleaseHook, Storage};
 use std::ptr::NonNull;
 
@@ -78,7 +81,7 @@ pub enum Init {
 impl Tensor {
     /// A new row-major tensor.
     pub fn new(dtype: DType, shape: &[usize], init: Init) -> Result<Tensor> {
-        Tensor::new_dense(dtype, shape, contiguous_strides(shape)?, init)
+        Tensor::dense(dtype, shape, None, init)
     }
 
     /// A new tensor laid out densely with `strides`, which must address each of the shape's
@@ -90,20 +93,32 @@ impl Tensor {
         strides: Strides,
         init: Init,
     ) -> Result<Tensor> {
+        Tensor::dense(dtype, shape, Some(strides), init)
+    }
+
+    /// [`Tensor::new_dense`], with row-major strides when `strides` is `None`. Those are
+    /// written into the tensor once it is built: written first and then copied in, the copy's
+    /// wide loads had to wait for the element-sized stores (a failed store forwarding, several
+    /// percent of a tiny call's time).
+    #[inline(always)]
+    fn dense(
+        dtype: DType,
+        shape: &[usize],
+        strides: Option<Strides>,
+        init: Init,
+    ) -> Result<Tensor> {
         let numel = checked_numel(shape)?;
         let nbytes = checked_nbytes(numel, dtype.size())?;
-        debug_assert!(
-            numel == 0 || {
-                let last: isize = shape
-                    .iter()
-                    .zip(&strides)
-                    .map(|(&n, &s)| (n as isize - 1) * s)
-                    .sum();
-                last as usize == numel - 1 && strides.iter().all(|&s| s >= 0)
-            }
-        );
+        let n = shape.len();
+        let row_major = strides.is_none();
+        let strides = match strides {
+            Some(strides) => strides,
+            // Not `from_elem`, which clears the vector through a `memset` call.
+            None if n <= INLINE_DIMS => Strides::from_buf_and_len([0; INLINE_DIMS], n),
+            None => try_small_elem(0, n)?,
+        };
         let shape = try_small(shape)?;
-        let t = Tensor {
+        let mut t = Tensor {
             storage: Storage::alloc_shared(nbytes, init == Init::Zeros)?,
             dtype,
             wrapped: false,
@@ -111,6 +126,20 @@ impl Tensor {
             strides,
             offset: 0,
         };
+        if row_major {
+            fill_contiguous_strides(&mut t.strides, &t.shape);
+        }
+        debug_assert!(
+            numel == 0 || {
+                let last: isize = t
+                    .shape
+                    .iter()
+                    .zip(&t.strides)
+                    .map(|(&n, &s)| (n as isize - 1) * s)
+                    .sum();
+                last as usize == numel - 1 && t.strides.iter().all(|&s| s >= 0)
+            }
+        );
         if let Init::Fill(value) = init {
             // SAFETY: fresh dense storage of exactly numel elements.
             unsafe { kernels::fill_run(dtype, value, t.data_ptr(), dtype.size() as isize, numel) };
