@@ -12,11 +12,12 @@
 //! [`FAST_NDIM`] dimensions, an `out` of that shape that is contiguous and in separate memory (or
 //! exactly one of the inputs), no warning switch on, and work small enough for one thread.
 //!
-//! The operations of `ops` come here first ([`binary`], [`binary_out`], [`binary_inplace`]).
-//! Every operation of the table ([`BinaryOp`]) is handled through its row and its scalar
-//! function ([`BinaryOp::visit`]). When every test passes the result is the general path's: the
-//! same values (the operation's scalar function, or its kernel), type, shape and row-major layout (PyTorch's too, for such operands), and no
-//! warning. When one fails nothing has been written, and the caller takes the general path,
+//! The operations of `ops` come here first ([`binary`], or [`binary_in`] to build the result
+//! where the caller keeps it; [`binary_out`], [`binary_inplace`]). Every operation of the table
+//! ([`BinaryOp`]) is handled through its row and its scalar function ([`BinaryOp::visit`]). When
+//! every test passes the result is the general path's: the same values (the operation's scalar
+//! function, or its kernel), type, shape and row-major layout (PyTorch's too, for such
+//! operands), and no warning. When one fails nothing has been written, and the caller takes the general path,
 //! which gives the exact error or handles the rare case.
 //!
 //! The plan is fixed-size: contiguous operands need no strides of their own, only which of them
@@ -31,6 +32,7 @@ use super::ops::{self, Options, Warnings};
 use super::parallel;
 use super::tensor::{Init, Tensor};
 use super::Result;
+use std::mem::MaybeUninit;
 
 /// Most dimensions of a result taken by the fast path.
 pub const FAST_NDIM: usize = 8;
@@ -338,15 +340,33 @@ fn try_binary_out(op: BinaryOp, a: &Tensor, b: &Tensor, out: &Tensor, opts: Opti
 /// result or the failure to allocate it.
 #[inline]
 fn try_binary(op: BinaryOp, a: &Tensor, b: &Tensor, opts: Options) -> Option<Result<Tensor>> {
+    let mut place = MaybeUninit::uninit();
+    let built = binary_in(&mut place, op, a, b, opts)?;
+    // SAFETY: `binary_in` succeeded, so it initialised `place`.
+    Some(built.map(|()| unsafe { place.assume_init() }))
+}
+
+/// `a op b` in a new tensor built in `place`, when the fast path applies: `None` when it does
+/// not, else whether the result could be allocated. `place` is initialised exactly when this
+/// returns `Some(Ok(()))`; a caller that keeps the tensor there (a registry slot) copies
+/// nothing.
+#[inline]
+pub fn binary_in(
+    place: &mut MaybeUninit<Tensor>,
+    op: BinaryOp,
+    a: &Tensor,
+    b: &Tensor,
+    opts: Options,
+) -> Option<Result<()>> {
     let mut small = Small::new();
     check(&mut small, op, a, b, None, opts)?;
-    let out = match Tensor::new(small.out_dtype, small.shape(), Init::Uninit) {
+    let out = match Tensor::new_in(place, small.out_dtype, small.shape(), Init::Uninit) {
         Ok(out) => out,
         Err(e) => return Some(Err(e)),
     };
     // SAFETY: checked for `a` and `b`; `out` is new, row-major of the broadcast shape.
-    unsafe { compute(op, &small, &out, a, b) };
-    Some(Ok(out))
+    unsafe { compute(op, &small, out, a, b) };
+    Some(Ok(()))
 }
 
 /// [`ops::binary`], through the fast path when it applies. Inlined, so that a fast result is

@@ -15,6 +15,7 @@ use super::shape::{
     Strides, INLINE_DIMS,
 };
 use super::storage::{ReleaseHook, Storage};
+use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
 pub struct Tensor {
@@ -81,7 +82,18 @@ pub enum Init {
 impl Tensor {
     /// A new row-major tensor.
     pub fn new(dtype: DType, shape: &[usize], init: Init) -> Result<Tensor> {
-        Tensor::dense(dtype, shape, None, init)
+        Tensor::build(dtype, shape, None, init)
+    }
+
+    /// [`Tensor::new`], built in `place` (which it initialises exactly when it succeeds), so
+    /// that a caller that keeps the tensor there copies nothing.
+    pub fn new_in<'a>(
+        place: &'a mut MaybeUninit<Tensor>,
+        dtype: DType,
+        shape: &[usize],
+        init: Init,
+    ) -> Result<&'a mut Tensor> {
+        Tensor::build_in(place, dtype, shape, None, init)
     }
 
     /// A new tensor laid out densely with `strides`, which must address each of the shape's
@@ -93,20 +105,35 @@ impl Tensor {
         strides: Strides,
         init: Init,
     ) -> Result<Tensor> {
-        Tensor::dense(dtype, shape, Some(strides), init)
+        Tensor::build(dtype, shape, Some(strides), init)
     }
 
-    /// [`Tensor::new_dense`], with row-major strides when `strides` is `None`. Those are
-    /// written into the tensor once it is built: written first and then copied in, the copy's
-    /// wide loads had to wait for the element-sized stores (a failed store forwarding, several
-    /// percent of a tiny call's time).
-    #[inline(always)]
-    fn dense(
+    /// [`Tensor::build_in`], returned.
+    fn build(
         dtype: DType,
         shape: &[usize],
         strides: Option<Strides>,
         init: Init,
     ) -> Result<Tensor> {
+        let mut place = MaybeUninit::uninit();
+        Tensor::build_in(&mut place, dtype, shape, strides, init)?;
+        // SAFETY: `build_in` succeeded, so it initialised `place`.
+        Ok(unsafe { place.assume_init() })
+    }
+
+    /// [`Tensor::new_dense`] in `place`, with row-major strides when `strides` is `None`; `place`
+    /// is initialised exactly when this succeeds. The tensor is written where it will stay, and
+    /// its row-major strides after it: a tensor written field by field and at once copied
+    /// elsewhere makes the copy's wide loads wait for the narrow stores (a failed store
+    /// forwarding, which took a tenth of a tiny call's time).
+    #[inline(always)]
+    fn build_in<'a>(
+        place: &'a mut MaybeUninit<Tensor>,
+        dtype: DType,
+        shape: &[usize],
+        strides: Option<Strides>,
+        init: Init,
+    ) -> Result<&'a mut Tensor> {
         let numel = checked_numel(shape)?;
         let nbytes = checked_nbytes(numel, dtype.size())?;
         let n = shape.len();
@@ -118,14 +145,14 @@ impl Tensor {
             None => try_small_elem(0, n)?,
         };
         let shape = try_small(shape)?;
-        let mut t = Tensor {
+        let t = place.write(Tensor {
             storage: Storage::alloc_shared(nbytes, init == Init::Zeros)?,
             dtype,
             wrapped: false,
             shape,
             strides,
             offset: 0,
-        };
+        });
         if row_major {
             fill_contiguous_strides(&mut t.strides, &t.shape);
         }

@@ -473,14 +473,43 @@ pub(crate) struct Reserved {
 
 impl Reserved {
     /// Puts `t` in the slot and returns its handle. Cannot fail.
-    pub(crate) fn fill(self, t: Tensor) -> *mut bc_tensor {
+    pub(crate) fn fill(mut self, t: Tensor) -> *mut bc_tensor {
+        self.place().write(t);
+        // SAFETY: written just above.
+        unsafe { self.publish() }
+    }
+
+    /// Lets `build` make the tensor in the slot itself, so that it is not copied there, and
+    /// returns its handle; `None` or an error from `build` puts the slot back.
+    ///
+    /// # Safety
+    /// `build` initialises the place it is given exactly when it returns `Some(Ok(()))`.
+    pub(crate) unsafe fn build<E>(
+        mut self,
+        build: impl FnOnce(&mut MaybeUninit<Tensor>) -> Option<Result<(), E>>,
+    ) -> Option<Result<*mut bc_tensor, E>> {
+        match build(self.place())? {
+            // SAFETY: initialised, by the caller's contract.
+            Ok(()) => Some(Ok(unsafe { self.publish() })),
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// Where the slot's tensor goes. The slot is ours until it is live: it is on no free list,
+    /// and its state is not live, so no reader reaches the place before [`Reserved::publish`].
+    fn place(&mut self) -> &mut MaybeUninit<Tensor> {
+        // SAFETY: as above; the slot's previous tensor, if any, was taken out by its free.
+        unsafe { &mut *listed(self.index as u32).tensor.get() }
+    }
+
+    /// Makes the slot live and returns its handle.
+    ///
+    /// # Safety
+    /// The slot's place holds a tensor.
+    unsafe fn publish(self) -> *mut bc_tensor {
         let index = self.index;
         std::mem::forget(self);
-        // The slot is ours until it is live: it is on no free list, and its state is not live,
-        // so no reader reaches the tensor before the release store below publishes it.
         let slot = listed(index as u32);
-        // SAFETY: as above; the slot's previous tensor, if any, was taken out by its free.
-        unsafe { (*slot.tensor.get()).write(t) };
         let generation = slot.state.load(Ordering::Relaxed) >> 1;
         slot.state.store(live(generation), Ordering::Release);
         encode(index, generation)

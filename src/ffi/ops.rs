@@ -110,9 +110,19 @@ pub unsafe extern "C" fn bc_binary(
         let op = op_in(op)?;
         let opts = options();
         // Registered inside the read (a new result has no release hook to run there), so the
-        // tensor is not copied out through the layers of results first.
+        // tensor is not copied out through the layers of results first; the fast path builds
+        // it in its slot directly. Without a slot, the general path reports the call's errors
+        // first, then the registry's.
         let (handle, warnings) = handle::with([(a, "a"), (b, "b")], ops::is_small, |[a, b]| {
-            let (result, warnings) = fast::binary(op, a, b, opts)?;
+            if let Ok(reserved) = handle::reserve() {
+                // SAFETY: `binary_in` initialises its place exactly when it returns Some(Ok).
+                let built =
+                    unsafe { reserved.build(|place| fast::binary_in(place, op, a, b, opts)) };
+                if let Some(handle) = built {
+                    return Ok((handle?, ops::Warnings::new()));
+                }
+            }
+            let (result, warnings) = ops::binary(op, a, b, opts)?;
             Ok::<_, FfiError>((handle::register(result)?, warnings))
         })??;
         slot.set(handle);
