@@ -23,6 +23,7 @@ use smallvec::{Array, SmallVec};
 use std::alloc::{self, Layout};
 use std::fmt::{self, Write as _};
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 use std::ops::Deref;
 use std::ptr::NonNull;
 use std::sync::atomic::{self as atomic, AtomicUsize, Ordering};
@@ -100,14 +101,23 @@ where
     Ok(v)
 }
 
-/// `n` copies of `x` in a `SmallVec` (the inline case inlined, as [`try_small`]).
+/// `n` copies of `x` in a `SmallVec` (the inline case inlined, as [`try_small`]). Inline, the
+/// whole buffer is filled: a fixed number of stores, where `from_elem`'s `n` of them became a
+/// call to `memset`.
 #[inline(always)]
 pub fn try_small_elem<A: Array>(x: A::Item, n: usize) -> Result<SmallVec<A>>
 where
     A::Item: Copy,
 {
     if n <= A::size() {
-        Ok(SmallVec::from_elem(x, n)) // allocates nothing
+        let mut buf = MaybeUninit::<A>::uninit();
+        let first = buf.as_mut_ptr().cast::<A::Item>();
+        for i in 0..A::size() {
+            // SAFETY: `A` is an array of `A::size()` items.
+            unsafe { first.add(i).write(x) };
+        }
+        // SAFETY: every item was written above.
+        Ok(SmallVec::from_buf_and_len(unsafe { buf.assume_init() }, n)) // allocates nothing
     } else {
         try_small_elem_spilled(x, n)
     }

@@ -17,8 +17,8 @@
 //! ([`BinaryOp`]) is handled through its row and its scalar function ([`BinaryOp::visit`]). When
 //! every test passes the result is the general path's: the same values (the operation's scalar
 //! function, or its kernel), type, shape and row-major layout (PyTorch's too, for such
-//! operands), and no warning. When one fails nothing has been written, and the caller takes the general path,
-//! which gives the exact error or handles the rare case.
+//! operands), and no warning. When one fails nothing has been written, and the caller takes the
+//! general path, which gives the exact error or handles the rare case.
 //!
 //! The plan is fixed-size: contiguous operands need no strides of their own, only which of them
 //! is broadcast along each dimension, so dimensions with the same pattern merge into one group

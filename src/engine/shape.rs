@@ -6,7 +6,7 @@ use smallvec::SmallVec;
 
 /// Dimensions a shape holds inline: 5 covers nearly every real tensor and keeps a `Tensor` small
 /// enough (120 bytes) to be moved without a call to `memcpy`.
-pub const INLINE_DIMS: usize = 5;
+const INLINE_DIMS: usize = 5;
 /// Sizes of a shape, inline up to [`INLINE_DIMS`] dimensions.
 pub type Dims = SmallVec<[usize; INLINE_DIMS]>;
 /// Strides in elements, one per dimension.
@@ -103,14 +103,7 @@ pub fn checked_nbytes(numel: usize, itemsize: usize) -> Result<usize> {
 /// a small vector is not copied out through memory right after being written.)
 #[inline(always)]
 pub fn contiguous_strides(shape: &[usize]) -> Result<Strides> {
-    let n = shape.len();
-    if n <= INLINE_DIMS {
-        // Filled in place (`from_elem` would clear the vector first, through a `memset` call).
-        let mut buf = [0isize; INLINE_DIMS];
-        fill_contiguous_strides(&mut buf[..n], shape);
-        return Ok(Strides::from_buf_and_len(buf, n));
-    }
-    let mut strides: Strides = try_small_elem(0, n)?;
+    let mut strides: Strides = try_small_elem(0, shape.len())?;
     fill_contiguous_strides(&mut strides, shape);
     Ok(strides)
 }

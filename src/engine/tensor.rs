@@ -11,8 +11,7 @@ use super::parallel;
 use super::plan::Plan;
 use super::reshape;
 use super::shape::{
-    self, checked_nbytes, checked_numel, contiguous_strides, fill_contiguous_strides, Dims,
-    Strides, INLINE_DIMS,
+    self, checked_nbytes, checked_numel, contiguous_strides, fill_contiguous_strides, Dims, Strides,
 };
 use super::storage::{ReleaseHook, Storage};
 use std::mem::MaybeUninit;
@@ -136,13 +135,10 @@ impl Tensor {
     ) -> Result<&'a mut Tensor> {
         let numel = checked_numel(shape)?;
         let nbytes = checked_nbytes(numel, dtype.size())?;
-        let n = shape.len();
         let row_major = strides.is_none();
         let strides = match strides {
             Some(strides) => strides,
-            // Not `from_elem`, which clears the vector through a `memset` call.
-            None if n <= INLINE_DIMS => Strides::from_buf_and_len([0; INLINE_DIMS], n),
-            None => try_small_elem(0, n)?,
+            None => try_small_elem(0, shape.len())?,
         };
         let shape = try_small(shape)?;
         let t = place.write(Tensor {
