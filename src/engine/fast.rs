@@ -7,9 +7,9 @@
 //! times the arithmetic. Here every rule is reduced to a test that passes in the common case:
 //! operands of one type that the operation computes in (its table row accepts the type, and it
 //! computes in it rather than in float32; integer division, which must scan its divisor, is
-//! left out), each contiguous in its own shape (row-major on every dimension for a new result,
-//! which then takes PyTorch's layout, row-major), shapes that broadcast to at most
-//! [`FAST_NDIM`] dimensions, an `out` of that shape that is contiguous and in separate memory (or
+//! left out), each row-major on every dimension, size-1 ones included (a flag the tensor keeps;
+//! a new result then takes PyTorch's layout, row-major), shapes that broadcast to at most
+//! [`FAST_NDIM`] dimensions, an `out` of that shape, row-major too and in separate memory (or
 //! exactly one of the inputs), no warning switch on, and work small enough for one thread.
 //!
 //! The operations of `ops` come here first ([`binary`], or [`binary_in`] to build the result
@@ -20,7 +20,7 @@
 //! operands), and no warning. When one fails nothing has been written, and the caller takes the
 //! general path, which gives the exact error or handles the rare case.
 //!
-//! The plan is fixed-size: contiguous operands need no strides of their own, only which of them
+//! The plan is fixed-size: row-major operands need no strides of their own, only which of them
 //! is broadcast along each dimension, so dimensions with the same pattern merge into one group
 //! as they are read, innermost first. (1024,)+(1024,) is one group, (3,1)+(1,3) two, and
 //! (n,1024)+(1024,) two whatever n.
@@ -109,13 +109,21 @@ fn check(
         return None;
     }
     let out_dtype = if rule.bool_result { DType::Bool } else { dtype };
-    let (sa, ta) = (a.shape(), a.strides());
-    let (sb, tb) = (b.shape(), b.strides());
+    // Every operand row-major, size-1 dimensions included (a flag each): then an operand's
+    // stride along a dimension is the product of its sizes inside it, so only shapes need
+    // reading, and a new result takes PyTorch's layout, which is then row-major. (An operand
+    // contiguous only up to the strides of its size-1 dimensions takes the general path.)
+    if !a.is_row_major() || !b.is_row_major() {
+        return None;
+    }
+    let (sa, sb) = (a.shape(), b.shape());
     let ndim = sa.len().max(sb.len());
-    let (so, to) = match out {
-        Some(out) if out.dtype() != out_dtype || out.ndim() != ndim => return None,
-        Some(out) => (out.shape(), out.strides()),
-        None => (&[][..], &[][..]),
+    let so = match out {
+        Some(out) if out.dtype() != out_dtype || out.ndim() != ndim || !out.is_row_major() => {
+            return None
+        }
+        Some(out) => Some(out.shape()),
+        None => None,
     };
     if ndim > FAST_NDIM {
         return None;
@@ -124,8 +132,7 @@ fn check(
     small.dtype = dtype;
     small.out_dtype = out_dtype;
     small.ndim = ndim;
-    // Row-major strides each operand must have, in elements, at the dimension being read (a
-    // size-1 dimension may have any stride, as `Tensor::is_contiguous` says).
+    // Each operand's row-major stride, in elements, at the dimension being read.
     let mut next = [1isize; 3];
     let mut last_pattern = u8::MAX;
     for i in 1..=ndim {
@@ -138,18 +145,10 @@ fn check(
         } else {
             return None;
         };
-        small.shape[ndim - i] = d;
-        if out.is_none() {
-            // A new result takes PyTorch's layout, which is row-major when every operand's
-            // strides are row-major on every dimension, size-1 ones included (a size-1 stride
-            // of its own can give another layout).
-            for (k, (dk, t)) in [(da, ta), (db, tb)].into_iter().enumerate() {
-                let len = t.len();
-                if dk == 1 && len >= i && t[len - i] != next[k + 1] {
-                    return None;
-                }
-            }
+        if so.is_some_and(|so| so[ndim - i] != d) {
+            return None;
         }
+        small.shape[ndim - i] = d;
         if d == 1 {
             continue;
         }
@@ -160,42 +159,24 @@ fn check(
         if small.numel > MAX_NUMEL {
             return None; // an empty result with huge sizes, or work far beyond one thread's
         }
-        let mut stride = [0isize; 3];
-        if out.is_some() {
-            let k = ndim - i;
-            if so[k] != d || to[k] != next[0] {
-                return None;
-            }
-        }
-        stride[0] = next[0];
-        next[0] *= d as isize;
-        let mut pattern = 0u8;
-        for (k, (dk, t)) in [(da, ta), (db, tb)].into_iter().enumerate() {
-            if dk == 1 {
-                pattern |= 1 << k;
-                continue;
-            }
-            let len = if k == 0 { sa.len() } else { sb.len() };
-            if t[len - i] != next[k + 1] {
-                return None;
-            }
-            stride[k + 1] = next[k + 1];
-            next[k + 1] *= d as isize;
-        }
+        let dims = [d, da, db];
+        // Bit k set: input k is broadcast along this dimension (stride 0).
+        let pattern = (da == 1) as u8 | ((db == 1) as u8) << 1;
         if pattern == last_pattern {
             // Continues the group inside it: the strides follow on.
             small.extent[small.groups - 1] *= d;
         } else {
             small.extent[small.groups] = d;
-            small.strides[small.groups] = std::array::from_fn(|k| stride[k] * size[k]);
+            // Element by element: an array built apart and copied in whole would be read with
+            // wide loads straight after its narrow stores (a failed store forwarding).
+            for (k, s) in small.strides[small.groups].iter_mut().enumerate() {
+                *s = if dims[k] == 1 { 0 } else { next[k] * size[k] };
+            }
             small.groups += 1;
             last_pattern = pattern;
         }
-    }
-    if out.is_some() {
-        // The size-1 dimensions of `out` (any stride) were not compared above.
-        if so.iter().zip(small.shape()).any(|(o, d)| o != d) {
-            return None;
+        for (n, d) in next.iter_mut().zip(dims) {
+            *n *= d as isize;
         }
     }
     let nbytes = small.numel.checked_mul(out_dtype.size())?;

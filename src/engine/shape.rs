@@ -118,6 +118,18 @@ pub fn fill_contiguous_strides(strides: &mut [isize], shape: &[usize]) {
     }
 }
 
+/// Whether `strides` are exactly [`contiguous_strides`] of `shape`, size-1 dimensions included.
+pub fn is_row_major(shape: &[usize], strides: &[isize]) -> bool {
+    let mut acc: isize = 1;
+    for (&s, &d) in strides.iter().zip(shape).rev() {
+        if s != acc {
+            return false;
+        }
+        acc = acc.saturating_mul(d.max(1) as isize);
+    }
+    true
+}
+
 /// Row-major with no gaps, PyTorch's way: size-1 dimensions may have any stride, and a view with
 /// no elements counts as contiguous.
 pub fn is_contiguous(shape: &[usize], strides: &[isize]) -> bool {
@@ -323,6 +335,18 @@ mod tests {
             e.to_string(),
             "The size of tensor a (0) must match the size of tensor b (2) at non-singleton dimension 1"
         );
+    }
+
+    #[test]
+    fn row_major_includes_size_one_strides() {
+        assert!(is_row_major(&[2, 3], &[3, 1]));
+        assert!(is_row_major(&[3, 1], &[1, 1]));
+        assert!(is_row_major(&[2, 0, 3], &[3, 3, 1]));
+        assert!(is_row_major(&[], &[]));
+        // Contiguous, but a size-1 dimension has a stride of its own.
+        assert!(!is_row_major(&[1, 3], &[1, 1]));
+        assert!(is_contiguous(&[1, 3], &[1, 1]));
+        assert!(!is_row_major(&[2, 3], &[1, 2]));
     }
 
     #[test]

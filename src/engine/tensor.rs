@@ -23,6 +23,10 @@ pub struct Tensor {
     /// A number given to an operation in place of a tensor (PyTorch's "wrapped number"): a 0-d
     /// tensor that takes part in type promotion by category only. Never a view's.
     wrapped: bool,
+    /// Whether `strides` are exactly row-major ([`shape::is_row_major`]): set where the tensor is
+    /// made (shape and strides never change after), so that the fast path tests a flag, not
+    /// every stride, on each call (PyTorch's tensors cache their contiguity likewise).
+    row_major: bool,
     shape: Dims,
     strides: Strides,
     offset: usize,
@@ -135,7 +139,11 @@ impl Tensor {
     ) -> Result<&'a mut Tensor> {
         let numel = checked_numel(shape)?;
         let nbytes = checked_nbytes(numel, dtype.size())?;
-        let row_major = strides.is_none();
+        let fill_strides = strides.is_none();
+        let row_major = match &strides {
+            Some(strides) => shape::is_row_major(shape, strides),
+            None => true,
+        };
         let strides = match strides {
             Some(strides) => strides,
             None => try_small_elem(0, shape.len())?,
@@ -145,11 +153,12 @@ impl Tensor {
             storage: Storage::alloc_shared(nbytes, init == Init::Zeros)?,
             dtype,
             wrapped: false,
+            row_major,
             shape,
             strides,
             offset: 0,
         });
-        if row_major {
+        if fill_strides {
             fill_contiguous_strides(&mut t.strides, &t.shape);
         }
         debug_assert!(
@@ -224,6 +233,7 @@ impl Tensor {
             storage,
             dtype,
             wrapped: false,
+            row_major: shape::is_row_major(&shape, &strides),
             shape,
             strides,
             offset,
@@ -265,6 +275,12 @@ impl Tensor {
     }
     pub fn numel(&self) -> usize {
         shape::numel(&self.shape)
+    }
+
+    /// Whether the strides are exactly row-major, size-1 dimensions included (a test of one
+    /// flag).
+    pub fn is_row_major(&self) -> bool {
+        self.row_major
     }
 
     /// Row-major with no gaps (size-1 dimensions may have any stride).
@@ -333,6 +349,7 @@ impl Tensor {
             storage: Shared::clone(&self.storage),
             dtype: self.dtype,
             wrapped: false,
+            row_major: shape::is_row_major(&shape, &strides),
             shape,
             strides,
             offset,
@@ -670,5 +687,40 @@ impl Tensor {
                 .map(|&n| n as i64),
         );
         self.reshape(&sizes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every way a tensor is made sets its row-major flag from its own strides: the fast path
+    /// trusts the flag instead of reading them.
+    #[test]
+    fn the_row_major_flag_follows_the_strides() {
+        let t = Tensor::new(DType::F32, &[3, 1], Init::Zeros).unwrap();
+        assert!(t.is_row_major());
+        let flipped = t.transpose(0, 1).unwrap(); // (1,3) with strides (1,1)
+        assert!(flipped.is_contiguous() && !flipped.is_row_major());
+        assert!(t.unsqueeze(0).unwrap().is_row_major());
+        assert!(!t.expand(&[3, 4]).unwrap().is_row_major());
+        let wide = Tensor::new(DType::F32, &[4, 5], Init::Zeros).unwrap();
+        assert!(wide.slice(0, 1, 3, 1).unwrap().is_row_major());
+        assert!(!wide.slice(1, 1, 3, 1).unwrap().is_row_major());
+        let dense = Tensor::new_dense(
+            DType::F32,
+            &[4, 5],
+            try_small(&[1, 4]).unwrap(),
+            Init::Zeros,
+        );
+        assert!(!dense.unwrap().is_row_major());
+        let mut bytes = [0u8; 80];
+        let data = NonNull::new(bytes.as_mut_ptr()).unwrap();
+        for (strides, row_major) in [(None, true), (Some(&[1isize, 4][..]), false)] {
+            // SAFETY: `bytes` outlives the tensor and holds every element it addresses.
+            let foreign =
+                unsafe { Tensor::from_foreign(DType::U8, data, 80, &[4, 5], strides, 0, None) };
+            assert_eq!(foreign.unwrap().is_row_major(), row_major);
+        }
     }
 }
