@@ -224,12 +224,16 @@ unsafe fn dispatch_rows<T: Elem, F: ElemFn<T>>(
     }
 }
 
+/// One run of a kernel: pointers, byte strides, count, streaming.
+type KernelFn = unsafe fn([*mut u8; 3], [isize; 3], usize, bool);
+
 /// The kernel [`binary_run`] calls for one operation and type, chosen once: for a caller that
-/// runs it over many short runs (the fused pass), so that each run skips the dispatch over
-/// operations and types and the thread-local reads. It never takes an offer of rows, and the
-/// caller says per run whether the result streams.
+/// runs it over many short runs (the fast path's rows, the fused pass), so that each run is one
+/// call of the code path this CPU runs, without the dispatch over operations and types, the CPU
+/// tests and the thread-local reads (a tenth of a 1,024-element run's time). It never takes an
+/// offer of rows, and the caller says per run whether the result streams.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct BinaryKernel(unsafe fn([*mut u8; 3], [isize; 3], usize, bool));
+pub(crate) struct BinaryKernel(KernelFn);
 
 /// The kernel for `op` on inputs of `dtype`; `None` when `op` has none for it.
 pub(crate) fn binary_kernel(op: BinaryOp, dtype: DType) -> Option<BinaryKernel> {
@@ -237,7 +241,13 @@ pub(crate) fn binary_kernel(op: BinaryOp, dtype: DType) -> Option<BinaryKernel> 
     impl Visit for Choose {
         type Output = BinaryKernel;
         fn visit<T: Elem, F: ElemFn<T>>(self) -> BinaryKernel {
-            BinaryKernel(dispatch::<T, F>)
+            #[cfg(target_arch = "x86_64")]
+            {
+                if has_avx2() {
+                    return BinaryKernel(avx2::widest::<T, F>());
+                }
+            }
+            BinaryKernel(binary_base::<T, F>)
         }
     }
     op.visit(dtype, Choose)
@@ -340,7 +350,7 @@ mod avx2 {
     /// # Safety
     /// The CPU must have AVX2 and F16C; otherwise as `binary_run`.
     #[target_feature(enable = "avx2,f16c")]
-    #[inline(never)]
+    #[inline]
     pub(super) unsafe fn binary<T: Elem, F: ElemFn<T>>(
         ptrs: [*mut u8; 3],
         strides: [isize; 3],
@@ -352,6 +362,32 @@ mod avx2 {
             // SAFETY: the CPU has the features; the rest is the caller's contract.
             return unsafe { binary512::<T, F>(ptrs, strides, n, stream) };
         }
+        // SAFETY: the caller's contract.
+        unsafe { binary256::<T, F>(ptrs, strides, n, stream) }
+    }
+
+    /// The clone [`binary`] runs on this CPU, for a caller that calls it many times. The CPU must
+    /// have AVX2 and F16C for the pointer to be called.
+    pub(super) fn widest<T: Elem, F: ElemFn<T>>() -> super::KernelFn {
+        #[cfg(bc_avx512)]
+        if super::has_avx512() {
+            return binary512::<T, F>;
+        }
+        binary256::<T, F>
+    }
+
+    /// The 256-bit clone.
+    ///
+    /// # Safety
+    /// As [`binary`].
+    #[target_feature(enable = "avx2,f16c")]
+    #[inline(never)]
+    unsafe fn binary256<T: Elem, F: ElemFn<T>>(
+        ptrs: [*mut u8; 3],
+        strides: [isize; 3],
+        n: usize,
+        stream: bool,
+    ) {
         // SAFETY: the caller's contract.
         unsafe { binary_body::<T, F, Avx2Lines>(ptrs, strides, n, stream) }
     }
