@@ -253,13 +253,24 @@ pub fn binary_number(
     opts: Options,
 ) -> Result<(Tensor, Warnings)> {
     let (op, number_first) = python_order(op, s, number_first, false)?;
-    let n = Tensor::wrapped_number(s)?;
+    binary_wrapped(op, t, &Tensor::wrapped_number(s)?, s, number_first, opts)
+}
+
+/// [`binary_number`] after [`python_order`], with `n` the wrapped number of `s`.
+pub(crate) fn binary_wrapped(
+    op: BinaryOp,
+    t: &Tensor,
+    n: &Tensor,
+    s: Scalar,
+    number_first: bool,
+    opts: Options,
+) -> Result<(Tensor, Warnings)> {
     if op == BinaryOp::Pow {
-        return pow_number(t, &n, s, number_first, Dest::New, opts).map(|(r, w)| (r.unwrap(), w));
+        return pow_number(t, n, s, number_first, Dest::New, opts).map(|(r, w)| (r.unwrap(), w));
     }
     match number_first {
-        true => binary(op, &n, t, opts),
-        false => binary(op, t, &n, opts),
+        true => binary(op, n, t, opts),
+        false => binary(op, t, n, opts),
     }
 }
 
@@ -271,11 +282,21 @@ pub fn binary_number_inplace(
     opts: Options,
 ) -> Result<Warnings> {
     let (op, _) = python_order(op, s, false, true)?;
-    let n = Tensor::wrapped_number(s)?;
+    binary_wrapped_inplace(op, t, &Tensor::wrapped_number(s)?, s, opts)
+}
+
+/// [`binary_number_inplace`] after [`python_order`], with `n` the wrapped number of `s`.
+pub(crate) fn binary_wrapped_inplace(
+    op: BinaryOp,
+    t: &Tensor,
+    n: &Tensor,
+    s: Scalar,
+    opts: Options,
+) -> Result<Warnings> {
     if op == BinaryOp::Pow {
-        return pow_number(t, &n, s, false, Dest::InPlace, opts).map(|(_, w)| w);
+        return pow_number(t, n, s, false, Dest::InPlace, opts).map(|(_, w)| w);
     }
-    binary_inplace(op, t, &n, opts)
+    binary_inplace(op, t, n, opts)
 }
 
 /// The operation and order PyTorch runs for `t op s` (`number_first`: `s op t`) with a Python
@@ -284,7 +305,7 @@ pub fn binary_number_inplace(
 /// `op(s, t)` for the rest. `maximum`, `minimum`, `atan2`, `hypot` and the logical operations take
 /// no number, nor does `fmod` as its first operand: PyTorch's TypeError, in its words (`maximum`
 /// and `minimum` have no in-place method; their `out=` form's text stands for it).
-fn python_order(
+pub(crate) fn python_order(
     op: BinaryOp,
     s: Scalar,
     number_first: bool,

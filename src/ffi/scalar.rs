@@ -7,8 +7,8 @@ use super::handle::{self, bc_tensor, hand_out, out_handle};
 use super::ops::{op_in, BC_OP_ADD, BC_OP_DIV, BC_OP_MUL, BC_OP_SUB};
 use super::settings::{emit, options};
 use super::status::FfiError;
-use crate::engine::ops;
 use crate::engine::tensor::Scalar;
+use crate::engine::{fast, ops};
 
 /// A number given to an operation in place of a tensor (a Python number, in PyTorch's terms):
 /// `kind` says which of `b`, `i`, `f` holds it. Make one with `bc_scalar_bool`, `bc_scalar_int`
@@ -144,7 +144,7 @@ unsafe fn new_result(
         let s = number(s)?;
         let opts = options();
         let (result, warnings) = handle::with([(t, "t")], ops::is_small, |[t]| {
-            ops::binary_number(op, t, s, reversed, opts)
+            fast::binary_number(op, t, s, reversed, opts)
         })??;
         hand_out(slot, result)?;
         emit(&warnings);
@@ -168,7 +168,7 @@ pub extern "C" fn bc_binary_scalar_inplace(op: i32, target: *mut bc_tensor, s: b
         let s = number(s)?;
         let opts = options();
         let warnings = handle::with([(target, "target")], ops::is_small, |[t]| {
-            ops::binary_number_inplace(op, t, s, opts)
+            fast::binary_number_inplace(op, t, s, opts)
         })??;
         emit(&warnings);
         Ok(())
