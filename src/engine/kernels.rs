@@ -241,13 +241,7 @@ pub(crate) fn binary_kernel(op: BinaryOp, dtype: DType) -> Option<BinaryKernel> 
     impl Visit for Choose {
         type Output = BinaryKernel;
         fn visit<T: Elem, F: ElemFn<T>>(self) -> BinaryKernel {
-            #[cfg(target_arch = "x86_64")]
-            {
-                if has_avx2() {
-                    return BinaryKernel(avx2::widest::<T, F>());
-                }
-            }
-            BinaryKernel(binary_base::<T, F>)
+            BinaryKernel(best::<T, F>())
         }
     }
     op.visit(dtype, Choose)
@@ -288,6 +282,17 @@ pub unsafe fn binary_run_with(
     debug_assert!(done.is_some(), "{op:?} has no kernel for {dtype:?}");
 }
 
+/// The clone of `F`'s kernel on `T` for the best code path this CPU has.
+fn best<T: Elem, F: ElemFn<T>>() -> KernelFn {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_avx2() {
+            return avx2::widest::<T, F>();
+        }
+    }
+    binary_base::<T, F>
+}
+
 /// One run on the best code path this CPU has. Not inlined into [`binary_run`]: its dispatch
 /// over every operation and type stays small, so a call touches few lines of code.
 #[inline(never)]
@@ -297,15 +302,8 @@ unsafe fn dispatch<T: Elem, F: ElemFn<T>>(
     n: usize,
     stream: bool,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if has_avx2() {
-            // SAFETY: the CPU has AVX2 and F16C; the rest is this function's caller's contract.
-            return unsafe { avx2::binary::<T, F>(ptrs, strides, n, stream) };
-        }
-    }
-    // SAFETY: the caller's contract.
-    unsafe { binary_base::<T, F>(ptrs, strides, n, stream) }
+    // SAFETY: `best` chose a clone this CPU runs; the rest is the caller's contract.
+    unsafe { best::<T, F>()(ptrs, strides, n, stream) }
 }
 
 /// The AVX2 path where it exists, else the baseline (for [`binary_run_with`]).
@@ -366,8 +364,8 @@ mod avx2 {
         unsafe { binary256::<T, F>(ptrs, strides, n, stream) }
     }
 
-    /// The clone [`binary`] runs on this CPU, for a caller that calls it many times. The CPU must
-    /// have AVX2 and F16C for the pointer to be called.
+    /// The clone [`binary`] runs on this CPU. The CPU must have AVX2 and F16C for the pointer to
+    /// be called.
     pub(super) fn widest<T: Elem, F: ElemFn<T>>() -> super::KernelFn {
         #[cfg(bc_avx512)]
         if super::has_avx512() {

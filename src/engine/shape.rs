@@ -108,13 +108,20 @@ pub fn contiguous_strides(shape: &[usize]) -> Result<Strides> {
     Ok(strides)
 }
 
+/// The row-major stride of the dimension outside one of size `d` and stride `stride` (a size-0
+/// dimension counts as 1, as PyTorch has it).
+#[inline(always)]
+fn outer_stride(stride: isize, d: usize) -> isize {
+    stride.saturating_mul(d.max(1) as isize)
+}
+
 /// Writes [`contiguous_strides`] of `shape` into `strides` (of the same length).
 #[inline(always)]
 pub fn fill_contiguous_strides(strides: &mut [isize], shape: &[usize]) {
     let mut acc: isize = 1;
     for (s, &d) in strides.iter_mut().zip(shape).rev() {
         *s = acc;
-        acc = acc.saturating_mul(d.max(1) as isize);
+        acc = outer_stride(acc, d);
     }
 }
 
@@ -125,7 +132,7 @@ pub fn is_row_major(shape: &[usize], strides: &[isize]) -> bool {
         if s != acc {
             return false;
         }
-        acc = acc.saturating_mul(d.max(1) as isize);
+        acc = outer_stride(acc, d);
     }
     true
 }
