@@ -10,7 +10,8 @@
 //! left out), each row-major on every dimension, size-1 ones included (a flag the tensor keeps;
 //! a new result then takes PyTorch's layout, row-major), shapes that broadcast to at most
 //! [`FAST_NDIM`] dimensions, an `out` of that shape, row-major too and in separate memory (or
-//! exactly one of the inputs), no warning switch on, and work small enough for one thread.
+//! exactly one of the inputs), no warning switch on, and work for one thread
+//! (small enough, or other callers computing meanwhile leave it one).
 //!
 //! The operations of `ops` come here first ([`binary`], or [`binary_in`] to build the result
 //! where the caller keeps it; [`binary_out`], [`binary_inplace`]). Every operation of the table
@@ -59,6 +60,9 @@ struct Small {
     groups: usize,
     extent: [usize; FAST_NDIM],
     strides: [[isize; 3]; FAST_NDIM],
+    /// For work worth several threads that other callers, computing at the same time, leave
+    /// one thread for: this caller counted among them until it has computed.
+    _caller: Option<parallel::Caller>,
 }
 
 impl Small {
@@ -73,6 +77,7 @@ impl Small {
             groups: 0,
             extent: [0; FAST_NDIM],
             strides: [[0; 3]; FAST_NDIM],
+            _caller: None,
         }
     }
 
@@ -217,8 +222,13 @@ fn check(
         }
     }
     let nbytes = small.numel.checked_mul(out_dtype.size())?;
-    if !parallel::is_serial(small.numel) || nbytes >= parallel::stream_threshold() {
+    if nbytes >= parallel::stream_threshold() {
         return None;
+    }
+    if !parallel::is_serial(small.numel) {
+        // Work for several threads runs here only when other callers leave this one a single
+        // thread: the general path would find the same, after a plan.
+        small._caller = Some(parallel::serial_caller(small.numel)?);
     }
     Some(())
 }
@@ -658,6 +668,32 @@ mod tests {
             fast_taken > 100,
             "the fast path was taken {fast_taken} times"
         );
+    }
+
+    /// Work for two threads, while another caller computes and so leaves this one a single
+    /// thread, takes the fast path (new and into `out`) with the general path's results.
+    #[test]
+    fn work_for_two_threads_beside_another_caller() {
+        let _lock = parallel::tests::SETTINGS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        parallel::set_num_threads(2);
+        let (opts, op) = (Options::default(), BinaryOp::Add);
+        let (a, b) = (
+            values(DType::F32, &[100, 1000], 1),
+            values(DType::F32, &[1000], 2),
+        );
+        assert!(!parallel::is_serial(a.numel()));
+        let other = parallel::tests::other_caller();
+        let new_taken = try_binary(op, &a, &b, opts).map(|r| bytes(&r.unwrap()));
+        let out = Tensor::new(DType::F32, a.shape(), Init::Fill(7.0)).unwrap();
+        let out_taken = try_binary_out(op, &a, &b, &out, opts).is_some();
+        drop(other);
+        parallel::set_num_threads(0);
+        let want = bytes(&ops::binary(op, &a, &b, opts).unwrap().0);
+        assert_eq!(new_taken.as_ref(), Some(&want), "new");
+        assert!(out_taken, "into out: the fast path was not taken");
+        assert_eq!(bytes(&out), want, "into out");
     }
 
     /// Every operation of the table with a number, for every type, number and order: the fast

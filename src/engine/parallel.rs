@@ -246,8 +246,8 @@ pub fn run_rows<const N: usize>(
     // threads that other callers computing at the same time leave free.
     let mut threads = threads_for(numel);
     let _caller = (threads > 1).then(|| {
-        let (caller, others) = Caller::enter();
-        threads = threads.min(num_threads().saturating_sub(others)).max(1);
+        let caller;
+        (caller, threads) = Caller::take(threads);
         caller
     });
     let tiling = plan.tiling(itemsize);
@@ -336,7 +336,16 @@ pub fn run_units(units: usize, work: usize, threads: usize, body: &(dyn Fn(usize
 static CALLERS: AtomicUsize = AtomicUsize::new(0);
 
 /// One caller counted in [`CALLERS`] while alive (also while unwinding).
-struct Caller;
+pub struct Caller;
+
+/// Counts a caller about to compute `numel` elements, work worth several threads, when the
+/// other callers computing now leave it one thread (as [`run`] would find): it then computes on
+/// its own thread, counted while the guard lives. `None` (nothing counted) when it would take
+/// more threads.
+pub fn serial_caller(numel: usize) -> Option<Caller> {
+    let (caller, threads) = Caller::take(threads_for(numel));
+    (threads == 1).then_some(caller)
+}
 
 /// Entries into [`Caller::enter`] still to count one other caller after one was last seen
 /// computing (see there).
@@ -346,6 +355,16 @@ static RECENTLY_SHARED: AtomicUsize = AtomicUsize::new(0);
 const SHARED_MEMORY: usize = 32;
 
 impl Caller {
+    /// Counts this caller, and returns the threads it takes of the `threads` it could use: those
+    /// the callers computing now leave free, at least its own.
+    fn take(threads: usize) -> (Caller, usize) {
+        let (caller, others) = Caller::enter();
+        (
+            caller,
+            threads.min(num_threads().saturating_sub(others)).max(1),
+        )
+    }
+
     /// Counts this caller; also returns how many others are computing, or 1 if none is but one
     /// was a moment ago. Two threads calling in loops overlap most of the time but not always;
     /// the caller that finds itself alone would take every core, wake workers, then see them
@@ -1048,6 +1067,11 @@ pub(crate) mod tests {
     }
 
     pub(crate) static SETTINGS: Mutex<()> = Mutex::new(());
+
+    /// A caller counted as computing, as another thread's would be, until dropped.
+    pub(crate) fn other_caller() -> Caller {
+        Caller::enter().0
+    }
 
     /// Two threads from 1000 elements on, with [`SETTINGS`] held; the defaults again when dropped
     /// (a failing test included).
