@@ -28,6 +28,7 @@
 mod exprs;
 mod lib_side;
 mod peers;
+mod pin;
 mod reductions;
 
 use broadcast::engine::{kernels, parallel, storage};
@@ -418,6 +419,7 @@ fn main() {
                     variant: v,
                     bytes,
                     cmd: &cmd,
+                    one_cpu: cmd_kind == "lat",
                 };
                 m.run(&mut res, round, &mut peers, || {
                     lib_side::time_case(&inp, alloc, o.reps, o.warm_ms)
@@ -431,6 +433,7 @@ fn main() {
                     variant: "out",
                     bytes: lib_side::case_bytes(&lib_side::CONCURRENT),
                     cmd: "",
+                    one_cpu: false,
                 };
                 m.run(&mut res, round, &mut [], || {
                     lib_side::time_concurrent(callers, pool, o.threads, o.reps, o.warm_ms)
@@ -447,6 +450,7 @@ fn main() {
                     variant: v,
                     bytes: exprs::bytes(c),
                     cmd: &cmd,
+                    one_cpu: false,
                 };
                 m.run(&mut res, round, &mut peers, || {
                     exprs::time(&inp, true, alloc, o.reps, o.warm_ms)
@@ -458,6 +462,7 @@ fn main() {
                     variant: v,
                     bytes: exprs::bytes(c),
                     cmd: &cmd,
+                    one_cpu: false,
                 };
                 m.run(&mut res, round, &mut [], || {
                     exprs::time(&inp, false, alloc, o.reps, o.warm_ms)
@@ -473,6 +478,7 @@ fn main() {
                 variant: "alloc",
                 bytes: reductions::bytes(c),
                 cmd: &cmd,
+                one_cpu: false,
             };
             m.run(&mut res, round, &mut peers, || {
                 reductions::time(&inp, o.reps, o.warm_ms)
@@ -486,6 +492,8 @@ fn main() {
             } else {
                 o.reps
             };
+            // Below this the library and the limit compute on one thread.
+            let one_cpu = elems < 2 * parallel::DEFAULT_THRESHOLD;
             for (v, alloc) in [("alloc", true), ("out", false)] {
                 let key = format!("SW {elems} {v}");
                 let cmd = format!("sweep {elems} {v} {reps} {}", o.warm_ms);
@@ -494,6 +502,7 @@ fn main() {
                     variant: v,
                     bytes,
                     cmd: &cmd,
+                    one_cpu,
                 };
                 m.run(&mut res, round, &mut peers, || {
                     lib_side::time_sweep(&inp, alloc, reps, o.warm_ms)
@@ -506,6 +515,7 @@ fn main() {
                 variant: "alloc-nocache",
                 bytes,
                 cmd: "",
+                one_cpu,
             };
             m.run(&mut res, round, &mut [], || {
                 let keep = storage::buffer_cache_limit();
@@ -553,6 +563,8 @@ struct Measurement<'a> {
     variant: &'a str,
     bytes: f64,
     cmd: &'a str,
+    /// Every side computes on one thread: all are measured on one CPU ([`pin`]).
+    one_cpu: bool,
 }
 
 impl Measurement<'_> {
@@ -565,6 +577,11 @@ impl Measurement<'_> {
         peers: &mut [(&'static str, &mut Option<Peer>)],
         lib: impl FnOnce() -> f64,
     ) {
+        let tids: Vec<u32> = peers
+            .iter()
+            .filter_map(|(_, p)| p.as_ref().map(|p| p.pid()))
+            .collect();
+        let pinned = self.one_cpu.then(|| pin::OneCpu::here(&tids));
         let mut lib = Some(lib);
         let sides = peers.len() + 1;
         for step in 0..sides {
@@ -581,6 +598,7 @@ impl Measurement<'_> {
                 }
             }
         }
+        drop(pinned);
         let mut line = format!(
             "  {:<20} lib {:>9.4} ms",
             self.key,

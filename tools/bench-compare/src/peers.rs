@@ -39,6 +39,11 @@ impl Peer {
         })
     }
 
+    /// The peer's process id, which also names its main thread.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends `cmd` and waits for its answer.
     pub fn ask(&mut self, cmd: &str) -> Result<Answer, String> {
         writeln!(self.stdin, "{cmd}").map_err(|e| format!("{}: {e}", self.name))?;
