@@ -329,10 +329,11 @@ pub fn run_units(units: usize, work: usize, threads: usize, body: &(dyn Fn(usize
 }
 
 /// Callers computing work worth several threads right now (in [`run`] and [`run_units`], or on
-/// their own thread in the fast path: [`serial_caller`]), the pool's job included. Two callers that each take every core would run three or more threads on them,
-/// and lose to one thread each: a caller takes the cores the others leave, a worker leaves a
-/// job that other callers' work has made too wide, and idle workers stop spinning while the
-/// callers alone keep every core busy.
+/// their own thread in the fast path: [`serial_caller`]), the pool's job included. Two callers
+/// that each take every core would run three or more threads on them, and lose to one thread
+/// each: a caller takes the cores the others leave, a worker leaves a job that other callers'
+/// work has made too wide, and idle workers stop spinning while the callers alone keep every
+/// core busy.
 static CALLERS: AtomicUsize = AtomicUsize::new(0);
 
 /// One caller counted in [`CALLERS`] while alive (also while unwinding).
