@@ -170,12 +170,11 @@ fn check(
     if ndim > FAST_NDIM {
         return None;
     }
-    let size = [out_dtype.size(), dtype.size(), dtype.size()].map(|s| s as isize);
     small.dtype = dtype;
     small.out_dtype = out_dtype;
     small.ndim = ndim;
-    // Each operand's row-major stride, in elements, at the dimension being read.
-    let mut next = [1isize; 3];
+    // Each operand's row-major stride, in bytes, at the dimension being read.
+    let mut next = [out_dtype.size(), dtype.size(), dtype.size()].map(|s| s as isize);
     let mut last_pattern = u8::MAX;
     for i in 1..=ndim {
         let da = sa.len().checked_sub(i).map_or(1, |d| sa[d]);
@@ -201,7 +200,6 @@ fn check(
         if small.numel > MAX_NUMEL {
             return None; // an empty result with huge sizes, or work far beyond one thread's
         }
-        let dims = [d, da, db];
         // Bit k set: input k is broadcast along this dimension (stride 0).
         let pattern = (da == 1) as u8 | ((db == 1) as u8) << 1;
         if pattern == last_pattern {
@@ -211,15 +209,16 @@ fn check(
             small.extent[small.groups] = d;
             // Element by element: an array built apart and copied in whole would be read with
             // wide loads straight after its narrow stores (a failed store forwarding).
-            for (k, s) in small.strides[small.groups].iter_mut().enumerate() {
-                *s = if dims[k] == 1 { 0 } else { next[k] * size[k] };
-            }
+            let s = &mut small.strides[small.groups];
+            s[0] = next[0];
+            s[1] = if da == 1 { 0 } else { next[1] };
+            s[2] = if db == 1 { 0 } else { next[2] };
             small.groups += 1;
             last_pattern = pattern;
         }
-        for (n, d) in next.iter_mut().zip(dims) {
-            *n *= d as isize;
-        }
+        next[0] *= d as isize;
+        next[1] *= da as isize;
+        next[2] *= db as isize;
     }
     let nbytes = small.numel.checked_mul(out_dtype.size())?;
     if nbytes >= parallel::stream_threshold() {
