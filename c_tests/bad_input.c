@@ -14,7 +14,7 @@
  *  - freed and foreign handles (BC_ERR_INVALID_HANDLE), a panic inside the library (BC_ERR_INTERNAL,
  *    the library stays usable), and the last error being per thread.
  *
- * The contract is README.md ("API conventions") and the header's comments; the texts come from
+ * The contract is README.md ("Ownership and errors") and the header's comments; the texts come from
  * docs/semantics.md.
  */
 #define _POSIX_C_SOURCE 200809L /* pthreads, for the per-thread last-error test */
@@ -666,7 +666,7 @@ static void test_negative_sizes(void) {
     const int64_t *shapes[2] = {ok, neg};
     size_t ndims[2] = {2, 2};
     CHECK_STATUS(bc_shape_broadcast_n(shapes, ndims, 2, out, 4, &nd), BC_ERR_INVALID_ARG);
-    /* The message names the shape by its index (issue 10, item 8). */
+    /* The message names the shape by its index. */
     const int64_t one[] = {1}, minus12[] = {-12};
     const int64_t *three[3] = {one, one, minus12};
     size_t three_ndims[3] = {1, 1, 1};
@@ -1317,7 +1317,7 @@ static void test_last_error_is_per_thread(void) {
     CHECK_EQ_INT(warnings, 1);
 }
 
-/* Issue 10, item 5: the same array as input and output. Every input is read before any output
+/* The same array as input and output. Every input is read before any output
  * is written, so this works like any other call (and a failing call leaves the array NULL, as
  * documented for the outputs). */
 static void test_broadcast_tensors_in_place(void) {

@@ -2537,7 +2537,7 @@ impl Runner<'_> {
     /// that is no operation.
     fn op_code(&mut self) -> i32 {
         let b = self.inp.u8();
-        let past_last = BC_OP_HYPOT + 1;
+        let past_last = BC_OP_COUNT;
         if b < 250 {
             (b % 4) as i32
         } else {
@@ -2557,7 +2557,7 @@ impl Runner<'_> {
             if null_out {
                 return Ok(Err(BC_ERR_NULL_ARG));
             }
-            if !(0..=BC_OP_HYPOT).contains(&op) {
+            if !(0..BC_OP_COUNT).contains(&op) {
                 return Ok(Err(BC_ERR_INVALID_ARG));
             }
             let ta = match self.resolve(a) {
@@ -2642,7 +2642,7 @@ impl Runner<'_> {
         via_named: bool,
     ) -> Result<Result<(), Skip>, String> {
         let model = (|| -> Result<Expect<_>, Skip> {
-            if !(0..=BC_OP_HYPOT).contains(&op) {
+            if !(0..BC_OP_COUNT).contains(&op) {
                 return Ok(Err(BC_ERR_INVALID_ARG));
             }
             let ta = match self.resolve(a) {

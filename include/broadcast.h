@@ -1,7 +1,7 @@
 /*
  * libbroadcast: tensors with exact NumPy/PyTorch broadcasting semantics.
  *
- * Conventions (see README.md, "API conventions"):
+ * Conventions (see README.md, "Ownership and errors"):
  *  - Every function that can fail returns an int32_t status: BC_OK (0) or one of the BC_ERR_* codes.
  *    On failure a readable message is kept per thread: read it with bc_last_error_message().
  *  - Every `bc_tensor **out` is written only on success; on failure it is set to NULL.
@@ -440,6 +440,13 @@
 #define BC_OP_HYPOT 25
 
 /**
+ * How many operations there are: the codes are 0 to `BC_OP_COUNT - 1`, and a code outside that
+ * range is `BC_ERR_INVALID_ARG`. Later versions add codes at the end, so use this to loop over
+ * every operation rather than the last code.
+ */
+#define BC_OP_COUNT 26
+
+/**
  * `bc_plan.flags`: operands of different shapes broadcast with the same number of elements
  * (a warning when `bc_set_broadcast_warning` is on).
  */
@@ -512,6 +519,11 @@
  * The smallest element (NaN if any element is NaN).
  */
 #define BC_REDUCE_AMIN 4
+
+/**
+ * How many reduction codes there are (0 to `BC_REDUCE_COUNT - 1`).
+ */
+#define BC_REDUCE_COUNT 5
 
 /**
  * `bc_scalar.kind`: a bool (`b`). It promotes as PyTorch's `True`/`False` do.
@@ -630,6 +642,11 @@
 #define BC_DTYPE_FLOAT32 8
 
 #define BC_DTYPE_FLOAT64 9
+
+/**
+ * How many element types there are (codes 0 to `BC_DTYPE_COUNT - 1`).
+ */
+#define BC_DTYPE_COUNT 10
 
 #if !defined(BC_DLPACK_EXTERNAL)
 /**

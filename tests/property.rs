@@ -1946,7 +1946,7 @@ fn check_reduce_case(op: &str, o: &Opnd, got: &Result<T, Err>, want: Reduced) ->
 fn binary_sum_to_matches_two_calls() {
     let (seed, list) = cases("binary_sum_to_matches_two_calls", 22);
     let mut rep = Report::new("binary_sum_to_matches_two_calls", seed);
-    let ops = BC_OP_HYPOT as usize + 1;
+    let ops = BC_OP_COUNT as usize;
     let whole_run = list.len() >= 20 * ops;
     let mut summed = vec![0usize; ops];
     for (k, mut r) in list {

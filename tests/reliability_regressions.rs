@@ -1,4 +1,4 @@
-//! Regression tests for every failure the reliability work found (issue #5), one readable test
+//! Regression tests for every failure the reliability work found, one readable test
 //! per bug; the fuzzer inputs that found them are kept in `fuzz/corpus/api/` as well.
 //!
 //! Fixed:
@@ -87,7 +87,7 @@ fn wrapping_no_bytes_needs_no_alignment() {
     let mut backing = [0u64; 4];
     let odd = (backing.as_mut_ptr() as *mut u8).wrapping_add(1) as *mut c_void;
     let shape = [0i64, 3];
-    for dtype in 0..10 {
+    for dtype in 0..BC_DTYPE_COUNT {
         for data in [ptr::null_mut(), odd] {
             let mut out = ptr::null_mut();
             // SAFETY: no bytes are ever read through `data`.

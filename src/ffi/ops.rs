@@ -61,6 +61,11 @@ pub const BC_OP_BITWISE_RIGHT_SHIFT: i32 = 23;
 pub const BC_OP_ATAN2: i32 = 24;
 /// `hypot(a, b)`, floating types only.
 pub const BC_OP_HYPOT: i32 = 25;
+/// How many operations there are: the codes are 0 to `BC_OP_COUNT - 1`, and a code outside that
+/// range is `BC_ERR_INVALID_ARG`. Later versions add codes at the end, so use this to loop over
+/// every operation rather than the last code.
+pub const BC_OP_COUNT: i32 = 26;
+const _: () = assert!(BinaryOp::ALL.len() == BC_OP_COUNT as usize);
 
 pub(crate) fn op_in(code: i32) -> Result<BinaryOp, FfiError> {
     usize::try_from(code)

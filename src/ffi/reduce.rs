@@ -15,6 +15,9 @@ pub const BC_REDUCE_PROD: i32 = 2;
 pub const BC_REDUCE_AMAX: i32 = 3;
 /// The smallest element (NaN if any element is NaN).
 pub const BC_REDUCE_AMIN: i32 = 4;
+/// How many reduction codes there are (0 to `BC_REDUCE_COUNT - 1`).
+pub const BC_REDUCE_COUNT: i32 = 5;
+const _: () = assert!(ReduceOp::ALL.len() == BC_REDUCE_COUNT as usize);
 
 pub(super) fn reduce_op_in(code: i32) -> Result<ReduceOp, FfiError> {
     usize::try_from(code)

@@ -22,6 +22,9 @@ pub const BC_DTYPE_FLOAT16: i32 = 6;
 pub const BC_DTYPE_BFLOAT16: i32 = 7;
 pub const BC_DTYPE_FLOAT32: i32 = 8;
 pub const BC_DTYPE_FLOAT64: i32 = 9;
+/// How many element types there are (codes 0 to `BC_DTYPE_COUNT - 1`).
+pub const BC_DTYPE_COUNT: i32 = 10;
+const _: () = assert!(DType::ALL.len() == BC_DTYPE_COUNT as usize);
 
 /// Called once with its `user_data` when memory wrapped by `bc_tensor_wrap` is no longer used by
 /// any tensor. It may run on any thread (the one that frees the last view).
