@@ -3,12 +3,13 @@
 CC ?= cc
 RELEASE := target/release
 
-.PHONY: demo test test-python check bench bench-smoke header-drift data-check go-test go-bench \
+.PHONY: demo test prereqs test-python check bench bench-smoke header-drift data-check go-test go-env go-bench \
 	julia-proxy-test julia-test julia self-contained release-lib install install-files uninstall \
 	install-check
 
 # Build the library and run the C tour of the documented examples.
 demo:
+	@bash scripts/prereqs.sh demo
 	cargo build --release
 	$(CC) -std=c11 -Wall -Wextra -Werror -Iinclude examples/tour.c -L$(RELEASE) -lbroadcast \
 		-Wl,-rpath,'$$ORIGIN' -o $(RELEASE)/tour
@@ -19,8 +20,8 @@ demo:
 # valgrind and under AddressSanitizer/UBSan, DLPack with NumPy, the Go package, the Julia package
 # (its own tests when julia is installed, the column-major proxy always), the static checks, the
 # install check, and the benchmark's verification of every case (a short smoke run).
-test: data-check
-	cargo test
+test: prereqs data-check
+	BC_FUZZ_SECONDS=20 cargo test
 	bash scripts/sanitizers.sh
 	$(MAKE) test-python go-test julia check install-check bench-smoke
 
@@ -37,8 +38,11 @@ $(VENV)/numpy-installed:
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check numpy
 	touch $@
 
-# Formatting, lints, the generated header matching the code, and no reference outside the repo.
+# Formatting, lints, the generated header matching the code and docs/api.md matching the header,
+# no reference outside the repo, and the stated Rust minimum true for the lockfile.
 check: header-drift self-contained
+	python3 scripts/msrv_check.py
+	python3 scripts/gen_api_doc.py --check
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 
@@ -49,8 +53,14 @@ header-drift:
 bench:
 	cargo run --release -p bench-compare
 
+# The benchmark's own check: every smoke case's results verified and every measurement run once,
+# with NumPy from the test environment's venv when make test made one.
 bench-smoke:
-	cargo run --release -p bench-compare -- --smoke
+	$(if $(wildcard $(VENV)/bin/python),PYTHON=$(CURDIR)/$(VENV)/bin/python) cargo run --release -p bench-compare -- --smoke
+
+# Every tool `make test` needs, named at once before anything is built.
+prereqs:
+	@bash scripts/prereqs.sh test
 
 # The conformance data is fixed: it must stay byte-identical to what PyTorch generated.
 data-check:
@@ -60,6 +70,12 @@ data-check:
 go-test:
 	cargo build --release
 	bash scripts/go_test.sh
+
+# The release library and a pkg-config file for it, target/pkgconfig/broadcast-uninstalled.pc, so
+# that a Go module can build against this checkout (the README's Go quick start).
+go-env:
+	cargo build --release
+	@bash -c 'source scripts/go_env.sh && echo "wrote $$pc/broadcast-uninstalled.pc: PKG_CONFIG_PATH=$$pc"'
 
 # Go package against C, per call (tiny and large additions), medians of interleaved rounds.
 go-bench:
@@ -89,6 +105,9 @@ julia: julia-proxy-test
 self-contained:
 	@if grep -rn "shared/" README.md docs/ include/ examples/ src/ c_tests/ tests/ fuzz/ scripts/ bindings/; then \
 		echo "the lines above refer to a folder outside the repository"; exit 1; fi
+	@if grep -rnE "[Ii]ssue #?[0-9]" src/ include/ examples/ c_tests/ tests/*.rs tests/common fuzz/*.rs \
+		scripts/ bindings/ benches/ tools/ build.rs Makefile; then \
+		echo "the lines above cite an issue number: say in words what the code does and why"; exit 1; fi
 
 # ---------------------------------------------------------------------------------------------
 # Install: `make install PREFIX=/usr/local` (DESTDIR stages it elsewhere, as packagers do), and

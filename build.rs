@@ -44,7 +44,7 @@ fn main() {
 
 /// Sets `cfg(bc_avx512)` on x86-64 when the compiler has stable AVX-512 intrinsics (Rust 1.89):
 /// the 16-bit float kernels then get a 16-wide path, chosen at run time on CPUs with AVX-512 F.
-/// Older compilers (the minimum is 1.81) build everything else the same.
+/// Older compilers (the minimum is 1.85) build everything else the same.
 fn probe_avx512() {
     if env::var("CARGO_CFG_TARGET_ARCH").as_deref() != Ok("x86_64") {
         return;

@@ -1,4 +1,4 @@
-//! Why results that fit in the last-level cache are written with ordinary stores (issue #15):
+//! Why results that fit in the last-level cache are written with ordinary stores:
 //! a chained call reads such a result at once. `(n,1024)+(1024,)` into `out`, alone and then
 //! followed by that result `+ (1024,)` into a second `out`, with results streamed (a 1 MiB
 //! threshold) or kept in the cache (the library's own threshold, at most 16 MiB), for results

@@ -1,4 +1,4 @@
-//! What the handle registry costs per call (issue #5).
+//! What the handle registry costs per call.
 //!
 //! Handles are tokens looked up in a registry (a table of slots, each with its own spin lock and
 //! generation count) instead of raw pointers to boxed tensors. This bench measures one cheap

@@ -1,4 +1,4 @@
-//! The performance suite of issue #4 under criterion, through the C ABI: S1-S12 allocating the
+//! The performance suite under criterion, through the C ABI: S1-S12 allocating the
 //! result (`bc_binary` + `bc_tensor_free`) and into an existing `out` (`bc_binary_out`; S9 is in
 //! place), the L1/L2 per-call latencies, and the (n,1024)+(1024,) size sweep.
 //!

@@ -1,5 +1,5 @@
 /*
- * thread_exit.c: calls made while a thread exits (issue 10, item 2). Go and Julia finalizers and
+ * thread_exit.c: calls made while a thread exits. Go and Julia finalizers and
  * C++ destructors run on exiting threads; so do pthread_key destructors, which these tests use. A
  * failing call there must return its status and record its message like anywhere else, not
  * abort because the thread's storage is being torn down.

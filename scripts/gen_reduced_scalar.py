@@ -3,7 +3,7 @@
 
 float16 / bfloat16 tensors with a one-element operand of another type, for add, sub, mul and
 div, in both operand orders, out of place and in place: PyTorch's CPU mul and div kernels read a
-one-element second operand in float32 from its own type (issue 10, item 7). Rows have the format
+one-element second operand in float32 from its own type. Rows have the format
 of values.jsonl. Run with the PyTorch environment's python:
 
     /work/torchenv/bin/python scripts/gen_reduced_scalar.py > tests/data/pytorch/reduced_scalar.jsonl

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memory checking (issue #5): the C suite (tests/c_suite.rs, c_tests/*.c) under AddressSanitizer
+# Memory checking: the C suite (tests/c_suite.rs, c_tests/*.c) under AddressSanitizer
 # + UndefinedBehaviorSanitizer and under valgrind, with zero errors and zero leaks; and, since Miri
 # cannot run here (no miri/rust-src components and no network to fetch them), the engine's unsafe
 # code under valgrind through the Rust reliability tests and the fuzz corpus.

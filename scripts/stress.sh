@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Longer reliability runs than CI's (issue #5): the thread and panic stress tests with many more
+# Longer reliability runs than CI's: the thread and panic stress tests with many more
 # rounds, the API fuzzer for longer, both in release (where the engine's fast paths and real
 # timing apply), and optionally under ThreadSanitizer.
 #

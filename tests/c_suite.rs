@@ -362,7 +362,7 @@ fn dlpack_headers() {
     );
 }
 
-/// Failing calls from thread-exit destructors return their status (issue 10, item 2).
+/// Failing calls from thread-exit destructors return their status.
 #[test]
 fn thread_exit() {
     build_and_run("thread_exit");

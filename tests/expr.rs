@@ -1,4 +1,4 @@
-//! Fused expressions (issue 15, target 3) through the C ABI, against the separate calls they
+//! Fused expressions through the C ABI, against the separate calls they
 //! stand for: `bc_expr_eval` / `bc_expr_eval_out` must give exactly what `bc_binary`,
 //! `bc_where` and 0-d constants give step by step (the same bits, or the same status and
 //! message, and the same warnings), on random programs over every operation and dtype; the
@@ -62,7 +62,7 @@ fn handles(inputs: &[&T]) -> Vec<*const bc_tensor> {
 
 fn eval(steps: &[bc_expr_step], inputs: &[&T]) -> Result<T, Err> {
     let h = handles(inputs);
-    let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+    let mut out: *mut bc_tensor = std::ptr::dangling_mut();
     // SAFETY: both arrays hold their lengths; out is valid for one write.
     let s = unsafe { bc_expr_eval(steps.as_ptr(), steps.len(), h.as_ptr(), h.len(), &mut out) };
     if s == BC_OK {
@@ -622,7 +622,7 @@ fn malformed_programs_are_refused() {
     }
     let steps = [input(0), input(0), op(BC_OP_ADD)];
     let h = [a.ptr()];
-    let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+    let mut out: *mut bc_tensor = std::ptr::dangling_mut();
     // SAFETY (all): arrays valid for their lengths or NULL as documented.
     unsafe {
         assert_eq!(

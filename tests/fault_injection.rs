@@ -1,4 +1,4 @@
-//! Fault injection (issue 10, item 1): under memory exhaustion every call either succeeds or
+//! Fault injection: under memory exhaustion every call either succeeds or
 //! returns `BC_ERR_ALLOC`, changes nothing the caller owns when it fails, leaks nothing, and the
 //! library keeps working afterwards.
 //!

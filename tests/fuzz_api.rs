@@ -1,4 +1,4 @@
-//! The C-API fuzzer on stable Rust (issue #5). Bytes are programs of API calls (decoded by
+//! The C-API fuzzer on stable Rust. Bytes are programs of API calls (decoded by
 //! `fuzz/api_program.rs`, shared with the cargo-fuzz target) checked call by call against a
 //! plain reference model.
 //!

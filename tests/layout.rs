@@ -1,4 +1,4 @@
-//! The layout of new results against PyTorch (issue 15, target 2): every row of
+//! The layout of new results against PyTorch: every row of
 //! `tests/data/pytorch/layout.jsonl` gives the strides PyTorch 2.15 gave the result of an
 //! out-of-place row of `values.jsonl` or `ops_values.jsonl`. The operands are built from that row
 //! (its types matter: a converted input takes part with its copy's layout), the operation runs

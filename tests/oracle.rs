@@ -376,7 +376,7 @@ fn values() {
 }
 
 /// float16 and bfloat16 with a one-element operand of another type, in both orders, out of place
-/// and in place (issue 10, item 7): PyTorch's mul and div read a one-element second operand in
+/// and in place: PyTorch's mul and div read a one-element second operand in
 /// float32. Compared exactly, division included.
 #[test]
 fn reduced_float_with_a_one_element_operand() {

@@ -1,4 +1,4 @@
-//! The planner against the calls it plans (issue 14): for every row of the conformance data, the
+//! The planner against the calls it plans: for every row of the conformance data, the
 //! operands' geometry goes to `bc_plan_binary` (or `_inplace`, `_out`; with a number,
 //! `bc_plan_binary_scalar`, `_rscalar`, `_scalar_inplace`; `bc_plan_where`, `_where_out`;
 //! `bc_plan_reduce`, `bc_plan_sum_to_size`, `bc_plan_binary_sum_to`) and the tensors to the call

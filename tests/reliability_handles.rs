@@ -1,4 +1,4 @@
-//! Invalid handles (issue #5): a handle that was freed, freed twice, or never came from the library
+//! Invalid handles: a handle that was freed, freed twice, or never came from the library
 //! (a stray pointer, a pointer to some other struct, a made-up number) gives
 //! `BC_ERR_INVALID_HANDLE` at every entry point that takes one: never undefined behaviour, never a
 //! crash, and never another tensor's data.
@@ -286,7 +286,10 @@ fn small_integers_are_not_handles() {
             "the number {n} is a live handle"
         );
     }
-    every_entry_point_refuses(1usize as *mut bc_tensor, BC_ERR_INVALID_HANDLE);
+    every_entry_point_refuses(
+        std::ptr::without_provenance_mut::<bc_tensor>(1),
+        BC_ERR_INVALID_HANDLE,
+    );
     for t in ts {
         assert_eq!(values_f64(t), vec![1.0]);
         bc_tensor_free(t);
@@ -304,7 +307,7 @@ fn released() -> usize {
     RELEASED.load(std::sync::atomic::Ordering::SeqCst)
 }
 
-/// Issue 10, item 3: with every handle in use, a call that would make one fails with
+/// With every handle in use, a call that would make one fails with
 /// `BC_ERR_ALLOC` (a resource is exhausted, not an invalid argument), leaves its out-handles NULL,
 /// and `bc_tensor_wrap` never runs the caller's release callback: the memory stays the caller's.
 /// The limit is lowered (a hidden hook) so that this does not take 16.7 million handles.
@@ -419,7 +422,7 @@ fn handle_limit_is_an_alloc_error_and_a_failed_wrap_keeps_the_callers_memory() {
     assert_library_works();
 }
 
-/// Issue 10, item 4: a stale handle never names a live tensor again, however often its slot is
+/// A stale handle never names a live tensor again, however often its slot is
 /// reused. The report's loop (free, make, free, ... on one thread, which reuses its own freed
 /// slot every time) takes 2^32 cycles to reach the old wrap-around, so a hidden hook moves the
 /// slot's generation close to it. Generations now have 40 bits, and a slot whose generation

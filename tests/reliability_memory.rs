@@ -1,4 +1,4 @@
-//! Memory (issue #5): a tensor too large to allocate gives `BC_ERR_ALLOC`, not an abort; size and
+//! Memory: a tensor too large to allocate gives `BC_ERR_ALLOC`, not an abort; size and
 //! byte-count products that overflow give `BC_ERR_OVERFLOW`; the process keeps working afterwards.
 //!
 //! The 2^40-element tests run in a child process whose address space is limited (`RLIMIT_AS`), so
@@ -332,7 +332,7 @@ fn overflowing_sizes_are_overflow_errors() {
     assert_library_works();
 }
 
-/// Issue 10, item 1, the report's reproducers: memory filled with `bc_tensor_empty` until
+/// Reproducers of memory exhaustion: memory filled with `bc_tensor_empty` until
 /// `BC_ERR_ALLOC` (then with ever smaller tensors, down to one element, so the heap is
 /// exhausted), in a child process with a limited address space. Each call the report saw abort
 /// must now succeed or return `BC_ERR_ALLOC`; afterwards everything is freed and the library

@@ -1,4 +1,4 @@
-//! Panics (issue #5): none crosses the C boundary. `bc_debug_panic()` panics inside the library on
+//! Panics: none crosses the C boundary. `bc_debug_panic()` panics inside the library on
 //! purpose; it must come back as `BC_ERR_INTERNAL` with a message, and the library must work
 //! afterwards, on that thread and on others, also when many threads panic at once.
 //!

@@ -1,4 +1,4 @@
-//! Threads (issue #5): many threads using the library at once give the same results as one
+//! Threads: many threads using the library at once give the same results as one
 //! thread; handles made on one thread are used and freed on others (as Go and Julia finalizers
 //! do); a release callback runs exactly once, on whichever thread frees the last view; racing
 //! frees of one handle free it exactly once; the per-thread last error never mixes.
@@ -538,7 +538,7 @@ fn operands_in_opposite_orders_never_deadlock() {
     assert_eq!(bc_tensor_live_count(), before);
 }
 
-/// Issue 10, item 2 (the hand-back half): a thread keeps the slots it freed for its next
+/// Handing slots back: a thread keeps the slots it freed for its next
 /// handles, and hands them back when it exits, from a thread-exit hook. Without that, every
 /// short-lived thread would strand its cache and the registry would grow with the number of
 /// threads ever started (400 threads x 40 slots here: 62 chunks).
@@ -587,7 +587,7 @@ unsafe extern "C" fn counting_handler(user_data: *mut c_void, _message: *const s
     data.calls.fetch_add(1, Ordering::SeqCst);
 }
 
-/// Issue 10, item 6: when `bc_set_warning_handler` returns, no thread is in the old handler and
+/// When `bc_set_warning_handler` returns, no thread is in the old handler and
 /// none will enter it, so the old `user_data` may be freed. Two threads emit warnings without
 /// pause while this thread swaps handlers 2,000 times and retires each old one as the setter
 /// returns; no call may see a retired one. (Before the contract, 147-814 calls per 2,000 swaps
@@ -666,7 +666,7 @@ unsafe extern "C" fn handler_that_swaps(_: *mut c_void, _: *const std::ffi::c_ch
     SETTER_STATUS.store(st, Ordering::SeqCst);
 }
 
-/// Issue 10, item 6: the setter called from inside a handler fails (and changes nothing)
+/// The setter called from inside a handler fails (and changes nothing)
 /// instead of waiting for itself.
 #[test]
 fn setting_the_warning_handler_from_inside_one_is_refused() {
@@ -697,7 +697,7 @@ fn setting_the_warning_handler_from_inside_one_is_refused() {
     bc_tensor_free(b);
 }
 
-/// Issue 10, item 6: `bc_set_num_threads(SIZE_MAX)` is capped at `BC_MAX_THREADS`, and however
+/// `bc_set_num_threads(SIZE_MAX)` is capped at `BC_MAX_THREADS`, and however
 /// many threads are asked for, the pool never has more than `BC_MAX_THREADS - 1` workers.
 #[test]
 fn the_thread_count_is_capped() {

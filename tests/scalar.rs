@@ -1,4 +1,4 @@
-//! A tensor with a number (issue 14): every row of `tests/data/pytorch/scalar.jsonl` through the C
+//! A tensor with a number: every row of `tests/data/pytorch/scalar.jsonl` through the C
 //! ABI (`bc_binary_scalar`, `bc_binary_rscalar`, `bc_binary_scalar_inplace`, and the named forms
 //! on alternate rows): the result's type, shape and values, or PyTorch's status and exact message;
 //! in place, the whole storage afterwards; out of place, the operand unchanged. (The layout of

@@ -29,7 +29,7 @@ fn nullable(v: &[i64]) -> *const i64 {
 
 /// Runs one row's call; returns the result and whether the library said it copied.
 fn call(row: &Value, input: &T) -> Result<(T, bool), Err> {
-    let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+    let mut out: *mut bc_tensor = std::ptr::dangling_mut();
     let mut copied = false;
     let status = unsafe {
         match row["op"].as_str().unwrap() {

@@ -128,7 +128,7 @@ where
     A::Item: Copy,
 {
     let mut v = try_small_with_capacity(n)?;
-    v.extend(std::iter::repeat(x).take(n));
+    v.extend(std::iter::repeat_n(x, n));
     Ok(v)
 }
 

@@ -1,5 +1,5 @@
 //! The layout of a newly allocated result: PyTorch's TensorIterator rule, so that a result's
-//! strides equal PyTorch's (issue 15). When the inputs are laid out in the same permuted order,
+//! strides equal PyTorch's. When the inputs are laid out in the same permuted order,
 //! the result keeps that order (it is dense, not row-major); otherwise it is row-major.
 //!
 //! PyTorch decides it in three steps, reproduced here on metadata alone:

@@ -649,7 +649,7 @@ pub(crate) fn with<const K: usize, R>(
     });
     let reading = Reading::begin(own_record(), hazards);
     for (i, &(generation, slot)) in found.iter().enumerate() {
-        if !slot.is_some_and(|s| s.state.load(Ordering::Acquire) == live(generation)) {
+        if slot.is_none_or(|s| s.state.load(Ordering::Acquire) != live(generation)) {
             return Err(FfiError::InvalidHandle(handles[i].1));
         }
     }

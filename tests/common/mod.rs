@@ -510,26 +510,26 @@ impl T {
     }
 
     pub fn zeros(dtype: i32, shape: &[i64]) -> Result<T, Err> {
-        let mut out: *mut bc_tensor = 1 as *mut bc_tensor; // non-NULL garbage: must be reset on failure
+        let mut out: *mut bc_tensor = std::ptr::dangling_mut(); // non-NULL garbage: must be reset on failure
         let s = unsafe { bc_tensor_zeros(dtype, shape_ptr(shape), shape.len(), &mut out) };
         take(s, out, "bc_tensor_zeros")
     }
 
     pub fn ones(dtype: i32, shape: &[i64]) -> Result<T, Err> {
-        let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+        let mut out: *mut bc_tensor = std::ptr::dangling_mut();
         let s = unsafe { bc_tensor_ones(dtype, shape_ptr(shape), shape.len(), &mut out) };
         take(s, out, "bc_tensor_ones")
     }
 
     pub fn full(dtype: i32, shape: &[i64], value: f64) -> Result<T, Err> {
-        let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+        let mut out: *mut bc_tensor = std::ptr::dangling_mut();
         let s = unsafe { bc_tensor_full(dtype, shape_ptr(shape), shape.len(), value, &mut out) };
         take(s, out, "bc_tensor_full")
     }
 
     /// Copying constructor from row-major bytes.
     pub fn from_bytes(dtype: i32, shape: &[i64], bytes: &[u8]) -> Result<T, Err> {
-        let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+        let mut out: *mut bc_tensor = std::ptr::dangling_mut();
         let data = if bytes.is_empty() {
             ptr::null()
         } else {
@@ -571,7 +571,7 @@ impl T {
         strides: Option<&[i64]>,
         offset: i64,
     ) -> Result<T, Err> {
-        let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+        let mut out: *mut bc_tensor = std::ptr::dangling_mut();
         let st = match strides {
             Some(s) => {
                 assert_eq!(s.len(), shape.len());
@@ -674,32 +674,32 @@ impl T {
     }
 
     pub fn to_dtype(&self, dtype: i32) -> Result<T, Err> {
-        let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+        let mut out: *mut bc_tensor = std::ptr::dangling_mut();
         let s = unsafe { bc_tensor_to_dtype(self.0, dtype, &mut out) };
         take(s, out, "bc_tensor_to_dtype")
     }
 
     pub fn expand(&self, sizes: &[i64]) -> Result<T, Err> {
-        let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+        let mut out: *mut bc_tensor = std::ptr::dangling_mut();
         let s = unsafe { bc_tensor_expand(self.0, shape_ptr(sizes), sizes.len(), &mut out) };
         take(s, out, "bc_tensor_expand")
     }
 
     pub fn broadcast_to(&self, sizes: &[i64]) -> Result<T, Err> {
-        let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+        let mut out: *mut bc_tensor = std::ptr::dangling_mut();
         let s = unsafe { bc_tensor_broadcast_to(self.0, shape_ptr(sizes), sizes.len(), &mut out) };
         take(s, out, "bc_tensor_broadcast_to")
     }
 
     pub fn slice(&self, dim: i64, start: i64, stop: i64, step: i64) -> Result<T, Err> {
-        let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+        let mut out: *mut bc_tensor = std::ptr::dangling_mut();
         let s = unsafe { bc_tensor_slice(self.0, dim, start, stop, step, &mut out) };
         take(s, out, "bc_tensor_slice")
     }
 
     pub fn as_strided(&self, shape: &[i64], strides: &[i64], offset: i64) -> Result<T, Err> {
         assert_eq!(shape.len(), strides.len());
-        let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+        let mut out: *mut bc_tensor = std::ptr::dangling_mut();
         let s = unsafe {
             bc_tensor_as_strided(
                 self.0,
@@ -719,7 +719,7 @@ impl T {
 // ---------------------------------------------------------------------------------------------
 
 pub fn binary(op: i32, a: &T, b: &T) -> Result<T, Err> {
-    let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+    let mut out: *mut bc_tensor = std::ptr::dangling_mut();
     let s = unsafe { bc_binary(op, a.ptr(), b.ptr(), &mut out) };
     take(s, out, "bc_binary")
 }
@@ -733,7 +733,7 @@ pub fn binary_out(op: i32, a: &T, b: &T, out: &T) -> Result<(), Err> {
 }
 
 pub fn where_new(cond: &T, a: &T, b: &T) -> Result<T, Err> {
-    let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+    let mut out: *mut bc_tensor = std::ptr::dangling_mut();
     let s = unsafe { bc_where(cond.ptr(), a.ptr(), b.ptr(), &mut out) };
     take(s, out, "bc_where")
 }
@@ -743,7 +743,7 @@ pub fn where_out(cond: &T, a: &T, b: &T, out: &T) -> Result<(), Err> {
 }
 
 pub fn add(a: &T, b: &T) -> Result<T, Err> {
-    let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+    let mut out: *mut bc_tensor = std::ptr::dangling_mut();
     let s = unsafe { bc_add(a.ptr(), b.ptr(), &mut out) };
     take(s, out, "bc_add")
 }
@@ -771,7 +771,7 @@ pub fn reduce_code(name: &str) -> i32 {
 
 /// `dims`: `None` passes `(NULL, 0)`; `Some(&[])` passes a non-NULL pointer with length 0.
 pub fn reduce(op: i32, t: &T, dims: Option<&[i64]>, keepdim: bool) -> Result<T, Err> {
-    let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+    let mut out: *mut bc_tensor = std::ptr::dangling_mut();
     let (p, n) = match dims {
         None => (ptr::null(), 0),
         Some(d) => (d.as_ptr(), d.len()),
@@ -783,7 +783,7 @@ pub fn reduce(op: i32, t: &T, dims: Option<&[i64]>, keepdim: bool) -> Result<T, 
 /// The named function for `op` (`bc_sum`, ...), same arguments.
 pub fn reduce_named(op: i32, t: &T, dims: Option<&[i64]>, keepdim: bool) -> Result<T, Err> {
     let f = [bc_sum, bc_mean, bc_prod, bc_amax, bc_amin][op as usize];
-    let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+    let mut out: *mut bc_tensor = std::ptr::dangling_mut();
     let (p, n) = match dims {
         None => (ptr::null(), 0),
         Some(d) => (d.as_ptr(), d.len()),
@@ -793,13 +793,13 @@ pub fn reduce_named(op: i32, t: &T, dims: Option<&[i64]>, keepdim: bool) -> Resu
 }
 
 pub fn sum_to_size(t: &T, size: &[i64]) -> Result<T, Err> {
-    let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+    let mut out: *mut bc_tensor = std::ptr::dangling_mut();
     let s = unsafe { bc_tensor_sum_to_size(t.ptr(), size.as_ptr(), size.len(), &mut out) };
     take(s, out, "bc_tensor_sum_to_size")
 }
 
 pub fn binary_sum_to(op: i32, a: &T, b: &T, size: &[i64]) -> Result<T, Err> {
-    let mut out: *mut bc_tensor = 1 as *mut bc_tensor;
+    let mut out: *mut bc_tensor = std::ptr::dangling_mut();
     let s = unsafe { bc_binary_sum_to(op, a.ptr(), b.ptr(), size.as_ptr(), size.len(), &mut out) };
     take(s, out, "bc_binary_sum_to")
 }

@@ -1,4 +1,4 @@
-//! Fused expressions (issue 15, target 3): `bc_expr_eval` against the same expression as separate
+//! Fused expressions: `bc_expr_eval` against the same expression as separate
 //! calls, the C limit's one-pass loop, NumPy and PyTorch. Inputs are filled as every peer fills
 //! them (input k with seed k + 1).
 use crate::lib_side::{check, from_data, measure, touched, F32, T};

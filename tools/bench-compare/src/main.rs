@@ -3,8 +3,10 @@
 //! round in another order), printing a table of times and ratios.
 //!
 //! Usage: `cargo run --release -p bench-compare -- [options]` (or `make bench`)
-//!   --smoke           a few seconds: S2, S2.lt, S2.and, L2, E1 and three sweep sizes, one
-//!                     round, three repetitions (CI)
+//!   --smoke           a few seconds: S2, S2.lt, S2.and, L2, E1, R2, F1 and three sweep sizes,
+//!                     one round, three repetitions (CI): verifies every case's results and runs
+//!                     every measurement once, and prints what it checked, not timings (one
+//!                     short round on a shared machine measures nothing)
 //!   --rounds N        interleaved rounds (default 5); medians over rounds are reported
 //!   --reps N          samples per measurement (default 5)
 //!   --warm-ms MS      warm-up per measurement, at least (default 150; the last-level cache of
@@ -130,6 +132,7 @@ struct Options {
     csv: Option<String>,
     verify: bool,
     alloc_check: bool,
+    smoke: bool,
 }
 
 const SWEEP: [f64; 11] = [1e3, 3e3, 1e4, 3e4, 1e5, 3e5, 1e6, 3e6, 1e7, 3e7, 1e8];
@@ -181,6 +184,7 @@ fn parse_args() -> Options {
         csv: None,
         verify: true,
         alloc_check: true,
+        smoke,
     };
     let mut it = args.iter();
     let usage = |what: &str| -> ! {
@@ -379,9 +383,17 @@ fn main() {
                 std::process::exit(1);
             }
         }
+        let names: Vec<&str> = o
+            .cases
+            .iter()
+            .map(|c| c.name)
+            .chain(o.exprs.iter().map(|e| e.name))
+            .chain(o.reductions.iter().map(|r| r.name))
+            .collect();
         eprintln!(
-            "verified: the library's results of {} cases",
-            o.cases.len() + o.exprs.len() + o.reductions.len()
+            "verified: the library's results of {} cases ({})",
+            names.len(),
+            names.join(", ")
         );
     }
     let alloc_report = if o.alloc_check {
@@ -526,12 +538,35 @@ fn main() {
             });
         }
     }
+    let had_limit = limit.is_some();
     drop(limit);
     drop(numpy);
     drop(torch);
 
     let tables = report(&o, &res, &alloc_report);
-    println!("{tables}");
+    if o.smoke {
+        let peers: Vec<&str> = [
+            ("the C limit", had_limit),
+            ("NumPy", numpy_version.is_some()),
+            ("PyTorch", torch_version.is_some()),
+        ]
+        .iter()
+        .filter(|p| p.1)
+        .map(|p| p.0)
+        .collect();
+        println!(
+            "bench-smoke: {} results verified{}; every measurement ran once with libbroadcast{}{}; \
+             timings not judged (one short round, load {} -> {}): `make bench` measures",
+            o.cases.len() + o.exprs.len() + o.reductions.len(),
+            if o.verify { "" } else { " (NOT: --skip-verify)" },
+            if peers.is_empty() { "" } else { ", " },
+            peers.join(", "),
+            load_start,
+            loadavg()
+        );
+    } else {
+        println!("{tables}");
+    }
     eprintln!("bench-compare: {:.1} s", started.elapsed().as_secs_f64());
     if let Some(path) = &o.markdown {
         let head = header(
@@ -746,7 +781,7 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
                 let target = if c.name == "S8" { 1.5 } else { 1.25 };
                 let best = baseline_best(c.name).map(|b| if *v == "out" { b.out } else { b.alloc });
                 let peer_ratio = best.map(|(_, p, l)| p / l);
-                // Half precision (issue 15): faster than PyTorch, measured in this run.
+                // Half precision: faster than PyTorch, measured in this run.
                 let torch_bar = c.dtype == lib_side::F16 || c.dtype == lib_side::BF16;
                 let peer_ratio = match (peer_ratio, res.ratio(&key, "torch")) {
                     (None, Some((t, _, _))) if torch_bar => ratio.map(|(r, _, _)| r / t),
@@ -822,7 +857,7 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
             for v in ["alloc", "out"] {
                 let key = format!("{} {v}", c.name);
                 let lib = res.median(&key, "lib");
-                // Issue 15, target 5: 100 ns allocating, 50 ns into `out`.
+                // The tiny-call targets: 100 ns allocating, 50 ns into `out`.
                 let target = if v == "out" { 50.0 } else { 100.0 };
                 let met = lib.map_or("–", |ms| if ms * 1e6 <= target { "yes" } else { "no" });
                 let _ = writeln!(
