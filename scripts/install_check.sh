@@ -11,8 +11,10 @@
 #     quick start (examples/quickstart.cpp, the installed broadcast.hpp) is built with CMake too;
 #   - the CMake package still works after the whole prefix is moved elsewhere, and its version
 #     file accepts and refuses the right requests;
+#   - the README's quick-start lines (C, C++, Go) run as written against the checkout and the
+#     prefix (scripts/quickstart_check.py);
 #   - `make uninstall` removes every file `make install` put there, also with DESTDIR.
-# Needs cc, pkg-config, cmake, objdump/readelf (binutils). Linux; exits non-zero on any failure.
+# Needs cc, c++, go, python3, pkg-config, cmake, objdump/readelf (binutils). Linux; exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -124,6 +126,9 @@ for case in "$MAJOR.0 compatible" "$VERSION compatible" "$MAJOR.$((minor + 1)) i
 done
 
 cd "$ROOT"
+step "the README's quick starts, as written, against the checkout and the prefix"
+python3 scripts/quickstart_check.py "$prefix" || die "a quick start does not run as the README writes it"
+
 step "make uninstall"
 make --no-print-directory uninstall PREFIX="$prefix" >/dev/null
 left=$(find "$prefix" \( -type f -o -type l \) | sort)
