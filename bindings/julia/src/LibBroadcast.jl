@@ -30,6 +30,10 @@ using Libdl
 
 export Tensor, BroadcastError, BFloat16Bits
 
+# The C API's codes under their C names (BC_OK, BC_ERR_*, BC_DTYPE_*, BC_OP_*, ...), generated
+# from include/broadcast.h by scripts/gen_codes.py.
+include("codes.jl")
+
 # ---------------------------------------------------------------------------------------------
 # The library and its functions
 # ---------------------------------------------------------------------------------------------
@@ -150,17 +154,6 @@ end
 
 Base.showerror(io::IO, e::BroadcastError) = print(io, "BroadcastError: ", e.msg)
 
-# Status codes (include/broadcast.h).
-const BC_OK = Int32(0)
-const BC_ERR_SHAPE = Int32(3)
-const BC_ERR_DTYPE = Int32(4)
-const BC_ERR_OVERLAP = Int32(5)
-# Error kinds whose `dim` counts from the left of one of the shapes (and which shape).
-const KIND_NOT_BROADCASTABLE = Int32(1)
-const KIND_NARY_NOT_BROADCASTABLE = Int32(2)
-const KIND_INPLACE_MISMATCH = Int32(3)
-const KIND_EXPAND_MISMATCH = Int32(5)
-const KIND_EXPAND_LEADING = Int32(6)
 
 # check(st) must follow its ccall with nothing in between that can yield: the last error is per
 # OS thread, and a task may move to another thread at a yield point.
@@ -197,14 +190,14 @@ end
 # Julia dimension n - d; n-shape broadcasting counts from the right already (-k is Julia's k).
 function julia_dim(info::ErrorInfo, a, b)
     k = info.kind
-    (a === nothing || b === nothing) && k != KIND_NARY_NOT_BROADCASTABLE && return nothing
-    if k == KIND_NOT_BROADCASTABLE
+    (a === nothing || b === nothing) && k != BC_ERROR_KIND_NARY_NOT_BROADCASTABLE && return nothing
+    if k == BC_ERROR_KIND_NOT_BROADCASTABLE
         return max(length(a), length(b)) - Int(info.dim)
-    elseif k == KIND_NARY_NOT_BROADCASTABLE
+    elseif k == BC_ERROR_KIND_NARY_NOT_BROADCASTABLE
         return -Int(info.dim)
-    elseif k == KIND_INPLACE_MISMATCH
+    elseif k == BC_ERROR_KIND_INPLACE_MISMATCH
         return length(a) - Int(info.dim)
-    elseif k == KIND_EXPAND_MISMATCH || k == KIND_EXPAND_LEADING
+    elseif k == BC_ERROR_KIND_EXPAND_MISMATCH || k == BC_ERROR_KIND_EXPAND_LEADING
         return length(b) - Int(info.dim)
     end
     return nothing
@@ -479,9 +472,9 @@ struct CScalar
     f::Float64
 end
 
-cscalar(x::Bool) = CScalar(0, x, 0, 0.0)
-cscalar(x::Integer) = CScalar(1, false, Int64(x), 0.0) # an InexactError beyond Int64
-cscalar(x::Real) = CScalar(2, false, 0, Float64(x))    # floats, and π, 1//3, ... as Python floats
+cscalar(x::Bool) = CScalar(BC_SCALAR_BOOL, x, 0, 0.0)
+cscalar(x::Integer) = CScalar(BC_SCALAR_INT, false, Int64(x), 0.0) # an InexactError beyond Int64
+cscalar(x::Real) = CScalar(BC_SCALAR_FLOAT, false, 0, Float64(x))  # floats, and π, 1//3, ... as Python floats
 
 function binary(op::Int32, t::Tensor, s::Number)
     out = Ref{Ptr{Cvoid}}(C_NULL)
@@ -517,34 +510,34 @@ binary!(op::Int32, A::AbstractArray, s::Number) = (with(a -> binary!(op, a, s), 
 # (name, in-place name, BC_OP_* code, the Julia function whose broadcast it is on Tensors, or
 # nothing). The names are the C API's; the values are the library's (PyTorch's), which differ from
 # Julia's in places (a shift by a negative amount gives 0 or -1, an integer zero divisor is a
-# BroadcastError with status BC_ERR_VALUE = 11, comparisons give Bool).
+# BroadcastError with status BC_ERR_VALUE, comparisons give Bool).
 const OPS = (
-    (:add, :add!, 0, :+),
-    (:sub, :sub!, 1, :-),
-    (:mul, :mul!, 2, :*),
-    (:divide, :divide!, 3, :/), # true division: integer operands give Float32
-    (:eq, :eq!, 4, :(==)),
-    (:ne, :ne!, 5, :(!=)),
-    (:lt, :lt!, 6, :<),
-    (:le, :le!, 7, :<=),
-    (:gt, :gt!, 8, :>),
-    (:ge, :ge!, 9, :>=),
-    (:maximum, :maximum!, 10, :max), # module functions: Base.maximum (a reduction) is another
-    (:minimum, :minimum!, 11, :min),
-    (:pow, :pow!, 12, :^),
-    (:remainder, :remainder!, 13, :mod), # the divisor's sign
-    (:fmod, :fmod!, 14, :rem),           # the dividend's sign
-    (:floor_divide, :floor_divide!, 15, :fld),
-    (:logical_and, :logical_and!, 16, nothing),
-    (:logical_or, :logical_or!, 17, nothing),
-    (:logical_xor, :logical_xor!, 18, nothing),
-    (:bitwise_and, :bitwise_and!, 19, :(&)),
-    (:bitwise_or, :bitwise_or!, 20, :(|)),
-    (:bitwise_xor, :bitwise_xor!, 21, :xor),
-    (:bitwise_left_shift, :bitwise_left_shift!, 22, :<<),
-    (:bitwise_right_shift, :bitwise_right_shift!, 23, :>>),
-    (:atan2, :atan2!, 24, :atan), # atan(a, b)
-    (:hypot, :hypot!, 25, :hypot), # a module function, as maximum
+    (:add, :add!, BC_OP_ADD, :+),
+    (:sub, :sub!, BC_OP_SUB, :-),
+    (:mul, :mul!, BC_OP_MUL, :*),
+    (:divide, :divide!, BC_OP_DIV, :/), # true division: integer operands give Float32
+    (:eq, :eq!, BC_OP_EQ, :(==)),
+    (:ne, :ne!, BC_OP_NE, :(!=)),
+    (:lt, :lt!, BC_OP_LT, :<),
+    (:le, :le!, BC_OP_LE, :<=),
+    (:gt, :gt!, BC_OP_GT, :>),
+    (:ge, :ge!, BC_OP_GE, :>=),
+    (:maximum, :maximum!, BC_OP_MAXIMUM, :max), # module functions: Base.maximum (a reduction) is another
+    (:minimum, :minimum!, BC_OP_MINIMUM, :min),
+    (:pow, :pow!, BC_OP_POW, :^),
+    (:remainder, :remainder!, BC_OP_REMAINDER, :mod), # the divisor's sign
+    (:fmod, :fmod!, BC_OP_FMOD, :rem),           # the dividend's sign
+    (:floor_divide, :floor_divide!, BC_OP_FLOOR_DIVIDE, :fld),
+    (:logical_and, :logical_and!, BC_OP_LOGICAL_AND, nothing),
+    (:logical_or, :logical_or!, BC_OP_LOGICAL_OR, nothing),
+    (:logical_xor, :logical_xor!, BC_OP_LOGICAL_XOR, nothing),
+    (:bitwise_and, :bitwise_and!, BC_OP_BITWISE_AND, :(&)),
+    (:bitwise_or, :bitwise_or!, BC_OP_BITWISE_OR, :(|)),
+    (:bitwise_xor, :bitwise_xor!, BC_OP_BITWISE_XOR, :xor),
+    (:bitwise_left_shift, :bitwise_left_shift!, BC_OP_BITWISE_LEFT_SHIFT, :<<),
+    (:bitwise_right_shift, :bitwise_right_shift!, BC_OP_BITWISE_RIGHT_SHIFT, :>>),
+    (:atan2, :atan2!, BC_OP_ATAN2, :atan), # atan(a, b)
+    (:hypot, :hypot!, BC_OP_HYPOT, :hypot), # a module function, as maximum
 )
 
 for (name, name!, code, f) in OPS
@@ -659,7 +652,7 @@ struct CGeometry
     strides::Ptr{Int64}
 end
 
-const MAX_NDIM = 64 # BC_MAX_NDIM
+const MAX_NDIM = BC_MAX_NDIM
 
 # Mirrors struct bc_plan.
 struct CPlan
@@ -708,8 +701,9 @@ const LOOP_KINDS = (:none, :contiguous, :broadcast, :tiled, :strided)
 function Plan(p::CPlan)
     julia_order(t, n) = Tuple(Int.(reverse(t[1:Int(n)])))
     return Plan(ELTYPES[p.dtype+1], ELTYPES[p.compute_dtype+1], julia_order(p.shape, p.ndim),
-                julia_order(p.strides, p.ndim), p.flags & 1 != 0, p.flags & 2 != 0,
-                p.flags & 4 != 0, p.flags & 256 != 0, LOOP_KINDS[p.loop_kind+1],
+                julia_order(p.strides, p.ndim), p.flags & BC_PLAN_WARNING_BROADCAST != 0,
+                p.flags & BC_PLAN_WARNING_FALLBACK != 0, p.flags & BC_PLAN_WARNING_WHERE_UINT8 != 0,
+                p.flags & BC_PLAN_CHECKS_DIVISOR != 0, LOOP_KINDS[p.loop_kind+1],
                 julia_order(p.loop_shape, p.loop_ndim), Int(p.threads), Int(p.alloc_bytes))
 end
 
@@ -813,11 +807,11 @@ give `Int64`, `mean` of them is an error, `maximum` and `minimum` (PyTorch's ama
 wins, nothing to reduce is an error) keep the type. Floating sums are pairwise, with the bound
 of docs/semantics.md.
 """
-Base.sum(t::Tensor; dims = :) = reduction(Int32(0), t, dims)
-Base.prod(t::Tensor; dims = :) = reduction(Int32(2), t, dims)
-Base.maximum(t::Tensor; dims = :) = reduction(Int32(3), t, dims)
-Base.minimum(t::Tensor; dims = :) = reduction(Int32(4), t, dims)
-mean(t::Tensor; dims = :) = reduction(Int32(1), t, dims)
+Base.sum(t::Tensor; dims = :) = reduction(BC_REDUCE_SUM, t, dims)
+Base.prod(t::Tensor; dims = :) = reduction(BC_REDUCE_PROD, t, dims)
+Base.maximum(t::Tensor; dims = :) = reduction(BC_REDUCE_AMAX, t, dims)
+Base.minimum(t::Tensor; dims = :) = reduction(BC_REDUCE_AMIN, t, dims)
+mean(t::Tensor; dims = :) = reduction(BC_REDUCE_MEAN, t, dims)
 
 """
     sum_to_size(t::Tensor, sz::Integer...)
@@ -851,8 +845,9 @@ const Described = Union{Geometry,AbstractArray,Tensor}
 
 # The BC_REDUCE_* code of one of the reductions.
 function reduction_code(f)
-    for (g, code) in ((sum, 0), (mean, 1), (prod, 2), (maximum, 3), (minimum, 4))
-        g === f && return Int32(code)
+    for (g, code) in ((sum, BC_REDUCE_SUM), (mean, BC_REDUCE_MEAN), (prod, BC_REDUCE_PROD),
+                      (maximum, BC_REDUCE_AMAX), (minimum, BC_REDUCE_AMIN))
+        g === f && return code
     end
     throw(ArgumentError("$f is not one of sum, LibBroadcast.mean, prod, maximum, minimum"))
 end

@@ -28,6 +28,7 @@ BC_PROXY_SEED and BC_PROXY_PAIRS override the seed (printed) and the number of p
 import ctypes
 import os
 import random
+import re
 import math
 import sys
 
@@ -66,17 +67,20 @@ lib.bc_tensor_sum_to_size.restype = ctypes.c_int32
 lib.bc_last_error_message.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
 lib.bc_last_error_message.restype = ctypes.c_size_t
 
-BC_OK, BC_ERR_SHAPE = 0, 3
+# The codes as the package has them: its generated codes.jl (from include/broadcast.h).
+with open(os.path.join(HERE, "..", "src", "codes.jl")) as f:
+    C = {k: int(v) for k, v in re.findall(r"^const (BC_\w+) = (?:Int32\()?(-?\d+)", f.read(), re.M)}
+BC_OK, BC_ERR_SHAPE = C["BC_OK"], C["BC_ERR_SHAPE"]
 # name: (BC_DTYPE_* code, ctypes type, floating)
 DTYPES = {
-    "float64": (9, ctypes.c_double, True),
-    "float32": (8, ctypes.c_float, True),
-    "int32": (4, ctypes.c_int32, False),
-    "int64": (5, ctypes.c_int64, False),
+    "float64": (C["BC_DTYPE_FLOAT64"], ctypes.c_double, True),
+    "float32": (C["BC_DTYPE_FLOAT32"], ctypes.c_float, True),
+    "int32": (C["BC_DTYPE_INT32"], ctypes.c_int32, False),
+    "int64": (C["BC_DTYPE_INT64"], ctypes.c_int64, False),
 }
 # The condition of where (LibBroadcast.select): Bool.
-BOOL = (0, ctypes.c_bool, False)
-OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3, "maximum": 10, "minimum": 11}
+BOOL = (C["BC_DTYPE_BOOL"], ctypes.c_bool, False)
+OPS = {name: C["BC_OP_" + name.upper()] for name in ("add", "sub", "mul", "div", "maximum", "minimum")}
 
 
 def last_error():
