@@ -39,11 +39,13 @@ $(VENV)/numpy-installed:
 	touch $@
 
 # Formatting, lints, the generated header matching the code and docs/api.md matching the header,
-# no reference outside the repo, and the stated Rust minimum true for the lockfile.
+# no reference outside the repo, the stated Rust minimum true for the lockfile, and the C ABI only
+# grown since the headers kept in abi/.
 check: header-drift self-contained
 	python3 scripts/msrv_check.py
 	python3 scripts/gen_api_doc.py --check
 	python3 scripts/gen_codes.py --check
+	python3 scripts/abi_check.py $${CARGO_TARGET_DIR:-target}/debug/libbroadcast.so
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 

@@ -325,6 +325,7 @@ fn ask(peer: &mut Option<Peer>, cmd: &str) -> Option<peers::Answer> {
 
 fn main() {
     let o = parse_args();
+    QUIET.store(o.smoke, Ordering::Relaxed);
     let started = std::time::Instant::now();
     let load_start = loadavg();
     assert_eq!(
@@ -644,9 +645,14 @@ impl Measurement<'_> {
                 line += &format!("  {name} {:>9.4} ms", last(res, self.key, name));
             }
         }
-        eprintln!("{line}");
+        if !QUIET.load(Ordering::Relaxed) {
+            eprintln!("{line}");
+        }
     }
 }
+
+/// Set by --smoke: a single short round's timings are not printed, they would only mislead.
+static QUIET: AtomicBool = AtomicBool::new(false);
 
 fn last(res: &Results, key: &str, peer: &str) -> f64 {
     res.times
