@@ -325,7 +325,7 @@
 #define BC_OP_MUL 2
 
 /**
- * True division: integer and bool operands give float32.
+ * `a / b`, true division: integer and bool operands give float32.
  */
 #define BC_OP_DIV 3
 
@@ -360,17 +360,18 @@
 #define BC_OP_GE 9
 
 /**
- * The larger element; NaN where either is NaN; bools: or.
+ * `maximum(a, b)`: the larger element; NaN where either is NaN; bools: or.
  */
 #define BC_OP_MAXIMUM 10
 
 /**
- * The smaller element; NaN where either is NaN; bools: and.
+ * `minimum(a, b)`: the smaller element; NaN where either is NaN; bools: and.
  */
 #define BC_OP_MINIMUM 11
 
 /**
- * `a` to the power `b` (not bool). Integers: repeated squaring, wrapping; a negative exponent gives 1 for a base of 1, +-1 for -1, else 0.
+ * `a ** b`, `a` to the power `b` (not bool). Integers: repeated squaring, wrapping; a negative
+ * exponent gives 1 for a base of 1, +-1 for -1, else 0.
  */
 #define BC_OP_POW 12
 
@@ -390,17 +391,17 @@
 #define BC_OP_FLOOR_DIVIDE 15
 
 /**
- * Both non-zero (bool result; NaN is true).
+ * `a && b`: both non-zero (bool result; NaN is true).
  */
 #define BC_OP_LOGICAL_AND 16
 
 /**
- * Either non-zero (bool result).
+ * `a || b`: either non-zero (bool result).
  */
 #define BC_OP_LOGICAL_OR 17
 
 /**
- * Exactly one non-zero (bool result).
+ * `logical_xor(a, b)`: exactly one non-zero (bool result).
  */
 #define BC_OP_LOGICAL_XOR 18
 
@@ -425,7 +426,8 @@
 #define BC_OP_BITWISE_LEFT_SHIFT 22
 
 /**
- * `a >> b` (arithmetic when signed), integers only; a shift by a negative amount or at least the bit width leaves the sign (or 0).
+ * `a >> b` (arithmetic when signed), integers only; a shift by a negative amount or at least
+ * the bit width leaves the sign (or 0).
  */
 #define BC_OP_BITWISE_RIGHT_SHIFT 23
 
@@ -1382,6 +1384,47 @@ int32_t bc_binary_out(int32_t op,
                       struct bc_tensor *out);
 
 /**
+ * `*out = where(cond, a, b)` in a new tensor: `a`'s element where `cond` is true, else `b`'s
+ * (PyTorch's `torch.where`; docs/semantics.md, section 11). The three broadcast together, in
+ * that order (an error names the shape so far as "tensor a"); the result type promotes `a` and
+ * `b` only. `cond` is bool, or uint8 (non-zero is true; accepted with PyTorch's deprecation
+ * warning, given to the warning handler once per process). The compatibility switches do not
+ * apply. The result is laid out as `bc_binary` lays out its result, from the three operands in
+ * that order (a uint8 `cond` counts as the bool copy PyTorch makes of it). On success the
+ * caller owns `*out` (free it with `bc_tensor_free`); on failure `*out` is NULL.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_DTYPE` (`where expected condition to be a boolean tensor, but got a tensor
+ * with dtype Float`); `BC_ERR_SHAPE` (as `bc_binary`); `BC_ERR_NULL_ARG`;
+ * `BC_ERR_INVALID_HANDLE`; `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_where(const struct bc_tensor *cond,
+                 const struct bc_tensor *a,
+                 const struct bc_tensor *b,
+                 struct bc_tensor **out);
+
+/**
+ * `where(cond, a, b)` written into the caller's `out`, which must have exactly the broadcast
+ * shape and the result type (PyTorch requires the type exactly here). `out` may not have
+ * elements sharing memory, nor partly overlap an input. When the call fails, `out` is unchanged.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_DTYPE` (`Expected out type to be Float but got Int`, or as `bc_where`);
+ * `BC_ERR_OVERLAP`; `BC_ERR_READ_ONLY`; `BC_ERR_SHAPE` (as `bc_where`, or `output with shape
+ * [..] doesn't match the broadcast shape [..]`); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`;
+ * `BC_ERR_ALLOC`.
+ */
+BC_MUST_USE
+int32_t bc_where_out(const struct bc_tensor *cond,
+                     const struct bc_tensor *a,
+                     const struct bc_tensor *b,
+                     struct bc_tensor *out);
+
+/**
  * `*out = a + b` in a new tensor: `bc_binary` with `BC_OP_ADD`.
  *
  * # Safety
@@ -1393,7 +1436,7 @@ int32_t bc_add(const struct bc_tensor *a,
                struct bc_tensor **out);
 
 /**
- * `target += other`: `bc_binary_inplace` with `BC_OP_ADD`.
+ * `target += other` in place: `bc_binary_inplace` with `BC_OP_ADD`.
  */
 BC_MUST_USE int32_t bc_add_inplace(struct bc_tensor *target, const struct bc_tensor *other);
 
@@ -1417,7 +1460,7 @@ int32_t bc_sub(const struct bc_tensor *a,
                struct bc_tensor **out);
 
 /**
- * `target -= other`: `bc_binary_inplace` with `BC_OP_SUB`.
+ * `target -= other` in place: `bc_binary_inplace` with `BC_OP_SUB`.
  */
 BC_MUST_USE int32_t bc_sub_inplace(struct bc_tensor *target, const struct bc_tensor *other);
 
@@ -1441,7 +1484,7 @@ int32_t bc_mul(const struct bc_tensor *a,
                struct bc_tensor **out);
 
 /**
- * `target *= other`: `bc_binary_inplace` with `BC_OP_MUL`.
+ * `target *= other` in place: `bc_binary_inplace` with `BC_OP_MUL`.
  */
 BC_MUST_USE int32_t bc_mul_inplace(struct bc_tensor *target, const struct bc_tensor *other);
 
@@ -1465,7 +1508,7 @@ int32_t bc_div(const struct bc_tensor *a,
                struct bc_tensor **out);
 
 /**
- * `target /= other`: `bc_binary_inplace` with `BC_OP_DIV`.
+ * `target /= other` in place: `bc_binary_inplace` with `BC_OP_DIV`.
  */
 BC_MUST_USE int32_t bc_div_inplace(struct bc_tensor *target, const struct bc_tensor *other);
 
@@ -1694,7 +1737,7 @@ int32_t bc_pow_out(const struct bc_tensor *a,
                    struct bc_tensor *out);
 
 /**
- * `*out = a % b (Python: the sign of b)` in a new tensor: `bc_binary` with `BC_OP_REMAINDER`.
+ * `*out = a % b` in a new tensor: `bc_binary` with `BC_OP_REMAINDER`.
  *
  * # Safety
  * `out` must be valid for one write.
@@ -1710,7 +1753,7 @@ int32_t bc_remainder(const struct bc_tensor *a,
 BC_MUST_USE int32_t bc_remainder_inplace(struct bc_tensor *target, const struct bc_tensor *other);
 
 /**
- * `out = a % b (Python: the sign of b)` into the caller's `out`: `bc_binary_out` with `BC_OP_REMAINDER`.
+ * `out = a % b` into the caller's `out`: `bc_binary_out` with `BC_OP_REMAINDER`.
  */
 BC_MUST_USE
 int32_t bc_remainder_out(const struct bc_tensor *a,
@@ -1718,7 +1761,7 @@ int32_t bc_remainder_out(const struct bc_tensor *a,
                          struct bc_tensor *out);
 
 /**
- * `*out = fmod(a, b) (C: the sign of a)` in a new tensor: `bc_binary` with `BC_OP_FMOD`.
+ * `*out = fmod(a, b)` in a new tensor: `bc_binary` with `BC_OP_FMOD`.
  *
  * # Safety
  * `out` must be valid for one write.
@@ -1734,7 +1777,7 @@ int32_t bc_fmod(const struct bc_tensor *a,
 BC_MUST_USE int32_t bc_fmod_inplace(struct bc_tensor *target, const struct bc_tensor *other);
 
 /**
- * `out = fmod(a, b) (C: the sign of a)` into the caller's `out`: `bc_binary_out` with `BC_OP_FMOD`.
+ * `out = fmod(a, b)` into the caller's `out`: `bc_binary_out` with `BC_OP_FMOD`.
  */
 BC_MUST_USE
 int32_t bc_fmod_out(const struct bc_tensor *a,
@@ -1742,7 +1785,7 @@ int32_t bc_fmod_out(const struct bc_tensor *a,
                     struct bc_tensor *out);
 
 /**
- * `*out = a // b (rounded down)` in a new tensor: `bc_binary` with `BC_OP_FLOOR_DIVIDE`.
+ * `*out = a // b` in a new tensor: `bc_binary` with `BC_OP_FLOOR_DIVIDE`.
  *
  * # Safety
  * `out` must be valid for one write.
@@ -1760,7 +1803,7 @@ int32_t bc_floor_divide_inplace(struct bc_tensor *target,
                                 const struct bc_tensor *other);
 
 /**
- * `out = a // b (rounded down)` into the caller's `out`: `bc_binary_out` with `BC_OP_FLOOR_DIVIDE`.
+ * `out = a // b` into the caller's `out`: `bc_binary_out` with `BC_OP_FLOOR_DIVIDE`.
  */
 BC_MUST_USE
 int32_t bc_floor_divide_out(const struct bc_tensor *a,
@@ -1779,11 +1822,10 @@ int32_t bc_logical_and(const struct bc_tensor *a,
                        struct bc_tensor **out);
 
 /**
- * `target = (target && other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_LOGICAL_AND`.
+ * `target = (target && other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with
+ * `BC_OP_LOGICAL_AND`.
  */
-BC_MUST_USE
-int32_t bc_logical_and_inplace(struct bc_tensor *target,
-                               const struct bc_tensor *other);
+BC_MUST_USE int32_t bc_logical_and_inplace(struct bc_tensor *target, const struct bc_tensor *other);
 
 /**
  * `out = a && b` into the caller's `out`: `bc_binary_out` with `BC_OP_LOGICAL_AND`.
@@ -1805,11 +1847,10 @@ int32_t bc_logical_or(const struct bc_tensor *a,
                       struct bc_tensor **out);
 
 /**
- * `target = (target || other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_LOGICAL_OR`.
+ * `target = (target || other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with
+ * `BC_OP_LOGICAL_OR`.
  */
-BC_MUST_USE
-int32_t bc_logical_or_inplace(struct bc_tensor *target,
-                              const struct bc_tensor *other);
+BC_MUST_USE int32_t bc_logical_or_inplace(struct bc_tensor *target, const struct bc_tensor *other);
 
 /**
  * `out = a || b` into the caller's `out`: `bc_binary_out` with `BC_OP_LOGICAL_OR`.
@@ -1831,11 +1872,10 @@ int32_t bc_logical_xor(const struct bc_tensor *a,
                        struct bc_tensor **out);
 
 /**
- * `target = logical_xor(target, other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with `BC_OP_LOGICAL_XOR`.
+ * `target = logical_xor(target, other)`, 0 or 1 in `target`'s type: `bc_binary_inplace` with
+ * `BC_OP_LOGICAL_XOR`.
  */
-BC_MUST_USE
-int32_t bc_logical_xor_inplace(struct bc_tensor *target,
-                               const struct bc_tensor *other);
+BC_MUST_USE int32_t bc_logical_xor_inplace(struct bc_tensor *target, const struct bc_tensor *other);
 
 /**
  * `out = logical_xor(a, b)` into the caller's `out`: `bc_binary_out` with `BC_OP_LOGICAL_XOR`.
@@ -2014,47 +2054,6 @@ BC_MUST_USE int32_t bc_hypot_inplace(struct bc_tensor *target, const struct bc_t
  */
 BC_MUST_USE
 int32_t bc_hypot_out(const struct bc_tensor *a,
-                     const struct bc_tensor *b,
-                     struct bc_tensor *out);
-
-/**
- * `*out = where(cond, a, b)` in a new tensor: `a`'s element where `cond` is true, else `b`'s
- * (PyTorch's `torch.where`; docs/semantics.md, section 11). The three broadcast together, in
- * that order (an error names the shape so far as "tensor a"); the result type promotes `a` and
- * `b` only. `cond` is bool, or uint8 (non-zero is true; accepted with PyTorch's deprecation
- * warning, given to the warning handler once per process). The compatibility switches do not
- * apply. The result is laid out as `bc_binary` lays out its result, from the three operands in
- * that order (a uint8 `cond` counts as the bool copy PyTorch makes of it). On success the
- * caller owns `*out` (free it with `bc_tensor_free`); on failure `*out` is NULL.
- *
- * # Returns
- * `BC_OK`; `BC_ERR_DTYPE` (`where expected condition to be a boolean tensor, but got a tensor
- * with dtype Float`); `BC_ERR_SHAPE` (as `bc_binary`); `BC_ERR_NULL_ARG`;
- * `BC_ERR_INVALID_HANDLE`; `BC_ERR_OVERFLOW`; `BC_ERR_ALLOC`.
- *
- * # Safety
- * `out` must be valid for one write.
- */
-BC_MUST_USE
-int32_t bc_where(const struct bc_tensor *cond,
-                 const struct bc_tensor *a,
-                 const struct bc_tensor *b,
-                 struct bc_tensor **out);
-
-/**
- * `where(cond, a, b)` written into the caller's `out`, which must have exactly the broadcast
- * shape and the result type (PyTorch requires the type exactly here). `out` may not have
- * elements sharing memory, nor partly overlap an input. When the call fails, `out` is unchanged.
- *
- * # Returns
- * `BC_OK`; `BC_ERR_DTYPE` (`Expected out type to be Float but got Int`, or as `bc_where`);
- * `BC_ERR_OVERLAP`; `BC_ERR_READ_ONLY`; `BC_ERR_SHAPE` (as `bc_where`, or `output with shape
- * [..] doesn't match the broadcast shape [..]`); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`;
- * `BC_ERR_ALLOC`.
- */
-BC_MUST_USE
-int32_t bc_where_out(const struct bc_tensor *cond,
-                     const struct bc_tensor *a,
                      const struct bc_tensor *b,
                      struct bc_tensor *out);
 

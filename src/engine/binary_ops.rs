@@ -294,34 +294,63 @@ macro_rules! binary_ops {
 }
 
 binary_ops! {
+    // One row per operation, in `BC_OP_*` code order; a row's doc comment is its `BC_OP_*`
+    // constant's documentation (scripts/gen_ops.py writes the C API's codes and named exports from
+    // this table).
     // variant         name                   scalar fn    kernels for       computes in  divisor  scalar b  PyTorch kernel
+    /// `a + b` (bools: or).
     Add                "add"                  Add          [int float bool]  Promoted     any      cast      "add_cpu/sub_cpu";
+    /// `a - b` (not bool).
     Sub                "sub"                  Sub          [int float]       Promoted     any      cast      "add_cpu/sub_cpu";
+    /// `a * b` (bools: and).
     Mul                "mul"                  Mul          [int float bool]  Promoted     any      float32   "mul_cpu";
-    /// True division: integers and bool compute in float32.
+    /// `a / b`, true division: integer and bool operands give float32.
     Div                "div"                  Div          [float]           Floating     any      float32   "div_true_cpu";
+    /// `a == b` (bool result).
     Eq                 "eq"                   Eq           [int float bool]  Promoted     any      cast      "eq_cpu";
+    /// `a != b` (bool result; true where either is NaN).
     Ne                 "ne"                   Ne           [int float bool]  Promoted     any      cast      "ne_cpu";
+    /// `a < b` (bool result).
     Lt                 "lt"                   Lt           [int float bool]  Promoted     any      cast      "lt_cpu";
+    /// `a <= b` (bool result).
     Le                 "le"                   Le           [int float bool]  Promoted     any      cast      "le_cpu";
+    /// `a > b` (bool result).
     Gt                 "gt"                   Gt           [int float bool]  Promoted     any      cast      "gt_cpu";
+    /// `a >= b` (bool result).
     Ge                 "ge"                   Ge           [int float bool]  Promoted     any      cast      "ge_cpu";
+    /// `maximum(a, b)`: the larger element; NaN where either is NaN; bools: or.
     Maximum            "maximum"              Maximum      [int float bool]  Promoted     any      cast      "maximum_cpu";
+    /// `minimum(a, b)`: the smaller element; NaN where either is NaN; bools: and.
     Minimum            "minimum"              Minimum      [int float bool]  Promoted     any      cast      "minimum_cpu";
+    /// `a ** b`, `a` to the power `b` (not bool). Integers: repeated squaring, wrapping; a negative
+    /// exponent gives 1 for a base of 1, +-1 for -1, else 0.
     Pow                "pow"                  Pow          [int float]       Promoted     any      cast      "pow";
+    /// Python's `a % b`: the sign of `b` (not bool). An integer zero divisor is `BC_ERR_VALUE`.
     Remainder          "remainder"            Remainder    [int float]       Promoted     nonzero  cast      "remainder_cpu";
+    /// C's `fmod(a, b)`: the sign of `a` (not bool). An integer zero divisor is `BC_ERR_VALUE`.
     Fmod               "fmod"                 Fmod         [int float]       Promoted     nonzero  cast      "fmod_cpu";
+    /// Python's `a // b`, rounded down (not bool). An integer zero divisor is `BC_ERR_VALUE`.
     FloorDivide        "floor_divide"         FloorDivide  [int float]       Promoted     nonzero  float32   "div_floor_cpu";
+    /// `a && b`: both non-zero (bool result; NaN is true).
     LogicalAnd         "logical_and"          LogicalAnd   [int float bool]  Promoted     any      cast      "logical_and_cpu";
+    /// `a || b`: either non-zero (bool result).
     LogicalOr          "logical_or"           LogicalOr    [int float bool]  Promoted     any      cast      "logical_or_cpu";
+    /// `logical_xor(a, b)`: exactly one non-zero (bool result).
     LogicalXor         "logical_xor"          LogicalXor   [int float bool]  Promoted     any      cast      "logical_xor_cpu";
+    /// `a & b`, integers and bool only.
     BitwiseAnd         "bitwise_and"          BitwiseAnd   [int bool]        Promoted     any      cast      "bitwise_and_cpu";
+    /// `a | b`, integers and bool only.
     BitwiseOr          "bitwise_or"           BitwiseOr    [int bool]        Promoted     any      cast      "bitwise_or_cpu";
+    /// `a ^ b`, integers and bool only.
     BitwiseXor         "bitwise_xor"          BitwiseXor   [int bool]        Promoted     any      cast      "bitwise_xor_cpu";
+    /// `a << b`, integers only; 0 when `b` is negative or at least the bit width.
     BitwiseLeftShift   "bitwise_left_shift"   LeftShift    [int]             Promoted     any      cast      "lshift_cpu";
+    /// `a >> b` (arithmetic when signed), integers only; a shift by a negative amount or at least
+    /// the bit width leaves the sign (or 0).
     BitwiseRightShift  "bitwise_right_shift"  RightShift   [int]             Promoted     any      cast      "rshift_cpu";
-    /// Integers and bool compute in float32.
+    /// `atan2(a, b)`; integers and bool compute in float32.
     Atan2              "atan2"                Atan2        [float]           Floating     any      cast      "atan2_cpu";
+    /// `hypot(a, b)`, floating types only.
     Hypot              "hypot"                Hypot        [float]           Promoted     any      cast      "hypot_cpu";
 }
 

@@ -4,7 +4,8 @@
 //! the computation type like any operand (an integer that does not fit wraps modulo 2^bits).
 use super::boundary::call;
 use super::handle::{self, bc_tensor, hand_out, out_handle};
-use super::ops::{op_in, BC_OP_ADD, BC_OP_DIV, BC_OP_MUL, BC_OP_SUB};
+use super::ops::op_in;
+use super::ops_named::{BC_OP_ADD, BC_OP_DIV, BC_OP_MUL, BC_OP_SUB};
 use super::settings::{emit, options};
 use super::status::FfiError;
 use crate::engine::tensor::Scalar;
