@@ -619,7 +619,7 @@ static void test_invalid_op_codes(void) {
     bc_tensor *a = MAKE_F32(shape, 1, d, 3);
     bc_tensor *b = MAKE_F32(shape, 1, d, 3);
     bc_tensor *out = MAKE_F32(shape, 1, d, 3);
-    const int32_t bad[] = {-1, BC_OP_HYPOT + 1, BC_OP_HYPOT + 2, 100, INT32_MIN, INT32_MAX};
+    const int32_t bad[] = {-1, BC_OP_COUNT, BC_OP_COUNT + 1, 100, INT32_MIN, INT32_MAX};
     for (size_t i = 0; i < COUNT_OF(bad); i++) {
         bc_tensor *o = SENTINEL;
         CHECK_STATUS(bc_binary(bad[i], a, b, &o), BC_ERR_INVALID_ARG);

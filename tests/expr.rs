@@ -263,7 +263,7 @@ fn random_expr(r: &mut Rng, ninputs: usize, depth: usize, steps: &mut Vec<bc_exp
     }
     random_expr(r, ninputs, depth - 1, steps);
     random_expr(r, ninputs, depth - 1, steps);
-    steps.push(op(r.below(26) as i32));
+    steps.push(op(r.below(BC_OP_COUNT as usize) as i32));
 }
 
 /// Shapes that mostly broadcast together: each dimension of `base` kept or set to 1, and some
@@ -581,12 +581,12 @@ fn malformed_programs_are_refused() {
             "step 0: input index -1 is negative",
         ),
         (
-            vec![input(0), input(0), op(26)],
-            "step 2: unknown op code 26",
+            vec![input(0), input(0), op(BC_OP_COUNT)],
+            format!("step 2: unknown op code {BC_OP_COUNT}").leak(),
         ),
         (
-            vec![input(0), constant(10, 0, 0.0), op(0)],
-            "step 1: unknown dtype code 10",
+            vec![input(0), constant(BC_DTYPE_COUNT, 0, 0.0), op(0)],
+            format!("step 1: unknown dtype code {BC_DTYPE_COUNT}").leak(),
         ),
         (
             vec![
