@@ -21,6 +21,9 @@
 //! To add a scenario (say for a new export), add one entry to [`scenarios`]: a name, a status,
 //! and a setup that makes the inputs with the `Ctx` helpers and returns the call.
 use broadcast::ffi::*;
+#[path = "common/ops_table.rs"]
+mod ops_table;
+use ops_table::NAMED_OPS;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::ffi::{c_char, c_void};
@@ -157,20 +160,20 @@ struct Scenario {
     what: &'static str,
     /// Its status without fault injection.
     expect: i32,
-    setup: fn(&mut Ctx) -> Call,
+    setup: Box<dyn Fn(&mut Ctx) -> Call>,
 }
 
 fn sc(
     name: &'static str,
     what: &'static str,
     expect: i32,
-    setup: fn(&mut Ctx) -> Call,
+    setup: impl Fn(&mut Ctx) -> Call + 'static,
 ) -> Scenario {
     Scenario {
         name,
         what,
         expect,
-        setup,
+        setup: Box::new(setup),
     }
 }
 
@@ -823,129 +826,46 @@ fn scenarios() -> Vec<Scenario> {
     v
 }
 
-/// The twelve named operations and the three `bc_binary*` forms, each over 7-d operands of two
-/// types, plus the paths that allocate for other reasons: refusals carrying shapes, overlap
-/// checks that list addresses, the legacy fallback, warnings, the thread pool.
+/// The named forms of every operation of the table and the three `bc_binary*` forms, each over
+/// 7-d operands of two types, plus the paths that allocate for other reasons: refusals carrying
+/// shapes, overlap checks that list addresses, the legacy fallback, warnings, the thread pool.
 fn arithmetic() -> Vec<Scenario> {
-    type New = unsafe extern "C" fn(*const bc_tensor, *const bc_tensor, *mut *mut bc_tensor) -> i32;
-    type InPlace = extern "C" fn(*mut bc_tensor, *const bc_tensor) -> i32;
-    type Out = extern "C" fn(*const bc_tensor, *const bc_tensor, *mut bc_tensor) -> i32;
     // The three forms of an operation, with a narrow and a wide type of one kind (float32 and
     // float64 unless given): mixed types, and out= through a temporary.
-    macro_rules! forms {
-        ($v:ident, $new:ident, $inplace:ident, $out:ident) => {
-            forms!($v, $new, $inplace, $out, F32, F64)
-        };
-        ($v:ident, $new:ident, $inplace:ident, $out:ident, $lo:expr, $hi:expr) => {
-            $v.push(sc(
-                stringify!($new),
-                "7-d narrow type with 7-d wide type",
-                BC_OK,
-                |c| {
-                    let (a, b) = (c.t($lo, &A7), c.t($hi, &B7));
-                    let f: New = $new;
-                    call!(|c| f(a, b, c.out(0)))
-                },
-            ));
-            $v.push(sc(
-                stringify!($inplace),
-                "7-d wide target, narrow operand",
-                BC_OK,
-                |c| {
-                    let (a, b) = (c.t($hi, &C7), c.t($lo, &B7));
-                    let f: InPlace = $inplace;
-                    call!(|_c| f(a, b))
-                },
-            ));
-            $v.push(sc(
-                stringify!($out),
-                "7-d into the wide type from the narrow one (a temporary)",
-                BC_OK,
-                |c| {
-                    let (a, b, o) = (c.t($lo, &A7), c.t($lo, &B7), c.t($hi, &C7));
-                    let f: Out = $out;
-                    call!(|_c| f(a, b, o))
-                },
-            ));
-        };
-    }
+    // The three named forms of every operation of the table, each with a narrow and a wide type
+    // of a kind it takes (floating when it has a floating kernel, else integer).
     let mut v = Vec::new();
-    forms!(v, bc_add, bc_add_inplace, bc_add_out);
-    forms!(v, bc_sub, bc_sub_inplace, bc_sub_out);
-    forms!(v, bc_mul, bc_mul_inplace, bc_mul_out);
-    forms!(v, bc_div, bc_div_inplace, bc_div_out);
-    forms!(v, bc_eq, bc_eq_inplace, bc_eq_out);
-    forms!(v, bc_ne, bc_ne_inplace, bc_ne_out);
-    forms!(v, bc_lt, bc_lt_inplace, bc_lt_out);
-    forms!(v, bc_le, bc_le_inplace, bc_le_out);
-    forms!(v, bc_gt, bc_gt_inplace, bc_gt_out);
-    forms!(v, bc_ge, bc_ge_inplace, bc_ge_out);
-    forms!(v, bc_maximum, bc_maximum_inplace, bc_maximum_out);
-    forms!(v, bc_minimum, bc_minimum_inplace, bc_minimum_out);
-    forms!(v, bc_pow, bc_pow_inplace, bc_pow_out);
-    forms!(v, bc_remainder, bc_remainder_inplace, bc_remainder_out);
-    forms!(v, bc_fmod, bc_fmod_inplace, bc_fmod_out);
-    forms!(
-        v,
-        bc_floor_divide,
-        bc_floor_divide_inplace,
-        bc_floor_divide_out
-    );
-    forms!(
-        v,
-        bc_logical_and,
-        bc_logical_and_inplace,
-        bc_logical_and_out
-    );
-    forms!(v, bc_logical_or, bc_logical_or_inplace, bc_logical_or_out);
-    forms!(
-        v,
-        bc_logical_xor,
-        bc_logical_xor_inplace,
-        bc_logical_xor_out
-    );
-    forms!(
-        v,
-        bc_bitwise_and,
-        bc_bitwise_and_inplace,
-        bc_bitwise_and_out,
-        I32,
-        I64
-    );
-    forms!(
-        v,
-        bc_bitwise_or,
-        bc_bitwise_or_inplace,
-        bc_bitwise_or_out,
-        I32,
-        I64
-    );
-    forms!(
-        v,
-        bc_bitwise_xor,
-        bc_bitwise_xor_inplace,
-        bc_bitwise_xor_out,
-        I32,
-        I64
-    );
-    forms!(
-        v,
-        bc_bitwise_left_shift,
-        bc_bitwise_left_shift_inplace,
-        bc_bitwise_left_shift_out,
-        I32,
-        I64
-    );
-    forms!(
-        v,
-        bc_bitwise_right_shift,
-        bc_bitwise_right_shift_inplace,
-        bc_bitwise_right_shift_out,
-        I32,
-        I64
-    );
-    forms!(v, bc_atan2, bc_atan2_inplace, bc_atan2_out);
-    forms!(v, bc_hypot, bc_hypot_inplace, bc_hypot_out);
+    for op in NAMED_OPS {
+        let (lo, hi) = if op.float { (F32, F64) } else { (I32, I64) };
+        let (new, inplace, out) = (op.new, op.inplace, op.out);
+        v.push(sc(
+            op.exports[0],
+            "7-d narrow type with 7-d wide type",
+            BC_OK,
+            move |c| {
+                let (a, b) = (c.t(lo, &A7), c.t(hi, &B7));
+                call!(|c| new(a, b, c.out(0)))
+            },
+        ));
+        v.push(sc(
+            op.exports[1],
+            "7-d wide target, narrow operand",
+            BC_OK,
+            move |c| {
+                let (a, b) = (c.t(hi, &C7), c.t(lo, &B7));
+                call!(|_c| inplace(a, b))
+            },
+        ));
+        v.push(sc(
+            op.exports[2],
+            "7-d into the wide type from the narrow one (a temporary)",
+            BC_OK,
+            move |c| {
+                let (a, b, o) = (c.t(lo, &A7), c.t(lo, &B7), c.t(hi, &C7));
+                call!(|_c| out(a, b, o))
+            },
+        ));
+    }
     v.extend([
         sc(
             "bc_binary",
