@@ -5,7 +5,7 @@ RELEASE := target/release
 
 .PHONY: demo test test-python check bench bench-smoke header-drift data-check go-test go-bench \
 	julia-proxy-test julia-test julia self-contained release-lib install install-files uninstall \
-	install-check
+	install-check size-check
 
 # Build the library and run the C tour of the documented examples.
 demo:
@@ -37,10 +37,17 @@ $(VENV)/numpy-installed:
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check numpy
 	touch $@
 
-# Formatting, lints, the generated header matching the code, and no reference outside the repo.
-check: header-drift self-contained
+# Formatting, lints, the generated header matching the code, no reference outside the repo, and
+# the installed library within its size budget.
+check: header-drift self-contained size-check
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+
+# The release shared library, stripped as `make install` strips it, against its budget in bytes
+# (scripts/size_check.sh says how it was chosen).
+size-check:
+	cargo build --release --lib
+	bash scripts/size_check.sh
 
 header-drift:
 	cargo build
