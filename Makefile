@@ -5,7 +5,7 @@ RELEASE := target/release
 
 .PHONY: demo test prereqs generate test-python check bench bench-smoke header-drift data-check go-test go-env go-bench \
 	julia-proxy-test julia-test julia self-contained release-lib install install-files uninstall \
-	install-check
+	install-check size-check
 
 # Build the library and run the C tour of the documented examples.
 demo:
@@ -39,9 +39,9 @@ $(VENV)/numpy-installed:
 	touch $@
 
 # Formatting, lints, the generated header matching the code and docs/api.md matching the header,
-# no reference outside the repo, the stated Rust minimum true for the lockfile, and the C ABI only
-# grown since the headers kept in abi/.
-check: header-drift self-contained
+# no reference outside the repo, the stated Rust minimum true for the lockfile, the C ABI only
+# grown since the headers kept in abi/, and the installed library within its size budget.
+check: header-drift self-contained size-check
 	python3 scripts/msrv_check.py
 	python3 scripts/gen_ops.py --check
 	python3 scripts/gen_api_doc.py --check
@@ -49,6 +49,12 @@ check: header-drift self-contained
 	python3 scripts/abi_check.py $${CARGO_TARGET_DIR:-target}/debug/libbroadcast.so
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+
+# The release shared library, stripped as `make install` strips it, against its budget in bytes
+# (scripts/size_check.sh says how it was chosen).
+size-check:
+	cargo build --release --lib
+	bash scripts/size_check.sh
 
 # Everything generated, in order: from the operation table, the C API's codes and named exports
 # and the C++ operation list; then the header (cargo build); from the header, the rendered API

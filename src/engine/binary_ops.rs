@@ -13,6 +13,10 @@ use std::marker::PhantomData;
 pub trait BinaryFn: 'static {
     /// The computation type itself, or [`Bool8`] (comparisons, logical operations).
     type Out<T: Elem>: Elem;
+    /// Whether the integer kernels get the AVX2 and AVX-512 clones (see [`ElemFn::CLONES`]).
+    const INT_CLONES: bool;
+    /// Whether the float32 and float64 kernels get them (float16 and bfloat16 always do).
+    const FLOAT_CLONES: bool;
 }
 
 /// The operation on integers.
@@ -45,6 +49,13 @@ pub trait ElemFn<T: Elem>: 'static {
     /// widened to float32, rounded to `T` (or the same bool): the kernels then compute blocks in
     /// float32 between vectorised conversions. Tested for every operation that says so.
     const WIDENS: bool;
+    /// Whether the kernel on `T` exists as AVX2 and AVX-512 clones besides the baseline one.
+    /// Not for a function that no vector instruction computes (integer division and remainder,
+    /// integer powers, the `pow` and `fmod` calls): there a clone took 0.86-1.29x the baseline's
+    /// time by type and layout (median 1.00; integer floor division 1.3-1.9x at 8 and 16 bits,
+    /// `examples/kernel_paths.rs`), and the clones were a tenth of the library. float16 and
+    /// bfloat16 keep theirs: with F16C converting around each call they take 0.3-0.8x the time.
+    const CLONES: bool;
 }
 
 /// The [`ElemFn::F32`] of functions that have no float32 form (never called: their
@@ -58,6 +69,7 @@ impl ElemFn<f32> for NoF32 {
     }
     type F32 = NoF32;
     const WIDENS: bool = false;
+    const CLONES: bool = true;
 }
 
 /// `K` on integers, as an [`ElemFn`].
@@ -75,6 +87,7 @@ impl<K: IntFn, I: Int> ElemFn<I> for OnInt<K> {
     }
     type F32 = NoF32;
     const WIDENS: bool = false;
+    const CLONES: bool = K::INT_CLONES;
 }
 
 impl<K: FloatFn, F: Float> ElemFn<F> for OnFloat<K> {
@@ -85,6 +98,7 @@ impl<K: FloatFn, F: Float> ElemFn<F> for OnFloat<K> {
     }
     type F32 = OnFloat<K>;
     const WIDENS: bool = K::ROUNDS_ONCE;
+    const CLONES: bool = K::FLOAT_CLONES || matches!(F::DTYPE, DType::F16 | DType::BF16);
 }
 
 impl<K: BoolFn> ElemFn<Bool8> for OnBool<K> {
@@ -95,6 +109,7 @@ impl<K: BoolFn> ElemFn<Bool8> for OnBool<K> {
     }
     type F32 = NoF32;
     const WIDENS: bool = false;
+    const CLONES: bool = true;
 }
 
 /// Something to do with an operation's scalar function for one element type (see
@@ -155,9 +170,11 @@ macro_rules! out_type {
 
 /// One scalar function: `Name -> Same|Bool { int<I>(a, b) => .., float<F>(a, b) => ..,
 /// bool(a, b) => .. }`, each kind of element optional. A float function written as several
-/// rounded operations says so: `float<F>(a, b) [rounds several times] => ..`.
+/// rounded operations says so: `float<F>(a, b) [rounds several times] => ..`. A function that
+/// vector instructions do not compute says on which kinds: `Name -> Same [scalar only: int] {`
+/// (its kernels there have no SIMD clones, see [`ElemFn::CLONES`]).
 macro_rules! scalar_fn {
-    ($(#[$m:meta])* $name:ident -> $out:ident {
+    ($(#[$m:meta])* $name:ident -> $out:ident $([scalar only: $($scalar:ident)+])? {
         $(int<$I:ident>($ia:ident, $ib:ident) => $int:expr,)?
         $(float<$F:ident>($fa:ident, $fb:ident) $([rounds $several:ident times])? => $float:expr,)?
         $(bool($ba:ident, $bb:ident) => $bool:expr,)?
@@ -166,6 +183,8 @@ macro_rules! scalar_fn {
         pub struct $name;
         impl BinaryFn for $name {
             type Out<T: Elem> = out_type!($out, T);
+            const INT_CLONES: bool = !has_kind!(int [$($($scalar)+)?]);
+            const FLOAT_CLONES: bool = !has_kind!(float [$($($scalar)+)?]);
         }
         $(impl IntFn for $name {
             #[inline(always)]
@@ -494,7 +513,7 @@ scalar_fn! {
     /// `a` to the power `b`: C's `pow` for floats; for integers repeated squaring (wrapping),
     /// and for a negative exponent 1 when `a` is 1, +-1 when `a` is -1 (by the exponent's
     /// parity), else 0, without error (PyTorch, between tensors).
-    Pow -> Same {
+    Pow -> Same [scalar only: int float] {
         int<I>(a, b) => int_pow(a, b),
         float<F>(a, b) => a.pow(b),
     }
@@ -530,7 +549,7 @@ scalar_fn! {
     /// Python's `a % b`: the remainder with the sign of `b` (integers: the divisor is never 0
     /// here, calls with one are refused). In floats it rounds once: `fmod` is exact, so only
     /// `r + b` rounds.
-    Remainder -> Same {
+    Remainder -> Same [scalar only: int] {
         int<I>(a, b) => {
             let r = a.wrapping_rem(b);
             if r != I::ZERO && (r < I::ZERO) != (b < I::ZERO) {
@@ -552,7 +571,7 @@ scalar_fn! {
 
 scalar_fn! {
     /// C's `fmod` / `%`: the remainder with the sign of `a`.
-    Fmod -> Same {
+    Fmod -> Same [scalar only: int float] {
         int<I>(a, b) => a.wrapping_rem(b),
         float<F>(a, b) => a.fmod(b),
     }
@@ -562,7 +581,7 @@ scalar_fn! {
     /// Python's `a // b`: the quotient rounded down. Floats follow PyTorch's `div_floor`: the
     /// exact quotient `(a - fmod(a, b)) / b`, one less when the remainder's sign differs from
     /// `b`'s, rounded to the nearest integer; IEEE `a / b` when `b` is 0.
-    FloorDivide -> Same {
+    FloorDivide -> Same [scalar only: int] {
         int<I>(a, b) => {
             let q = a.wrapping_div(b);
             if (a < I::ZERO) != (b < I::ZERO) && a.wrapping_rem(b) != I::ZERO {

@@ -8,6 +8,8 @@
 //! a third clone with 512-bit vectors replaces the AVX2 one on CPUs with AVX-512 F, BW, DQ and VL.
 //! Every clone computes each element with the same scalar operation (IEEE arithmetic is exactly
 //! rounded and nothing is fused or reassociated), so results are bit-identical whichever runs.
+//! Functions that no vector instruction computes (integer division, powers, `fmod`) have the
+//! baseline loop alone ([`ElemFn::CLONES`]): their clones were no faster, only larger.
 //!
 //! float16 and bfloat16 compute each operation in float32 and round once. For the operations
 //! written that way (most; see [`ElemFn::WIDENS`]) a run is done a block at a time: the operands
@@ -212,7 +214,7 @@ unsafe fn dispatch_rows<T: Elem, F: ElemFn<T>>(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
-        if has_avx2() {
+        if F::CLONES && has_avx2() {
             // SAFETY: the CPU has AVX2 and F16C; the rest is the caller's contract.
             return unsafe { avx2::binary_rows::<T, F>(ptrs, strides, rows, n, stream) };
         }
@@ -282,11 +284,12 @@ pub unsafe fn binary_run_with(
     debug_assert!(done.is_some(), "{op:?} has no kernel for {dtype:?}");
 }
 
-/// The clone of `F`'s kernel on `T` for the best code path this CPU has.
+/// The clone of `F`'s kernel on `T` for the best code path this CPU has (the baseline where it
+/// has no clones: [`ElemFn::CLONES`]).
 fn best<T: Elem, F: ElemFn<T>>() -> KernelFn {
     #[cfg(target_arch = "x86_64")]
     {
-        if has_avx2() {
+        if F::CLONES && has_avx2() {
             return avx2::widest::<T, F>();
         }
     }
@@ -314,15 +317,12 @@ unsafe fn binary_wide<T: Elem, F: ElemFn<T>>(
     stream: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: binary_run_with's caller guarantees the CPU has AVX2 and F16C.
-    unsafe {
-        avx2::binary::<T, F>(ptrs, strides, n, stream)
+    if F::CLONES {
+        // SAFETY: binary_run_with's caller guarantees the CPU has AVX2 and F16C.
+        return unsafe { avx2::binary::<T, F>(ptrs, strides, n, stream) };
     }
-    #[cfg(not(target_arch = "x86_64"))]
     // SAFETY: the caller's contract.
-    unsafe {
-        binary_base::<T, F>(ptrs, strides, n, stream)
-    }
+    unsafe { binary_base::<T, F>(ptrs, strides, n, stream) }
 }
 
 /// The baseline clone.
