@@ -665,13 +665,16 @@ static void test_negative_sizes(void) {
     CHECK_STATUS(bc_shape_is_broadcastable(ok, 2, neg2, 1, &yes), BC_ERR_INVALID_ARG);
     const int64_t *shapes[2] = {ok, neg};
     size_t ndims[2] = {2, 2};
-    CHECK_STATUS(bc_shape_broadcast_n(shapes, ndims, 2, out, 4, &nd), BC_ERR_INVALID_ARG);
-    /* The message names the shape by its index. */
+    /* A negative size meeting a size other than 1 is a mismatch, as in PyTorch */
+    CHECK_STATUS(bc_shape_broadcast_n(shapes, ndims, 2, out, 4, &nd), BC_ERR_SHAPE);
+    CHECK_LAST_ERROR("Attempting to broadcast a dimension of length -1 at -1! Mismatching argument at index 1 "
+                     "had (2, -1); but expected shape should be broadcastable to [2, 3]");
+    /* PyTorch's text for a negative size that would enter the common shape */
     const int64_t one[] = {1}, minus12[] = {-12};
     const int64_t *three[3] = {one, one, minus12};
     size_t three_ndims[3] = {1, 1, 1};
     CHECK_STATUS(bc_shape_broadcast_n(three, three_ndims, 3, out, 4, &nd), BC_ERR_INVALID_ARG);
-    CHECK_LAST_ERROR("`shapes[2]`: size -12 at index 0 is negative");
+    CHECK_LAST_ERROR("Attempting to broadcast a dimension with negative length!");
 
     /* expand: -1 keeps a size but is refused in a new leading dimension (a shape error) */
     const int64_t one_shape[] = {3, 1};

@@ -2888,13 +2888,29 @@ impl Runner<'_> {
         let lens: Vec<usize> = shapes[..k].iter().map(|s| s.len()).collect();
         let mut out_n = vec![-9i64; 8];
         let mut nd_n = 0usize;
+        // PyTorch's loop, on the sizes as given: shape by shape, each from its last size, an
+        // equal size passes, a common 1 takes the size unless it is negative (an invalid
+        // argument), a 1 passes, anything else is a mismatch.
         let want_n: Expect<Vec<usize>> = (|| {
-            let all: Vec<Vec<usize>> = dims[..k].iter().cloned().collect::<Result<_, _>>()?;
-            let mut acc: Vec<usize> = vec![];
-            for s in &all {
-                acc = broadcast(&acc, s).ok_or(BC_ERR_SHAPE)?;
+            let nd = shapes[..k].iter().map(|s| s.len()).max().unwrap_or(0);
+            let mut common = vec![1i64; nd];
+            for s in &shapes[..k] {
+                for back in 1..=s.len() {
+                    let (size, slot) = (s[s.len() - back], &mut common[nd - back]);
+                    if size == *slot {
+                        continue;
+                    }
+                    if *slot == 1 {
+                        if size < 0 {
+                            return Err(BC_ERR_INVALID_ARG);
+                        }
+                        *slot = size;
+                    } else if size != 1 {
+                        return Err(BC_ERR_SHAPE);
+                    }
+                }
             }
-            Ok(acc)
+            Ok(common.iter().map(|&n| n as usize).collect())
         })();
         // SAFETY: arrays valid for k entries; out_n holds 8 (every shape has at most 5 dims).
         let st = unsafe {

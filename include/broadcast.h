@@ -2790,8 +2790,11 @@ int32_t bc_shape_broadcast(const int64_t *a,
  * # Returns
  * `BC_OK`; `BC_ERR_SHAPE` (message: `Attempting to broadcast a dimension of length L at -K!
  * Mismatching argument at index I had (..); but expected shape should be broadcastable to [..]`);
- * `BC_ERR_BUFFER_TOO_SMALL`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG` (a negative size: the
- * message names the shape, as `shapes[i]`); `BC_ERR_ALLOC`.
+ * `BC_ERR_BUFFER_TOO_SMALL`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG` (more than `BC_MAX_NDIM`
+ * sizes, or a negative size where the common shape so far has a 1: message `Attempting to
+ * broadcast a dimension with negative length!`); `BC_ERR_ALLOC`. Shapes are checked in PyTorch's
+ * order, one after another and each from its last size: a negative size meeting a common size
+ * other than 1 is a `BC_ERR_SHAPE` mismatch naming it (L = -1 for `(2,)` with `(-1,)`).
  *
  * # Safety
  * `shapes` and `ndims` must be valid for `n` reads, and each shape for its length.

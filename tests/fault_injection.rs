@@ -482,12 +482,12 @@ fn scenarios() -> Vec<Scenario> {
         }),
         sc(
             "bc_shape_broadcast_n",
-            "a negative size (a formatted message)",
+            "a negative size where the common size is 1 (a message)",
             BC_ERR_INVALID_ARG,
             |c| {
                 let (out, nd) = (c.mem(8 * 8), c.ndim_out(7));
                 call!(|_c| {
-                    let bad = [1i64, -12];
+                    let bad = [-12i64, 1];
                     let shapes = [A7.as_ptr(), bad.as_ptr()];
                     bc_shape_broadcast_n(
                         shapes.as_ptr(),

@@ -251,6 +251,90 @@ fn nary_shapes() {
     f.finish();
 }
 
+/// Negative sizes given to `bc_shape_broadcast_n`. The first three rows are PyTorch's own
+/// `torch.broadcast_shapes` error cases; the others follow its `_broadcast_shapes` loop (shape by
+/// shape, each from its last size: an equal size passes, a common 1 takes the size unless it is
+/// negative, a 1 passes, anything else is a mismatch), written out by hand.
+#[test]
+fn nary_shapes_negative_sizes() {
+    const NEG: &str = "Attempting to broadcast a dimension with negative length!";
+    let mismatch = |size: i64, at: i64, arg: usize, had: &str, common: &str| {
+        format!("Attempting to broadcast a dimension of length {size} at {at}! Mismatching argument at index {arg} had {had}; but expected shape should be broadcastable to {common}")
+    };
+    let cases: Vec<(Vec<Vec<i64>>, i32, String)> = vec![
+        (vec![vec![-1]], BC_ERR_INVALID_ARG, NEG.into()),
+        (vec![vec![2, -1]], BC_ERR_INVALID_ARG, NEG.into()),
+        (
+            vec![vec![2], vec![-1]],
+            BC_ERR_SHAPE,
+            mismatch(-1, -1, 1, "(-1,)", "[2]"),
+        ),
+        (
+            vec![vec![1], vec![1], vec![-12]],
+            BC_ERR_INVALID_ARG,
+            NEG.into(),
+        ),
+        (vec![vec![-1], vec![2]], BC_ERR_INVALID_ARG, NEG.into()),
+        (vec![vec![-1, 3], vec![2]], BC_ERR_INVALID_ARG, NEG.into()),
+        // The last size is checked first: its mismatch comes before the negative size.
+        (
+            vec![vec![2], vec![-1, 3]],
+            BC_ERR_SHAPE,
+            mismatch(3, -1, 1, "(-1, 3)", "[1, 2]"),
+        ),
+        (
+            vec![vec![4], vec![4, -2]],
+            BC_ERR_SHAPE,
+            mismatch(-2, -1, 1, "(4, -2)", "[1, 4]"),
+        ),
+        (vec![vec![5], vec![-3, 1]], BC_ERR_INVALID_ARG, NEG.into()),
+        (
+            vec![vec![5], vec![1, -3]],
+            BC_ERR_SHAPE,
+            mismatch(-3, -1, 1, "(1, -3)", "[1, 5]"),
+        ),
+        // An earlier shape's mismatch comes before a later shape's negative size.
+        (
+            vec![vec![3], vec![2], vec![-1]],
+            BC_ERR_SHAPE,
+            mismatch(2, -1, 1, "(2,)", "[3]"),
+        ),
+        (
+            vec![vec![3, 1], vec![-5], vec![2, 2]],
+            BC_ERR_INVALID_ARG,
+            NEG.into(),
+        ),
+        (
+            vec![vec![3, 4], vec![-5], vec![2, 2]],
+            BC_ERR_SHAPE,
+            mismatch(-5, -1, 1, "(-5,)", "[3, 4]"),
+        ),
+        (vec![vec![i64::MIN]], BC_ERR_INVALID_ARG, NEG.into()),
+    ];
+    let _g = settings_lock();
+    for (shapes, status, msg) in &cases {
+        match shape_broadcast_n(shapes) {
+            Err(e) => {
+                assert_eq!((e.status, &e.msg), (*status, msg), "{shapes:?}");
+                assert_eq!(bc_last_error_status(), *status, "{shapes:?}");
+            }
+            Ok(s) => panic!("{shapes:?}: expected {msg:?}, got {s:?}"),
+        }
+    }
+    // The mismatch's data names the negative size and the shape as given.
+    assert!(shape_broadcast_n(&[vec![2], vec![7, -1]]).is_err());
+    let mut info = std::mem::MaybeUninit::<bc_error_info>::uninit();
+    assert_eq!(unsafe { bc_last_error_info(info.as_mut_ptr()) }, BC_OK);
+    let info = unsafe { info.assume_init() };
+    assert_eq!((info.arg, info.dim, info.size_a), (1, -1, -1));
+    let (mut buf, mut nd) = ([0i64; 4], 0i64);
+    assert_eq!(
+        unsafe { bc_last_error_shape(0, buf.as_mut_ptr(), 4, &mut nd) },
+        BC_OK
+    );
+    assert_eq!(&buf[..nd as usize], &[7, -1]);
+}
+
 // =============================================================================================
 // expand.jsonl
 // =============================================================================================

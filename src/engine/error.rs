@@ -39,13 +39,14 @@ pub enum Error {
         size_b: usize,
     },
     /// Several shapes are not broadcastable (PyTorch's `broadcast_shapes` text). `index` is negative,
-    /// counted from the right; `expected` is the common shape built so far.
+    /// counted from the right; `expected` is the common shape built so far. `size` and `shape` are
+    /// signed: a negative size met against a size other than 1 is reported here, as PyTorch does.
     #[error("Attempting to broadcast a dimension of length {size} at {index}! Mismatching argument at index {arg} had {}; but expected shape should be broadcastable to {}", fmt_tuple(shape), fmt_list(expected))]
     NaryNotBroadcastable {
         arg: usize,
         index: isize,
-        size: usize,
-        shape: Vec<usize>,
+        size: i64,
+        shape: Vec<i64>,
         expected: Vec<usize>,
     },
     /// In place: `other` does not expand to `self`'s shape (docs/semantics.md, section 4).

@@ -1,6 +1,6 @@
 //! Shape rules: broadcasting two or n shapes, the in-place rule, expand geometry, and checked
 //! size products. Metadata only; nothing here touches element data.
-use super::alloc::{try_small_elem, try_to_vec};
+use super::alloc::{try_collect, try_small_elem, try_to_vec};
 use super::error::{Error, Result};
 use smallvec::SmallVec;
 
@@ -191,23 +191,55 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Dims> {
     Ok(out)
 }
 
-/// Broadcast several shapes at once, with PyTorch's `broadcast_shapes` algorithm and text.
-pub fn broadcast_shapes_n(shapes: &[&[usize]]) -> Result<Dims> {
+/// A size as `broadcast_shapes` reads it: a tensor's (never negative) or a caller's (signed).
+pub trait ShapeSize: Copy {
+    fn signed(self) -> i64;
+}
+
+impl ShapeSize for usize {
+    fn signed(self) -> i64 {
+        // A tensor's sizes multiply to at most isize::MAX elements, so each fits.
+        self as i64
+    }
+}
+
+impl ShapeSize for i64 {
+    fn signed(self) -> i64 {
+        self
+    }
+}
+
+/// Text of the error for a negative size that would enter the common shape (PyTorch's own).
+pub const NEGATIVE_BROADCAST_DIM: &str =
+    "Attempting to broadcast a dimension with negative length!";
+
+/// Broadcast several shapes at once, with PyTorch's `broadcast_shapes` algorithm and texts.
+///
+/// The checks run in PyTorch's order, shape by shape and from the last dimension: a size equal
+/// to the common one so far passes; a common 1 takes the size, unless it is negative
+/// ([`NEGATIVE_BROADCAST_DIM`], an invalid argument); then a 1 passes and any other size is a
+/// mismatch. So a negative size met against a common size other than 1 is a mismatch naming it,
+/// and whichever problem comes first in that order is the one reported.
+pub fn broadcast_shapes_n<S: ShapeSize>(shapes: &[&[S]]) -> Result<Dims> {
     let ndim = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
     let mut common: Dims = try_small_elem(1, ndim)?;
     for (arg, shape) in shapes.iter().enumerate() {
         for back in 1..=shape.len() {
-            let size = shape[shape.len() - back];
+            let size = shape[shape.len() - back].signed();
             let slot = &mut common[ndim - back];
+            if size == *slot as i64 {
+                continue;
+            }
             if *slot == 1 {
-                *slot = size;
-            } else if size != 1 && *slot != size {
+                *slot =
+                    usize::try_from(size).map_err(|_| Error::invalid(NEGATIVE_BROADCAST_DIM))?;
+            } else if size != 1 {
                 return Err(Error::or_alloc(|| {
                     Ok(Error::NaryNotBroadcastable {
                         arg,
                         index: -(back as isize),
                         size,
-                        shape: try_to_vec(shape)?,
+                        shape: try_collect(shape.iter().map(|s| s.signed()))?,
                         expected: try_to_vec(&common)?,
                     })
                 }));
@@ -366,8 +398,22 @@ mod tests {
 
     #[test]
     fn nary_message() {
-        let e = broadcast_shapes_n(&[&[3], &[2], &[], &[1]]).unwrap_err();
+        let e = broadcast_shapes_n::<usize>(&[&[3], &[2], &[], &[1]]).unwrap_err();
         assert_eq!(e.to_string(), "Attempting to broadcast a dimension of length 2 at -1! Mismatching argument at index 1 had (2,); but expected shape should be broadcastable to [3]");
+    }
+
+    #[test]
+    fn nary_negative_sizes() {
+        let e = broadcast_shapes_n::<i64>(&[&[2, -1]]).unwrap_err();
+        assert_eq!(e.kind(), super::super::ErrorKind::InvalidArgument);
+        assert_eq!(e.to_string(), NEGATIVE_BROADCAST_DIM);
+        let e = broadcast_shapes_n::<i64>(&[&[2], &[-1]]).unwrap_err();
+        assert_eq!(e.kind(), super::super::ErrorKind::Shape);
+        assert_eq!(e.to_string(), "Attempting to broadcast a dimension of length -1 at -1! Mismatching argument at index 1 had (-1,); but expected shape should be broadcastable to [2]");
+        assert_eq!(
+            &broadcast_shapes_n::<i64>(&[&[2, 1], &[3]]).unwrap()[..],
+            &[2, 3]
+        );
     }
 
     #[test]

@@ -228,8 +228,8 @@ pub(crate) fn describe(
                 expected,
             } => {
                 info.kind = BC_ERROR_KIND_NARY_NOT_BROADCASTABLE;
-                (info.arg, info.dim, info.size_a) = (*arg as i64, *index as i64, *size as i64);
-                (a, b) = (Some(to_i64(shape)), Some(to_i64(expected)));
+                (info.arg, info.dim, info.size_a) = (*arg as i64, *index as i64, *size);
+                (a, b) = (Some(Shape::Targets(shape)), Some(to_i64(expected)));
             }
             E::InplaceMismatch {
                 self_shape,

@@ -807,6 +807,24 @@ pub(crate) unsafe fn dims_in_at(
     Ok(dims)
 }
 
+/// Element `index` of an array of shapes named `name`, read as given (sizes may be negative):
+/// at most `BC_MAX_NDIM` of them.
+///
+/// # Safety
+/// As [`slice_in`].
+pub(crate) unsafe fn sizes_in_at<'a>(
+    ptr: *const i64,
+    ndim: usize,
+    name: &'static str,
+    index: usize,
+) -> Result<&'a [i64], FfiError> {
+    if ndim > BC_MAX_NDIM {
+        return Err(too_many_dims(ArgName(name, Some(index)), ndim));
+    }
+    // SAFETY: forwarded.
+    unsafe { slice_in(ptr, ndim, name) }
+}
+
 /// An argument's name in a message: `shape`, or `shapes[2]` for one entry of an array.
 #[derive(Clone, Copy)]
 struct ArgName(&'static str, Option<usize>);

@@ -1,9 +1,9 @@
 //! Shapes without tensors.
 use super::boundary::call;
-use super::handle::{dims_in, dims_in_at, dims_out, slice_in, write_out};
+use super::handle::{dims_in, dims_out, sizes_in_at, slice_in, write_out};
 use super::status::FfiError;
-use crate::engine::alloc::{try_collect, try_vec};
-use crate::engine::shape::{broadcast_shapes, broadcast_shapes_n, Dims};
+use crate::engine::alloc::try_vec;
+use crate::engine::shape::{broadcast_shapes, broadcast_shapes_n};
 use crate::engine::ErrorKind;
 
 /// Broadcasts shapes `a` and `b` (docs/semantics.md, sections 1-2) into `out`.
@@ -49,8 +49,11 @@ pub unsafe extern "C" fn bc_shape_broadcast(
 /// # Returns
 /// `BC_OK`; `BC_ERR_SHAPE` (message: `Attempting to broadcast a dimension of length L at -K!
 /// Mismatching argument at index I had (..); but expected shape should be broadcastable to [..]`);
-/// `BC_ERR_BUFFER_TOO_SMALL`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG` (a negative size: the
-/// message names the shape, as `shapes[i]`); `BC_ERR_ALLOC`.
+/// `BC_ERR_BUFFER_TOO_SMALL`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_ARG` (more than `BC_MAX_NDIM`
+/// sizes, or a negative size where the common shape so far has a 1: message `Attempting to
+/// broadcast a dimension with negative length!`); `BC_ERR_ALLOC`. Shapes are checked in PyTorch's
+/// order, one after another and each from its last size: a negative size meeting a common size
+/// other than 1 is a `BC_ERR_SHAPE` mismatch naming it (L = -1 for `(2,)` with `(-1,)`).
 ///
 /// # Safety
 /// `shapes` and `ndims` must be valid for `n` reads, and each shape for its length.
@@ -71,14 +74,15 @@ pub unsafe extern "C" fn bc_shape_broadcast_n(
         // SAFETY (this block): the caller's contract on each array.
         let (ptrs, lens) =
             unsafe { (slice_in(shapes, n, "shapes")?, slice_in(ndims, n, "ndims")?) };
-        let mut all: Vec<Dims> = try_vec(n)?;
+        // Signed as given: a negative size is refused by the broadcast itself, in PyTorch's order
+        // of checks, which decides between its two texts.
+        let mut all: Vec<&[i64]> = try_vec(n)?;
         for (i, (&p, &len)) in ptrs.iter().zip(lens).enumerate() {
-            all.push(unsafe { dims_in_at(p, len, "shapes", Some(i))? });
+            all.push(unsafe { sizes_in_at(p, len, "shapes", i)? });
         }
         let ndim = all.iter().map(|s| s.len()).max().unwrap_or(0);
         unsafe { write_out(out_ndim, ndim, "out_ndim")? };
-        let views: Vec<&[usize]> = try_collect(all.iter().map(|s| &s[..]))?;
-        let shape = broadcast_shapes_n(&views)?;
+        let shape = broadcast_shapes_n(&all)?;
         unsafe { dims_out(&shape, out, out_cap, "out") }
     })
 }
