@@ -174,7 +174,11 @@ struct Zeros {
 impl Zeros {
     fn new(v: &Value) -> Zeros {
         let dtype = dtype_code(v["dtype"].as_str().unwrap());
-        let (shape, strides) = (json_shape(&v["shape"]), json_shape(&v["strides"]));
+        Zeros::of(dtype, &json_shape(&v["shape"]), &json_shape(&v["strides"]))
+    }
+
+    fn of(dtype: i32, shape: &[i64], strides: &[i64]) -> Zeros {
+        let (shape, strides) = (shape.to_vec(), strides.to_vec());
         let span = if shape.contains(&0) {
             1
         } else {
@@ -199,4 +203,524 @@ impl Zeros {
         let p = self.buf.as_mut_ptr();
         T::wrap(self.dtype, p, n, &self.shape, Some(&self.strides), 0).expect("bc_tensor_wrap")
     }
+}
+
+// =============================================================================================
+// Empty results. A reference for the result's layout, written from PyTorch's source rather than
+// from the engine: `.to(dtype)` (`_to_copy`: a tensor with c10's non-overlapping-and-dense flag
+// keeps its strides, any other gets `infer_dense_strides`), c10's contiguity flags (a tensor
+// with no elements is contiguous, so it has the flag too), and TensorIterator's fast set-up,
+// `compute_strides`, `reorder_dimensions` and output allocation. It is first checked against
+// every row of `layout_extra.jsonl` and `where_layout.jsonl`.
+// =============================================================================================
+
+/// c10's `is_contiguous` flag: row-major skipping size-1 dimensions; always true with no elements.
+fn ref_is_contiguous(shape: &[i64], strides: &[i64]) -> bool {
+    if shape.contains(&0) {
+        return true;
+    }
+    let mut z = 1;
+    for (&n, &s) in shape.iter().zip(strides).rev() {
+        if n != 1 {
+            if s != z {
+                return false;
+            }
+            z *= n;
+        }
+    }
+    true
+}
+
+/// c10's `is_non_overlapping_and_dense` flag: contiguous (in any supported memory format, each of
+/// which is dense when there are elements), or dense once the dimensions of size 2 or more are
+/// sorted by stride.
+fn ref_non_overlapping_and_dense(shape: &[i64], strides: &[i64]) -> bool {
+    if ref_is_contiguous(shape, strides) {
+        return true;
+    }
+    if let [n] = shape {
+        return *n < 2 || strides[0] == 1;
+    }
+    let mut big: Vec<usize> = (0..shape.len()).filter(|&d| shape[d] >= 2).collect();
+    big.sort_by_key(|&d| strides[d]);
+    let mut require = 1;
+    for d in big {
+        if strides[d] != require {
+            return false;
+        }
+        require *= shape[d];
+    }
+    true
+}
+
+/// The insertion sort TensorIterator and `infer_dense_strides` share: from the reversed
+/// dimension order, `cmp(d0, d1)` is 1 to move `d1` before `d0`, -1 to stop, 0 to look further.
+fn ref_sort(nd: usize, cmp: impl Fn(usize, usize) -> i32) -> Vec<usize> {
+    let mut perm: Vec<usize> = (0..nd).rev().collect();
+    for i in 1..nd {
+        let mut d1 = i;
+        for d0 in (0..i).rev() {
+            match cmp(perm[d0], perm[d1]) {
+                1 => {
+                    perm.swap(d0, d1);
+                    d1 = d0;
+                }
+                -1 => break,
+                _ => {}
+            }
+        }
+    }
+    perm
+}
+
+/// The strides of `x.to(other_dtype)`.
+fn ref_converted(shape: &[i64], strides: &[i64]) -> Vec<i64> {
+    if ref_non_overlapping_and_dense(shape, strides) {
+        return strides.to_vec();
+    }
+    if shape.len() == 1 {
+        return vec![1];
+    }
+    let perm = ref_sort(shape.len(), |d0, d1| {
+        let (s0, s1) = (strides[d0], strides[d1]);
+        if s0 == 0 || s1 == 0 {
+            0
+        } else if s0 != s1 {
+            if s0 < s1 {
+                -1
+            } else {
+                1
+            }
+        } else {
+            i32::from(shape[d0] > shape[d1])
+        }
+    });
+    let mut out = vec![0; shape.len()];
+    let mut next = 1;
+    for d in perm {
+        out[d] = next;
+        if shape[d] > 1 {
+            next *= shape[d];
+        }
+    }
+    out
+}
+
+/// An input as the iterator sees it: `converted` when its type is not the computation type.
+struct RefInput {
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+    converted: bool,
+}
+
+impl RefInput {
+    fn new(shape: &[i64], strides: &[i64], converted: bool) -> RefInput {
+        RefInput {
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            converted,
+        }
+    }
+}
+
+/// The strides PyTorch gives a new result of `shape` computed from `inputs` (in operand order).
+fn ref_result_strides(shape: &[i64], inputs: &[RefInput]) -> Vec<i64> {
+    let nd = shape.len();
+    let own: Vec<Vec<i64>> = inputs
+        .iter()
+        .map(|i| match i.converted {
+            true => ref_converted(&i.shape, &i.strides),
+            false => i.strides.clone(),
+        })
+        .collect();
+    let contiguous = || {
+        let mut out = vec![0; nd];
+        let mut z = 1;
+        for d in (0..nd).rev() {
+            out[d] = z;
+            z *= shape[d].max(1);
+        }
+        out
+    };
+    // The fast set-up, when every operand has the result's shape.
+    if inputs.iter().all(|i| i.shape == shape) {
+        if inputs
+            .iter()
+            .zip(&own)
+            .all(|(i, s)| ref_is_contiguous(&i.shape, s))
+        {
+            return contiguous();
+        }
+        let channels_last = |s: &[i64]| {
+            let mut e = 1;
+            nd == 4
+                && [1, 3, 2, 0].iter().all(|&d| {
+                    let ok = shape[d] == 1 || s[d] == e;
+                    if shape[d] != 1 {
+                        e *= shape[d];
+                    }
+                    ok
+                })
+        };
+        if own.iter().all(|s| channels_last(s)) {
+            let (c, h, w) = (shape[1], shape[2], shape[3]);
+            return vec![c * h * w, 1, c * w, c];
+        }
+        let last = own.last().unwrap();
+        if own
+            .iter()
+            .all(|s| ref_non_overlapping_and_dense(shape, s) && s == last)
+        {
+            return last.clone();
+        }
+    }
+    // compute_strides: 0 where a size-1 dimension is broadcast or missing (element strides: the
+    // sort compares one operand's strides with each other only, so the element size cancels).
+    let strides: Vec<Vec<i64>> = inputs
+        .iter()
+        .zip(&own)
+        .map(|(i, s)| {
+            let lead = nd - i.shape.len();
+            (0..nd)
+                .map(|d| match d.checked_sub(lead) {
+                    Some(k) if !(i.shape[k] == 1 && shape[d] != 1) => s[k],
+                    _ => 0,
+                })
+                .collect()
+        })
+        .collect();
+    let perm = ref_sort(nd, |d0, d1| {
+        for s in &strides {
+            let (s0, s1) = (s[d0], s[d1]);
+            if s0 == 0 || s1 == 0 {
+                continue;
+            }
+            if s0 != s1 {
+                return if s0 < s1 { -1 } else { 1 };
+            }
+            if shape[d0] > shape[d1] {
+                return 1;
+            }
+        }
+        0
+    });
+    if perm.iter().enumerate().all(|(i, &d)| d == nd - 1 - i) {
+        return contiguous();
+    }
+    // compatible_stride in the sorted order, products with a 0 included.
+    let mut out = vec![0; nd];
+    let mut next = 1;
+    for d in perm {
+        out[d] = next;
+        next *= shape[d];
+    }
+    out
+}
+
+/// The computation type of `op` on operands of types `a` and `b` (0-d when `a0`/`b0`).
+fn ref_compute(op: i32, a: i32, a0: bool, b: i32, b0: bool) -> i32 {
+    let t = result_type(a, a0, b, b0);
+    if op == op_code("div") && category(t) < 2 {
+        F32
+    } else {
+        t
+    }
+}
+
+/// The type a number of `kind` stands for in promotion (it counts as a 0-d operand).
+fn number_dtype(kind: i32) -> i32 {
+    match kind {
+        BC_SCALAR_BOOL => BOOL,
+        BC_SCALAR_INT => I64,
+        _ => F32,
+    }
+}
+
+fn json_i64s(v: &Value) -> Vec<i64> {
+    json_shape(v)
+}
+
+#[test]
+fn the_reference_layout_rule_gives_every_row_of_pytorchs_data() {
+    let mut checked = 0;
+    for row in read_jsonl("layout_extra.jsonl") {
+        let op = op_code(row["op"].as_str().unwrap());
+        let side = |v: &Value| {
+            let dtype = dtype_code(v["dtype"].as_str().unwrap());
+            (dtype, json_i64s(&v["shape"]), json_i64s(&v["strides"]))
+        };
+        let (da, sa, ta) = side(&row["a"]);
+        let inputs = match row.get("b") {
+            Some(b) => {
+                let (db, sb, tb) = side(b);
+                let c = ref_compute(op, da, sa.is_empty(), db, sb.is_empty());
+                vec![
+                    RefInput::new(&sa, &ta, da != c),
+                    RefInput::new(&sb, &tb, db != c),
+                ]
+            }
+            None => {
+                let n = number_dtype(scalar_of(&row["scalar"]).kind);
+                let c = ref_compute(op, da, sa.is_empty(), n, true);
+                let (t, s) = (
+                    RefInput::new(&sa, &ta, da != c),
+                    RefInput::new(&[], &[], false),
+                );
+                match row["order"] == "scalar_tensor" {
+                    true => vec![s, t],
+                    false => vec![t, s],
+                }
+            }
+        };
+        let want = json_i64s(&row["strides"]);
+        assert_eq!(
+            ref_result_strides(&json_i64s(&row["shape"]), &inputs),
+            want,
+            "{row}"
+        );
+        checked += 1;
+    }
+    for row in read_jsonl("where_layout.jsonl") {
+        let dtype = dtype_code(row["dtype"].as_str().unwrap());
+        let inputs: Vec<RefInput> = [("cond", BOOL), ("a", dtype), ("b", dtype)]
+            .iter()
+            .map(|(name, to)| {
+                let v = &row[*name];
+                let own = dtype_code(v["dtype"].as_str().unwrap());
+                RefInput::new(
+                    &json_i64s(&v["shape"]),
+                    &json_i64s(&v["strides"]),
+                    own != *to,
+                )
+            })
+            .collect();
+        let want = json_i64s(&row["strides"]);
+        assert_eq!(
+            ref_result_strides(&json_i64s(&row["shape"]), &inputs),
+            want,
+            "{row}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 2100 + 1350);
+}
+
+/// The cases as PyTorch reports them: `torch.add(torch.empty_strided((2, 0, 1), (0, 0, 0),
+/// dtype=torch.int16), torch.ones(1, dtype=torch.int64)).stride()` is `(1, 1, 1)`, as without
+/// the cast; int32 `(2, 0, 0)` strides `(6, 1, 3)` plus int64 `(1,)` is `(0, 1, 0)`; int32
+/// `(2, 0, 1)` strides `(0, 0, 0)` plus 2.5 is `(1, 1, 1)`. The converted copy of an empty
+/// tensor keeps its strides, whatever they are.
+#[test]
+fn an_empty_converted_input_keeps_its_strides() {
+    let _g = settings_lock();
+    let one = |dtype| Zeros::of(dtype, &[1], &[1]);
+    let cases = [
+        (I16, [2, 0, 1], [0, 0, 0], [1, 1, 1]),
+        (I64, [2, 0, 1], [0, 0, 0], [1, 1, 1]),
+        (I32, [2, 0, 0], [6, 1, 3], [0, 1, 0]),
+    ];
+    for (dtype, shape, strides, want) in cases {
+        let (mut a, mut b) = (Zeros::of(dtype, &shape, &strides), one(I64));
+        let (ta, tb) = unsafe { (a.view(), b.view()) };
+        let out = binary(op_code("add"), &ta, &tb).expect("add");
+        assert_eq!(
+            out.strides(),
+            want,
+            "{} {shape:?} {strides:?}",
+            dtype_str(dtype)
+        );
+    }
+    let mut a = Zeros::of(I32, &[2, 0, 1], &[0, 0, 0]);
+    let ta = unsafe { a.view() };
+    let mut out = std::ptr::null_mut();
+    let s = bc_scalar_float(2.5);
+    check(unsafe { bc_binary_scalar(op_code("add"), ta.ptr(), s, &mut out) }).expect("add 2.5");
+    let out = T(out);
+    assert_eq!((out.dtype(), out.strides()), (F32, vec![1, 1, 1]));
+}
+
+/// A shape and its strides.
+type Geometry = (Vec<i64>, Vec<i64>);
+
+/// Empty geometries (some with strides no non-empty tensor could have) and, for each, operands
+/// that broadcast with it: a 0-d one, a (1,), its shape with 1 for 0 (row-major and
+/// column-major-like), its shape row-major, and its shape with its strides reversed.
+fn empty_cases() -> Vec<(Vec<i64>, Vec<i64>, Vec<Geometry>)> {
+    let empties: [(&[i64], &[i64]); 10] = [
+        (&[2, 0, 1], &[0, 0, 0]),
+        (&[2, 0, 0], &[6, 1, 3]),
+        (&[0], &[1]),
+        (&[0], &[5]),
+        (&[3, 0], &[1, 3]),
+        (&[3, 0], &[0, 1]),
+        (&[0, 3, 2], &[1, 1, 3]),
+        (&[2, 3, 0, 4], &[1, 2, 6, 24]),
+        (&[1, 0, 2], &[7, 7, 0]),
+        (&[4, 0, 3, 2], &[0, 6, 2, 1]),
+    ];
+    let row_major = |shape: &[i64]| {
+        let mut out = vec![0; shape.len()];
+        let mut z = 1;
+        for d in (0..shape.len()).rev() {
+            out[d] = z;
+            z *= shape[d].max(1);
+        }
+        out
+    };
+    empties
+        .iter()
+        .map(|&(shape, strides)| {
+            let ones: Vec<i64> = shape.iter().map(|&n| n.max(1)).collect();
+            let mut stepped = row_major(&ones);
+            stepped.reverse();
+            let stepped: Vec<i64> = stepped.iter().map(|s| 2 * s + 1).collect();
+            let reversed: Vec<i64> = strides.iter().rev().copied().collect();
+            let partners = vec![
+                (vec![], vec![]),
+                (vec![1], vec![1]),
+                (ones.clone(), row_major(&ones)),
+                (ones.clone(), stepped),
+                (shape.to_vec(), row_major(shape)),
+                (shape.to_vec(), reversed),
+            ];
+            (shape.to_vec(), strides.to_vec(), partners)
+        })
+        .collect()
+}
+
+/// Every operation family (elementwise binary, binary with a number, `where`) over every pair of
+/// types, with an empty result: the result's strides are the reference rule's.
+#[test]
+fn empty_results_have_pytorchs_strides_for_every_family_and_type_pair() {
+    let _g = settings_lock();
+    let dtypes: Vec<i32> = DTYPES.iter().map(|(_, c)| *c).collect();
+    let cases = empty_cases();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    let mut expect = |what: String, got: Result<T, Err>, dtype: i32, want: Vec<i64>| {
+        checked += 1;
+        match got {
+            Ok(out) if (out.dtype(), out.strides()) == (dtype, want.clone()) => {}
+            Ok(out) => failures.push(format!(
+                "{what}: got {} {:?}, expected {} {want:?}",
+                dtype_str(out.dtype()),
+                out.strides(),
+                dtype_str(dtype)
+            )),
+            Err(e) => failures.push(format!("{what}: {e}")),
+        }
+    };
+    for (shape, strides, partners) in &cases {
+        for (pshape, pstrides) in partners {
+            let geo = [(shape, strides), (pshape, pstrides)];
+            for op in ["add", "div", "eq"].map(op_code) {
+                for &d0 in &dtypes {
+                    for &d1 in &dtypes {
+                        for (x, y) in [(0, 1), (1, 0)] {
+                            let (dx, dy) = ([d0, d1][x], [d0, d1][y]);
+                            let ((sx, tx), (sy, ty)) = (geo[x], geo[y]);
+                            let c = ref_compute(op, dx, sx.is_empty(), dy, sy.is_empty());
+                            let want = ref_result_strides(
+                                shape,
+                                &[
+                                    RefInput::new(sx, tx, dx != c),
+                                    RefInput::new(sy, ty, dy != c),
+                                ],
+                            );
+                            let dtype = if op == op_code("eq") { BOOL } else { c };
+                            let (mut a, mut b) = (Zeros::of(dx, sx, tx), Zeros::of(dy, sy, ty));
+                            let (ta, tb) = unsafe { (a.view(), b.view()) };
+                            let what = format!(
+                                "{}({} {sx:?} {tx:?}, {} {sy:?} {ty:?})",
+                                OP_NAMES[op as usize],
+                                dtype_str(dx),
+                                dtype_str(dy)
+                            );
+                            expect(what, binary(op, &ta, &tb), dtype, want);
+                        }
+                    }
+                }
+            }
+        }
+        let numbers = [bc_scalar_bool(true), bc_scalar_int(2), bc_scalar_float(2.5)];
+        for op in ["add", "mul", "div"].map(op_code) {
+            for &d in &dtypes {
+                for s in numbers {
+                    let c = ref_compute(op, d, false, number_dtype(s.kind), true);
+                    // The number takes part as a 0-d operand (it only ever ties).
+                    let (t, n) = (
+                        RefInput::new(shape, strides, d != c),
+                        RefInput::new(&[], &[], false),
+                    );
+                    let want = ref_result_strides(shape, &[t, n]);
+                    let mut a = Zeros::of(d, shape, strides);
+                    let ta = unsafe { a.view() };
+                    for rev in [false, true] {
+                        let mut out = std::ptr::null_mut();
+                        let status = unsafe {
+                            match rev {
+                                false => bc_binary_scalar(op, ta.ptr(), s, &mut out),
+                                true => bc_binary_rscalar(op, s, ta.ptr(), &mut out),
+                            }
+                        };
+                        let what = format!(
+                            "{}({} {shape:?} {strides:?}, number kind {}, reversed {rev})",
+                            OP_NAMES[op as usize],
+                            dtype_str(d),
+                            s.kind
+                        );
+                        expect(what, check(status).map(|()| T(out)), c, want.clone());
+                    }
+                }
+            }
+        }
+        for (pshape, pstrides) in partners {
+            for cond in [BOOL, U8] {
+                for &da in &dtypes {
+                    for &db in &dtypes {
+                        // The empty operand as cond, a or b in turn; the others the partner.
+                        for empty_at in 0..3 {
+                            let geo: [(&Vec<i64>, &Vec<i64>); 3] =
+                                std::array::from_fn(|k| match k == empty_at {
+                                    true => (shape, strides),
+                                    false => (pshape, pstrides),
+                                });
+                            let types = [cond, da, db];
+                            let (sa, sb) = (geo[1].0, geo[2].0);
+                            let dtype = result_type(da, sa.is_empty(), db, sb.is_empty());
+                            let to = [BOOL, dtype, dtype];
+                            let inputs: Vec<RefInput> = (0..3)
+                                .map(|k| RefInput::new(geo[k].0, geo[k].1, types[k] != to[k]))
+                                .collect();
+                            let want = ref_result_strides(shape, &inputs);
+                            let mut z: [Zeros; 3] =
+                                std::array::from_fn(|k| Zeros::of(types[k], geo[k].0, geo[k].1));
+                            let [tc, ta, tb] = z.each_mut().map(|z| unsafe { z.view() });
+                            let what = format!(
+                                "where({} {:?} {:?}, {} {:?} {:?}, {} {:?} {:?})",
+                                dtype_str(cond),
+                                geo[0].0,
+                                geo[0].1,
+                                dtype_str(da),
+                                geo[1].0,
+                                geo[1].1,
+                                dtype_str(db),
+                                geo[2].0,
+                                geo[2].1
+                            );
+                            expect(what, where_new(&tc, &ta, &tb), dtype, want);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    println!("empty results: checked {checked} calls");
+    assert!(checked >= 70_000, "only {checked} calls checked");
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} failed, the first:\n{}",
+        failures.len(),
+        failures[..failures.len().min(12)].join("\n")
+    );
 }

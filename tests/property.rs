@@ -202,15 +202,6 @@ fn bitwise(op: i32) -> bool {
 
 const ALL_DTYPES: [i32; 10] = [BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64];
 
-/// 0 bool, 1 integer, 2 floating
-fn category(d: i32) -> u8 {
-    match d {
-        BOOL => 0,
-        U8 | I8 | I16 | I32 | I64 => 1,
-        _ => 2,
-    }
-}
-
 /// PyTorch's names in "result type X can't be cast to the desired output type Y".
 fn torch_name(d: i32) -> &'static str {
     match d {
@@ -225,58 +216,6 @@ fn torch_name(d: i32) -> &'static str {
         F32 => "Float",
         F64 => "Double",
         _ => "?",
-    }
-}
-
-/// Promotion of two dtypes of equal standing (the lattice).
-fn promote(a: i32, b: i32) -> i32 {
-    if a == b {
-        return a;
-    }
-    if a == BOOL {
-        return b;
-    }
-    if b == BOOL {
-        return a;
-    }
-    let (ca, cb) = (category(a), category(b));
-    if ca != cb {
-        return if ca > cb { a } else { b };
-    }
-    if ca == 1 {
-        // integers: widest signed; uint8 with int8 needs int16
-        if a == U8 || b == U8 {
-            let o = if a == U8 { b } else { a };
-            return if o == I8 { I16 } else { o };
-        }
-        return a.max(b); // I8 < I16 < I32 < I64 in code order
-    }
-    // floats
-    if (a == F16 && b == BF16) || (a == BF16 && b == F16) {
-        return F32;
-    }
-    let rank = |d: i32| match d {
-        F16 | BF16 => 0,
-        F32 => 1,
-        _ => 2,
-    };
-    if rank(a) >= rank(b) {
-        a
-    } else {
-        b
-    }
-}
-
-/// `result_type(a, b)`: a 0-d operand beside a dimensioned one only raises the category.
-fn result_type(a: i32, a0: bool, b: i32, b0: bool) -> i32 {
-    if a0 == b0 {
-        return promote(a, b);
-    }
-    let (dim, zero) = if a0 { (b, a) } else { (a, b) };
-    if category(zero) > category(dim) {
-        promote(dim, zero)
-    } else {
-        dim
     }
 }
 

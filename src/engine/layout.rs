@@ -4,8 +4,9 @@
 //!
 //! PyTorch decides it in three steps, reproduced here on metadata alone:
 //! 1. An input whose type differs from the computation type is first converted by `.to(dtype)`,
-//!    which keeps a dense, non-overlapping layout as it is and gives any other layout the dense
-//!    strides of the same dimension order ([`dense_strides`]).
+//!    which keeps a dense, non-overlapping layout as it is (an empty tensor counts as one, so its
+//!    strides are kept whatever they are) and gives any other layout the dense strides of the
+//!    same dimension order ([`dense_strides`]).
 //! 2. When every input has the result's shape, a fast set-up applies: all row-major gives
 //!    row-major, all channels-last (4-d) gives channels-last, all dense with equal strides gives
 //!    those strides.
@@ -175,9 +176,15 @@ fn is_channels_last(shape: &[usize], strides: &[isize]) -> bool {
     true
 }
 
-/// PyTorch's `is_non_overlapping_and_dense`: the dimensions of size 2 or more, in increasing
-/// order of stride, are dense (strides 1, then each the product of the sizes before it).
+/// PyTorch's `is_non_overlapping_and_dense` flag: the dimensions of size 2 or more, in
+/// increasing order of stride, are dense (strides 1, then each the product of the sizes before
+/// it). A tensor with no elements always has the flag, whatever its strides: PyTorch sets it
+/// when the tensor is contiguous, and counts every empty tensor as contiguous. So `.to(dtype)`
+/// and `empty_like` keep an empty tensor's strides as they are.
 fn is_non_overlapping_and_dense(shape: &[usize], strides: &[isize]) -> bool {
+    if shape.contains(&0) {
+        return true;
+    }
     if let [size] = shape {
         return *size < 2 || strides[0] == 1;
     }
@@ -262,6 +269,23 @@ mod tests {
         assert_eq!(strides(&[0, 3, 2], [a, b]), [1, 0, 0]);
         let e = input(&[0, 3], &[1, 0]);
         assert_eq!(strides(&[0, 3], [e, e]), [3, 1]);
+        // A converted empty input takes part with its own strides (PyTorch: int16 (2, 0, 1)
+        // strides (0, 0, 0) plus int64 (1,) gives (1, 1, 1); int32 (2, 0, 0) strides (6, 1, 3)
+        // plus int64 (1,) gives (0, 1, 0)).
+        let one = input(&[1], &[1]);
+        let converted = |shape, strides| Input {
+            shape,
+            strides,
+            converted: true,
+        };
+        let zeros = converted(&[2, 0, 1], &[0, 0, 0]);
+        assert_eq!(strides(&[2, 0, 1], [zeros, one]), [1, 1, 1]);
+        let odd = converted(&[2, 0, 0], &[6, 1, 3]);
+        assert_eq!(strides(&[2, 0, 0], [odd, one]), [0, 1, 0]);
+        assert_eq!(
+            &dense_strides(&[2, 0, 0], &[6, 1, 3]).unwrap()[..],
+            [6, 1, 3]
+        );
     }
 
     /// Row-major inputs give row-major results, broadcast or not, with no more than five
