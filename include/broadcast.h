@@ -146,7 +146,8 @@
 #define BC_ERROR_KIND_PARTIAL_OVERLAP 12
 
 /**
- * An element or byte count does not fit (no fields; the message names the quantity).
+ * An element or byte count does not fit (the message names the quantity; no fields, but for
+ * `bc_tensor_format`'s limit `size_a`, the elements its formatter would read).
  */
 #define BC_ERROR_KIND_OVERFLOW 13
 
@@ -1077,9 +1078,20 @@ int32_t bc_tensor_data(const struct bc_tensor *t,
  * size a buffer of `*length + 1` bytes, as with `bc_last_error_message`. Nothing is written
  * unless the call succeeds.
  *
+ * A text can be much longer than the tensor's memory, as a dimension of 6 or less is shown
+ * whole: a broadcast view of 16 dimensions of 4 over one element prints 2^32 elements, about
+ * 44 GB. The length is counted without writing the text, and writing stops when `buf` is full,
+ * so a call takes time in proportion to the bytes it writes, plus the formatter's reading of
+ * the elements shown (each once: a dimension of stride 0 is read once, as it repeats the same
+ * element). That reading is limited to 2^20 (1,048,576) elements, about a second, whose text
+ * would pass 3 MB; a tensor that needs more is refused with `BC_ERR_OVERFLOW` (a broadcast view
+ * needs more only when its stored part does).
+ *
  * # Returns
- * `BC_OK` (also when the text was truncated: compare `*length` with `len`); `BC_ERR_NULL_ARG`
- * (`t` or `length` NULL, or `buf` NULL with `len` > 0); `BC_ERR_INVALID_HANDLE`.
+ * `BC_OK` (also when the text was truncated: compare `*length` with `len`); `BC_ERR_OVERFLOW`
+ * (the formatter would read more than 2^20 elements: `bc_error_info.size_a` says how many; or
+ * the length does not fit in `size_t`); `BC_ERR_NULL_ARG` (`t` or `length` NULL, or `buf` NULL
+ * with `len` > 0); `BC_ERR_INVALID_HANDLE`.
  *
  * # Safety
  * `buf` must be valid for `len` writes (NULL allowed when `len` is 0); `length` for one write.

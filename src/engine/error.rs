@@ -123,6 +123,9 @@ pub enum Error {
     /// The written-to tensor partly overlaps an input.
     #[error("unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.")]
     PartialOverlap,
+    /// `bc_tensor_format`: choosing the elements' width would read more elements than it may.
+    #[error("the text of this tensor is too large to format: its formatter would read {reads} elements (a dimension of stride 0 read once), more than the {} allowed", super::format::SCAN_LIMIT)]
+    FormatTooLarge { reads: usize },
     /// A product of sizes (or of elements and item size) does not fit in `isize`.
     #[error("{what}: integer multiplication overflow")]
     Overflow { what: &'static str },
@@ -210,7 +213,7 @@ impl Error {
             | ReduceDtype { .. } => ErrorKind::Dtype,
             ZeroDivision | NegativeIntegerPower | NumberOverflow { .. } => ErrorKind::Value,
             InternalOverlap | PartialOverlap => ErrorKind::Overlap,
-            Overflow { .. } => ErrorKind::Overflow,
+            Overflow { .. } | FormatTooLarge { .. } => ErrorKind::Overflow,
             Alloc { .. } => ErrorKind::Alloc,
             InvalidArgument(_) | DimOutOfRange { .. } | DimRepeated { .. } => {
                 ErrorKind::InvalidArgument

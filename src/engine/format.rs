@@ -6,7 +6,15 @@
 //!
 //! Nothing here allocates: elements are read in place, formatted into a buffer on the stack, and
 //! the text goes straight to the caller's writer.
+//!
+//! A text can be far longer than the tensor's memory: every element of a dimension of 6 or less
+//! is shown, so a broadcast view of 16 dimensions of 4 (one element of storage) prints 2^32
+//! elements, about 44 GB of text. So the text is planned before it is written ([`Text::new`]): the
+//! formatter reads each element shown once, a dimension of stride 0 once in all (it repeats the
+//! same element), and the length is counted from the text's regular structure without writing
+//! it. Writing then stops as soon as the caller's writer refuses more.
 use super::dtype::DType;
+use super::error::{Error, Result};
 use super::tensor::Tensor;
 use half::{bf16, f16};
 use std::fmt::{self, Write};
@@ -15,6 +23,11 @@ const PRECISION: usize = 4;
 const THRESHOLD: usize = 1000;
 const EDGEITEMS: usize = 3;
 const LINEWIDTH: isize = 80;
+/// Most elements the formatter reads to choose its width and count the text (the elements shown,
+/// a dimension of stride 0 read once). Each is formatted up to three times, about a microsecond
+/// in all, so this bounds the time a text takes to plan to about a second; a tensor that needs
+/// more is refused. Its text would take at least three bytes per element, over 3 MB.
+pub const SCAN_LIMIT: usize = 1 << 20;
 /// `tensor(`: the indent of the first element.
 const PREFIX: &str = "tensor(";
 
@@ -59,7 +72,19 @@ fn shown(n: usize, summarize: bool) -> impl Iterator<Item = usize> {
     (0..head).chain(tail..n)
 }
 
-/// Calls `f` on every element shown (PyTorch's `get_summarized_data`), from dimension `dim` on.
+/// How many indices [`shown`] gives.
+fn shown_count(n: usize, summarize: bool) -> usize {
+    if summarize && n > 2 * EDGEITEMS {
+        2 * EDGEITEMS
+    } else {
+        n
+    }
+}
+
+/// Calls `f` on every element shown (PyTorch's `get_summarized_data`), from dimension `dim` on,
+/// but once for all the indices of a dimension of stride 0, which read the same element: the
+/// formatter depends on which values are shown, not on how often, and each call stands for
+/// [`Printer::repeats`] elements of the text.
 fn for_each_shown(
     t: &Tensor,
     dim: usize,
@@ -69,6 +94,9 @@ fn for_each_shown(
 ) {
     if dim == t.ndim() {
         return f(read(t, offset));
+    }
+    if t.strides()[dim] == 0 {
+        return for_each_shown(t, dim + 1, offset, summarize, f);
     }
     for i in shown(t.shape()[dim], summarize) {
         let next = offset + i as isize * t.strides()[dim];
@@ -187,6 +215,17 @@ impl Formatter {
         s
     }
 
+    /// The length the element is written with: its text, padded to the common width.
+    fn written_len(&self, v: Value) -> usize {
+        self.text(v).len.max(self.max_width)
+    }
+
+    /// The elements a line of the last dimension holds at `indent` (`_vector_str`).
+    fn per_line(&self, indent: usize) -> usize {
+        let element_length = self.max_width as isize + 2;
+        ((LINEWIDTH - indent as isize).div_euclid(element_length)).max(1) as usize
+    }
+
     /// The element right-aligned in the common width.
     fn write(&self, out: &mut Out<'_>, v: Value) -> fmt::Result {
         let text = self.text(v);
@@ -210,10 +249,22 @@ fn sci(s: &mut Stack, x: f64) -> fmt::Result {
     write!(s, "{mantissa}e{sign}{digits:0>2}")
 }
 
-/// The caller's writer, and the column the text has reached (for the suffixes' line breaks).
+/// The caller's writer, the column the text has reached (for the suffixes' line breaks) and the
+/// bytes written so far.
 pub struct Out<'a> {
     w: &'a mut dyn Write,
     column: usize,
+    written: usize,
+}
+
+impl<'a> Out<'a> {
+    fn new(w: &'a mut dyn Write) -> Out<'a> {
+        Out {
+            w,
+            column: 0,
+            written: 0,
+        }
+    }
 }
 
 impl Write for Out<'_> {
@@ -222,6 +273,7 @@ impl Write for Out<'_> {
             Some(i) => self.column = s.len() - i - 1,
             None => self.column += s.len(),
         }
+        self.written += s.len();
         self.w.write_str(s)
     }
 }
@@ -243,8 +295,7 @@ impl Printer<'_> {
         let (t, f) = (self.t, &self.f);
         let dim = t.ndim() - 1;
         let (n, stride) = (t.shape()[dim], t.strides()[dim]);
-        let element_length = f.max_width as isize + 2;
-        let per_line = ((LINEWIDTH - indent as isize).div_euclid(element_length)).max(1) as usize;
+        let per_line = f.per_line(indent);
         out.write_char('[')?;
         let cut = self.summarize && n > 2 * EDGEITEMS;
         // The "..." of a summarised row counts as one item, placed between the two edges.
@@ -272,8 +323,17 @@ impl Printer<'_> {
         out.write_char(']')
     }
 
-    /// `_tensor_str_with_formatter` from dimension `dim` on.
-    fn nested(&self, dim: usize, offset: isize, indent: usize, out: &mut Out<'_>) -> fmt::Result {
+    /// `_tensor_str_with_formatter` from dimension `dim` on. With `spine`, only the last shown
+    /// index of each dimension above the last is written in full (the others leave their
+    /// separators only): enough to know the column the text ends at, cheaply.
+    fn nested(
+        &self,
+        dim: usize,
+        offset: isize,
+        indent: usize,
+        spine: bool,
+        out: &mut Out<'_>,
+    ) -> fmt::Result {
         let t = self.t;
         let rest = t.ndim() - dim;
         if rest == 0 {
@@ -300,9 +360,70 @@ impl Printer<'_> {
                 out.write_str("...")?;
             }
             separator(out)?;
-            self.nested(dim + 1, offset + i as isize * stride, indent + 1, out)?;
+            if !spine || i == n - 1 {
+                self.nested(
+                    dim + 1,
+                    offset + i as isize * stride,
+                    indent + 1,
+                    spine,
+                    out,
+                )?;
+            }
         }
         out.write_char(']')
+    }
+
+    /// How many times each element [`for_each_shown`] visits is written: the product of the
+    /// indices shown along the dimensions of stride 0.
+    fn repeats(&self) -> Option<usize> {
+        let t = self.t;
+        (0..t.ndim())
+            .filter(|&d| t.strides()[d] == 0)
+            .try_fold(1usize, |m, d| {
+                m.checked_mul(shown_count(t.shape()[d], self.summarize))
+            })
+    }
+
+    /// The length of the elements' texts in the whole text.
+    fn elements_len(&self) -> Option<usize> {
+        let (t, f) = (self.t, &self.f);
+        let mut once = 0usize;
+        if f.floating {
+            // Only a float's text can pass the common width (nan, inf, a negative zero).
+            for_each_shown(t, 0, 0, self.summarize, &mut |v| once += f.written_len(v));
+        } else {
+            for_each_shown(t, 0, 0, self.summarize, &mut |_| once += f.max_width);
+        }
+        once.checked_mul(self.repeats()?)
+    }
+
+    /// The length of everything but the elements' texts from dimension `dim` on (at `indent`):
+    /// brackets, separators, line breaks, indents and `...`, the same for every index above.
+    fn structure_len(&self, dim: usize, indent: usize) -> Option<usize> {
+        let t = self.t;
+        let rest = t.ndim() - dim;
+        if rest == 0 {
+            return Some(0);
+        }
+        let n = t.shape()[dim];
+        let cut = self.summarize && n > 2 * EDGEITEMS;
+        if rest == 1 {
+            // ", " between items, ",\n" and the indent where a line is full, " ..." when cut.
+            let items = if cut { 2 * EDGEITEMS + 1 } else { n };
+            let breaks = (items - 1) / self.f.per_line(indent);
+            let separators = (items - 1)
+                .checked_mul(2)?
+                .checked_add(breaks.checked_mul(indent + 1)?)?;
+            return separators.checked_add(2 + if cut { 4 } else { 0 });
+        }
+        // A separator is "," and rest - 1 line breaks then the indent; one more, and "...", when
+        // cut.
+        let k = shown_count(n, self.summarize);
+        let separators = (k - 1 + cut as usize).checked_mul(1 + (rest - 1) + indent + 1)?;
+        let children = k.checked_mul(self.structure_len(dim + 1, indent + 1)?)?;
+        separators
+            .checked_add(children)?
+            .checked_add(2 + if cut { 3 } else { 0 })
     }
 }
 
@@ -367,23 +488,105 @@ impl Write for Counter {
     }
 }
 
-/// Writes `str(t)` as PyTorch prints it with its default options (for example
-/// `tensor([[1, 2],\n        [3, 4]], dtype=torch.int32)`).
-pub fn write_tensor(t: &Tensor, w: &mut dyn Write) -> fmt::Result {
-    let out = &mut Out { w, column: 0 };
-    out.write_str(PREFIX)?;
-    let numel = t.numel();
-    let summarize = numel > THRESHOLD;
-    let show_dtype = if numel == 0 {
-        out.write_str("[]")?;
-        t.dtype() != DType::F32
-    } else {
-        let f = Formatter::new(t, summarize);
-        Printer { t, summarize, f }.nested(0, 0, PREFIX.len(), out)?;
-        !matches!(t.dtype(), DType::F32 | DType::I64 | DType::Bool)
+/// A tensor's text, planned: its formatter chosen and its full length counted, nothing written.
+pub struct Text<'a> {
+    t: &'a Tensor,
+    /// `None` for an empty tensor.
+    printer: Option<Printer<'a>>,
+    len: usize,
+}
+
+impl<'a> Text<'a> {
+    /// Plans `str(t)` as PyTorch prints it with its default options (for example
+    /// `tensor([[1, 2],\n        [3, 4]], dtype=torch.int32)`), in time bounded by
+    /// [`SCAN_LIMIT`] elements and the tensor's dimensions, however long the text. Fails with
+    /// `FormatTooLarge` when the formatter would read more than [`SCAN_LIMIT`] elements, and with
+    /// `Overflow` when the length does not fit in `usize`.
+    pub fn new(t: &'a Tensor) -> Result<Text<'a>> {
+        let numel = t.numel();
+        // Parts are measured by writing them to a counter, which never refuses a write.
+        let mut sink = Counter(0);
+        let out = &mut Out::new(&mut sink);
+        if numel == 0 {
+            out.write_str(PREFIX).map_err(|_| text_overflow())?;
+            write_rest(t, None, out).map_err(|_| text_overflow())?;
+            let len = out.written;
+            return Ok(Text {
+                t,
+                printer: None,
+                len,
+            });
+        }
+        let summarize = numel > THRESHOLD;
+        let reads = (0..t.ndim())
+            .filter(|&d| t.strides()[d] != 0)
+            .try_fold(1usize, |m, d| {
+                m.checked_mul(shown_count(t.shape()[d], summarize))
+            });
+        if !matches!(reads, Some(r) if r <= SCAN_LIMIT) {
+            let reads = reads.unwrap_or(usize::MAX);
+            return Err(Error::FormatTooLarge { reads });
+        }
+        let printer = Printer {
+            t,
+            summarize,
+            f: Formatter::new(t, summarize),
+        };
+        let body = printer
+            .elements_len()
+            .and_then(|e| e.checked_add(printer.structure_len(0, PREFIX.len())?))
+            .ok_or_else(text_overflow)?;
+        // The suffixes depend on the column the body ends at, which its last line gives.
+        out.write_str(PREFIX).map_err(|_| text_overflow())?;
+        printer
+            .nested(0, 0, PREFIX.len(), true, out)
+            .map_err(|_| text_overflow())?;
+        let spine = out.written;
+        write_rest(t, Some(&printer), out).map_err(|_| text_overflow())?;
+        let len = (PREFIX.len() + out.written - spine)
+            .checked_add(body)
+            .ok_or_else(text_overflow)?;
+        Ok(Text {
+            t,
+            printer: Some(printer),
+            len,
+        })
+    }
+
+    /// The text's length in bytes (ASCII; never empty).
+    pub fn byte_len(&self) -> usize {
+        self.len
+    }
+
+    /// Writes the text to `w`, stopping at the first write `w` refuses.
+    pub fn write(&self, w: &mut dyn Write) -> fmt::Result {
+        let out = &mut Out::new(w);
+        out.write_str(PREFIX)?;
+        if let Some(p) = &self.printer {
+            p.nested(0, 0, PREFIX.len(), false, out)?;
+        }
+        write_rest(self.t, self.printer.as_ref(), out)
+    }
+}
+
+fn text_overflow() -> Error {
+    Error::Overflow {
+        what: "text length",
+    }
+}
+
+/// What follows the body: `[]` for an empty tensor (no printer), then the `size=` and `dtype=`
+/// suffixes and `)`.
+fn write_rest(t: &Tensor, printer: Option<&Printer<'_>>, out: &mut Out<'_>) -> fmt::Result {
+    let show_dtype = match printer {
+        None => {
+            out.write_str("[]")?;
+            t.dtype() != DType::F32
+        }
+        Some(_) => !matches!(t.dtype(), DType::F32 | DType::I64 | DType::Bool),
     };
     let mut last = out.column + 2;
-    if numel == 0 && t.ndim() != 1 {
+    if t.numel() == 0 && t.ndim() != 1 {
         suffix(out, &mut last, format_args!("size={}", Tuple(t.shape())))?;
     }
     if show_dtype {

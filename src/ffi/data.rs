@@ -3,7 +3,7 @@
 use super::boundary::call;
 use super::handle::{self, bc_tensor};
 use super::status::FfiError;
-use crate::engine::format::write_tensor;
+use crate::engine::format::Text;
 use std::ffi::{c_char, c_void};
 use std::fmt;
 
@@ -66,8 +66,8 @@ pub unsafe extern "C" fn bc_tensor_data(
     })
 }
 
-/// Copies what fits of the text into a caller's buffer (keeping a byte for the NUL) and counts
-/// all of it.
+/// Copies the text into a caller's buffer (keeping a byte for the NUL) and refuses what does
+/// not fit, so that writing stops there.
 struct Truncating<'a> {
     buf: &'a mut [u8],
     len: usize,
@@ -75,12 +75,13 @@ struct Truncating<'a> {
 
 impl fmt::Write for Truncating<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        let room = self.buf.len().saturating_sub(1).saturating_sub(self.len);
+        let room = self.buf.len().saturating_sub(1) - self.len;
         let n = room.min(s.len());
-        if n > 0 {
-            self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        if n < s.len() {
+            return Err(fmt::Error);
         }
-        self.len += s.len();
         Ok(())
     }
 }
@@ -98,9 +99,20 @@ impl fmt::Write for Truncating<'_> {
 /// size a buffer of `*length + 1` bytes, as with `bc_last_error_message`. Nothing is written
 /// unless the call succeeds.
 ///
+/// A text can be much longer than the tensor's memory, as a dimension of 6 or less is shown
+/// whole: a broadcast view of 16 dimensions of 4 over one element prints 2^32 elements, about
+/// 44 GB. The length is counted without writing the text, and writing stops when `buf` is full,
+/// so a call takes time in proportion to the bytes it writes, plus the formatter's reading of
+/// the elements shown (each once: a dimension of stride 0 is read once, as it repeats the same
+/// element). That reading is limited to 2^20 (1,048,576) elements, about a second, whose text
+/// would pass 3 MB; a tensor that needs more is refused with `BC_ERR_OVERFLOW` (a broadcast view
+/// needs more only when its stored part does).
+///
 /// # Returns
-/// `BC_OK` (also when the text was truncated: compare `*length` with `len`); `BC_ERR_NULL_ARG`
-/// (`t` or `length` NULL, or `buf` NULL with `len` > 0); `BC_ERR_INVALID_HANDLE`.
+/// `BC_OK` (also when the text was truncated: compare `*length` with `len`); `BC_ERR_OVERFLOW`
+/// (the formatter would read more than 2^20 elements: `bc_error_info.size_a` says how many; or
+/// the length does not fit in `size_t`); `BC_ERR_NULL_ARG` (`t` or `length` NULL, or `buf` NULL
+/// with `len` > 0); `BC_ERR_INVALID_HANDLE`.
 ///
 /// # Safety
 /// `buf` must be valid for `len` writes (NULL allowed when `len` is 0); `length` for one write.
@@ -119,21 +131,20 @@ pub unsafe extern "C" fn bc_tensor_format(
         // SAFETY: the caller's contract; (NULL, 0) is the empty buffer.
         let buf = unsafe { super::handle::slice_out(buf.cast::<u8>(), len, "buf")? };
         let t = handle::get(t, "t")?;
-        // Measured first, so that a failure (none is expected) leaves the buffer untouched.
-        let mut measure = Truncating {
-            buf: &mut [],
-            len: 0,
-        };
-        write_tensor(&t, &mut measure)
-            .map_err(|_| FfiError::invalid("the text could not be written"))?;
-        let mut out = Truncating { buf, len: 0 };
-        write_tensor(&t, &mut out)
-            .map_err(|_| FfiError::invalid("the text could not be written"))?;
-        if let Some(last) = out.buf.len().checked_sub(1) {
+        // Planned first, so that a failure leaves the buffer untouched.
+        let text = Text::new(&t)?;
+        if let Some(last) = buf.len().checked_sub(1) {
+            let mut out = Truncating { buf, len: 0 };
+            // A refused write is the buffer filling up: the text stops there.
+            let complete = text.write(&mut out).is_ok();
+            debug_assert!(
+                !complete || out.len == text.byte_len(),
+                "the text's counted length"
+            );
             out.buf[out.len.min(last)] = 0;
         }
         // SAFETY: not NULL; valid for one write by the caller's contract.
-        unsafe { length.write(out.len) };
+        unsafe { length.write(text.byte_len()) };
         Ok(())
     })
 }

@@ -89,7 +89,8 @@ pub const BC_ERROR_KIND_BOOL_SUBTRACTION: i32 = 10;
 pub const BC_ERROR_KIND_INTERNAL_OVERLAP: i32 = 11;
 /// The written-to tensor partly overlaps an input (no fields).
 pub const BC_ERROR_KIND_PARTIAL_OVERLAP: i32 = 12;
-/// An element or byte count does not fit (no fields; the message names the quantity).
+/// An element or byte count does not fit (the message names the quantity; no fields, but for
+/// `bc_tensor_format`'s limit `size_a`, the elements its formatter would read).
 pub const BC_ERROR_KIND_OVERFLOW: i32 = 13;
 /// Allocation failed: `size_a` = bytes requested, or -1 when the handle limit was reached.
 pub const BC_ERROR_KIND_ALLOC: i32 = 14;
@@ -297,6 +298,10 @@ pub(crate) fn describe(
             E::InternalOverlap => info.kind = BC_ERROR_KIND_INTERNAL_OVERLAP,
             E::PartialOverlap => info.kind = BC_ERROR_KIND_PARTIAL_OVERLAP,
             E::Overflow { .. } => info.kind = BC_ERROR_KIND_OVERFLOW,
+            E::FormatTooLarge { reads } => {
+                info.kind = BC_ERROR_KIND_OVERFLOW;
+                info.size_a = *reads as i64;
+            }
             E::Alloc { bytes } => {
                 info.kind = BC_ERROR_KIND_ALLOC;
                 info.size_a = *bytes as i64;
