@@ -212,7 +212,8 @@ pub fn binary_sum_to(op: BinaryOp, a: &Tensor, b: &Tensor, size: &[i64]) -> Resu
     let (ga, gb) = (a.geometry(), b.geometry());
     let d = decide_fused(op, ga, gb, size)?;
     let reduced = match d.reduced {
-        Ok(None) => return ops::binary(op, a, b, ops::Options::default()).map(|(t, _)| t),
+        // As `bc_binary` computes it (through the fast path where it applies).
+        Ok(None) => return super::fast::binary(op, a, b, ops::Options::default()).map(|(t, _)| t),
         Ok(Some(reduced)) => Ok(reduced),
         Err(e) => Err(e),
     };
