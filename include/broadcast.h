@@ -1261,7 +1261,8 @@ BC_MUST_USE int32_t bc_debug_panic(void);
  *
  * The program is postfix (see `bc_expr_step`): inputs and constants are pushed, each operation
  * pops its operands and pushes its result, and one value must be left. The result is exactly
- * what the separate calls give, step by step (`bc_binary` for each `BC_EXPR_OP`, `bc_where` for
+ * what the separate calls give (bit for bit, except that a NaN may be any NaN: its sign and
+ * payload depend on the order operands meet in a loop), step by step (`bc_binary` for each `BC_EXPR_OP`, `bc_where` for
  * each `BC_EXPR_WHERE`, a 0-d tensor for each constant): the same promotion, broadcasting and
  * rounding at each step's type, the same errors with the same texts, the same warnings under
  * `bc_set_broadcast_warning` / `bc_set_legacy_fallback` (given as each step completes, so the
@@ -2505,7 +2506,9 @@ int32_t bc_tensor_sum_to_size(const struct bc_tensor *t,
  *
  * The result equals `bc_binary` followed by `bc_tensor_sum_to_size` (same types: a bool result,
  * as of a comparison, sums to int64; same errors in the same order; the same values, bit for
- * bit), except that when nothing is summed it is a new tensor holding `a op b`
+ * bit, except that a NaN may be any NaN: its sign and payload depend on the order operands meet
+ * in, which PyTorch does not fix either), except that when nothing is summed it is a new tensor
+ * holding `a op b`
  * (docs/semantics.md, section 14). The compatibility switches
  * (`bc_set_legacy_fallback`, `bc_set_broadcast_warning`) do not apply: the operands must
  * broadcast.

@@ -395,3 +395,106 @@ fn reduction_errors_as_data() {
     );
     assert!(out.is_null());
 }
+
+/// `bc_binary_sum_to` against `bc_binary` then `bc_tensor_sum_to_size`, bit for bit with NaNs
+/// of both signs and infinities among the operands, except that a NaN may be any NaN: which NaN a
+/// result is (sign, payload) depends on the order operands meet in (the header states the rule).
+#[test]
+fn fused_sums_are_the_separate_calls_any_nan() {
+    let same = |got: &T, want: &T, what: &dyn Fn() -> String| {
+        same_bits_any_nan(got, want).unwrap_or_else(|e| panic!("{}: {e}", what()));
+    };
+    // The case reported: float32 (445,) - (2, 417, 1) summed to (), a NaN of each sign.
+    let mut a = vec![0u8; 445 * 4];
+    let mut b = vec![0u8; 834 * 4];
+    for (i, x) in a.chunks_mut(4).enumerate() {
+        x.copy_from_slice(&(i as f32 * 0.5).to_le_bytes());
+    }
+    for (i, x) in b.chunks_mut(4).enumerate() {
+        x.copy_from_slice(&(i as f32 * 0.25).to_le_bytes());
+    }
+    a[51 * 4..52 * 4].copy_from_slice(&0xFFC0_0000u32.to_le_bytes());
+    b[424 * 4..425 * 4].copy_from_slice(&0x7FC0_0000u32.to_le_bytes());
+    let ta = T::from_bytes(F32, &[445], &a).unwrap();
+    let tb = T::from_bytes(F32, &[2, 417, 1], &b).unwrap();
+    let want = sum_to_size(&binary(BC_OP_SUB, &ta, &tb).unwrap(), &[]).unwrap();
+    same(
+        &binary_sum_to(BC_OP_SUB, &ta, &tb, &[]).unwrap(),
+        &want,
+        &|| "(445,) - (2, 417, 1)".into(),
+    );
+
+    let ops = [
+        BC_OP_ADD,
+        BC_OP_SUB,
+        BC_OP_MUL,
+        BC_OP_DIV,
+        BC_OP_MAXIMUM,
+        BC_OP_MINIMUM,
+        BC_OP_POW,
+        BC_OP_FMOD,
+        BC_OP_ATAN2,
+        BC_OP_HYPOT,
+    ];
+    let bases: [&[i64]; 4] = [&[2, 41, 445], &[3, 40, 33], &[16, 1030], &[5, 3, 7, 9]];
+    let mut seed = 0x0DDB_1A5E_5BAD_5EEDu64;
+    let pick = |n: usize, seed: &mut u64| {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        (*seed % n as u64) as usize
+    };
+    let (mut checked, mut with_nan) = (0, 0);
+    for case in 0..600 {
+        let base = bases[case % bases.len()];
+        let dtype = [F32, F64, F16, BF16][pick(4, &mut seed)];
+        let op = ops[pick(ops.len(), &mut seed)];
+        // Each operand keeps a dimension or has 1 there; leading ones may be missing.
+        let operand = |seed: &mut u64| {
+            let drop = pick(base.len(), seed);
+            base[drop..]
+                .iter()
+                .map(|&n| if pick(3, seed) == 0 { 1 } else { n })
+                .collect::<Vec<i64>>()
+        };
+        let (sa, sb) = (operand(&mut seed), operand(&mut seed));
+        let full = shape_broadcast(&sa, &sb).unwrap();
+        let size: Vec<i64> = full[pick(full.len() + 1, &mut seed)..]
+            .iter()
+            .map(|&n| if pick(2, &mut seed) == 0 { 1 } else { n })
+            .collect();
+        let count = |s: &[i64]| s.iter().product::<i64>() as usize;
+        let special = [20, 200, 5000][pick(3, &mut seed)];
+        let ta = T::from_bytes(
+            dtype,
+            &sa,
+            &nan_rich_floats(&mut seed, dtype, count(&sa), special),
+        )
+        .unwrap();
+        let tb = T::from_bytes(
+            dtype,
+            &sb,
+            &nan_rich_floats(&mut seed, dtype, count(&sb), special),
+        )
+        .unwrap();
+        let want = sum_to_size(&binary(op, &ta, &tb).unwrap(), &size).unwrap();
+        let got = binary_sum_to(op, &ta, &tb, &size).unwrap();
+        let what = || {
+            format!(
+                "case {case}: {} {} {sa:?} {sb:?} to {size:?}",
+                OP_NAMES[op as usize],
+                dtype_str(dtype)
+            )
+        };
+        same(&got, &want, &what);
+        checked += 1;
+        with_nan += want
+            .values()
+            .iter()
+            .any(|v| matches!(v, V::F(x) if x.is_nan())) as usize;
+    }
+    assert!(
+        checked == 600 && with_nan > 200,
+        "{with_nan} of {checked} results hold a NaN"
+    );
+}

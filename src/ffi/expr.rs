@@ -111,7 +111,8 @@ unsafe fn inputs_in(inputs: *const *const bc_tensor, n: usize) -> Result<Vec<Ten
 ///
 /// The program is postfix (see `bc_expr_step`): inputs and constants are pushed, each operation
 /// pops its operands and pushes its result, and one value must be left. The result is exactly
-/// what the separate calls give, step by step (`bc_binary` for each `BC_EXPR_OP`, `bc_where` for
+/// what the separate calls give (bit for bit, except that a NaN may be any NaN: its sign and
+/// payload depend on the order operands meet in a loop), step by step (`bc_binary` for each `BC_EXPR_OP`, `bc_where` for
 /// each `BC_EXPR_WHERE`, a 0-d tensor for each constant): the same promotion, broadcasting and
 /// rounding at each step's type, the same errors with the same texts, the same warnings under
 /// `bc_set_broadcast_warning` / `bc_set_legacy_fallback` (given as each step completes, so the

@@ -213,7 +213,9 @@ pub unsafe extern "C" fn bc_tensor_sum_to_size(
 ///
 /// The result equals `bc_binary` followed by `bc_tensor_sum_to_size` (same types: a bool result,
 /// as of a comparison, sums to int64; same errors in the same order; the same values, bit for
-/// bit), except that when nothing is summed it is a new tensor holding `a op b`
+/// bit, except that a NaN may be any NaN: its sign and payload depend on the order operands meet
+/// in, which PyTorch does not fix either), except that when nothing is summed it is a new tensor
+/// holding `a op b`
 /// (docs/semantics.md, section 14). The compatibility switches
 /// (`bc_set_legacy_fallback`, `bc_set_broadcast_warning`) do not apply: the operands must
 /// broadcast.

@@ -1341,3 +1341,88 @@ pub fn fmt_shape_torch(s: &[i64]) -> String {
     let p: Vec<String> = s.iter().map(|x| x.to_string()).collect();
     format!("[{}]", p.join(", "))
 }
+
+/// Random elements of a floating `dtype` as raw bytes, NaNs of both signs (with payloads) and
+/// infinities among them one time in `special`: exact bit patterns, not values passed through
+/// conversions that may change a NaN.
+pub fn nan_rich_floats(seed: &mut u64, dtype: i32, n: usize, special: u64) -> Vec<u8> {
+    let mut next = || {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    };
+    let mut out = Vec::with_capacity(n * itemsize(dtype));
+    for _ in 0..n {
+        let r = next();
+        let finite = (r >> 20) as f64 % 2001.0 / 16.0 - 62.5;
+        let sign = r >> 63;
+        let kind = if r % special == 0 {
+            1 + (r >> 8) % 3
+        } else {
+            0
+        };
+        match dtype {
+            F64 => {
+                let bits = match kind {
+                    0 => finite.to_bits(),
+                    1 => sign << 63 | 0x7FF8_0000_0000_0000,
+                    2 => sign << 63 | 0x7FF8_0000_0000_0000 | ((r >> 12) % 0xFFFF),
+                    _ => sign << 63 | 0x7FF0_0000_0000_0000,
+                };
+                out.extend_from_slice(&bits.to_le_bytes());
+            }
+            F32 => {
+                let bits = match kind {
+                    0 => (finite as f32).to_bits(),
+                    1 => (sign as u32) << 31 | 0x7FC0_0000,
+                    2 => (sign as u32) << 31 | 0x7FC0_0000 | ((r >> 12) as u32 % 0xFFFF),
+                    _ => (sign as u32) << 31 | 0x7F80_0000,
+                };
+                out.extend_from_slice(&bits.to_le_bytes());
+            }
+            F16 | BF16 => {
+                let (quiet, inf) = if dtype == F16 {
+                    (0x7E00, 0x7C00)
+                } else {
+                    (0x7FC0, 0x7F80)
+                };
+                let bits: u16 = match kind {
+                    0 if dtype == F16 => half::f16::from_f64(finite).to_bits(),
+                    0 => half::bf16::from_f64(finite).to_bits(),
+                    1 => (sign as u16) << 15 | quiet,
+                    2 => (sign as u16) << 15 | quiet | ((r >> 12) as u16 % 0x3F),
+                    _ => (sign as u16) << 15 | inf,
+                };
+                out.extend_from_slice(&bits.to_le_bytes());
+            }
+            _ => panic!("nan_rich_floats: {} is not floating", dtype_str(dtype)),
+        }
+    }
+    out
+}
+
+/// Whether `got` and `want` hold the same elements bit for bit, except that where both hold a NaN
+/// any NaN matches any other (the library's rule for fused results: a NaN's sign and payload
+/// depend on the order operands meet in, as in PyTorch's vectorised kernels). `Err` names the
+/// first element that differs.
+pub fn same_bits_any_nan(got: &T, want: &T) -> Result<(), String> {
+    if (got.dtype(), got.shape()) != (want.dtype(), want.shape()) {
+        return Err(format!(
+            "{} {:?} instead of {} {:?}",
+            dtype_str(got.dtype()),
+            got.shape(),
+            dtype_str(want.dtype()),
+            want.shape()
+        ));
+    }
+    let size = itemsize(got.dtype());
+    let (gb, wb, gv, wv) = (got.bytes(), want.bytes(), got.values(), want.values());
+    for i in 0..gv.len() {
+        let both_nan = matches!((&gv[i], &wv[i]), (V::F(g), V::F(w)) if g.is_nan() && w.is_nan());
+        if !both_nan && gb[i * size..(i + 1) * size] != wb[i * size..(i + 1) * size] {
+            return Err(format!("element {i}: {} instead of {}", gv[i], wv[i]));
+        }
+    }
+    Ok(())
+}
