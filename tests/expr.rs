@@ -729,18 +729,7 @@ fn nan_results_are_the_separate_calls_any_nan() {
     let p = T(p);
     same_bits_any_nan(&eval(&steps, &[&x]).unwrap(), &p).unwrap();
 
-    let ops = [
-        BC_OP_ADD,
-        BC_OP_SUB,
-        BC_OP_MUL,
-        BC_OP_DIV,
-        BC_OP_MAXIMUM,
-        BC_OP_MINIMUM,
-        BC_OP_POW,
-        BC_OP_FMOD,
-        BC_OP_ATAN2,
-        BC_OP_HYPOT,
-    ];
+    let ops = NAN_MAKING_OPS;
     let mut r = Rng(0x4E41_4E5F_B175_0001);
     let bases: [&[i64]; 3] = [&[3, 37], &[2, 5, 40], &[300, 257]];
     let mut with_nan = 0;

@@ -424,18 +424,7 @@ fn fused_sums_are_the_separate_calls_any_nan() {
         &|| "(445,) - (2, 417, 1)".into(),
     );
 
-    let ops = [
-        BC_OP_ADD,
-        BC_OP_SUB,
-        BC_OP_MUL,
-        BC_OP_DIV,
-        BC_OP_MAXIMUM,
-        BC_OP_MINIMUM,
-        BC_OP_POW,
-        BC_OP_FMOD,
-        BC_OP_ATAN2,
-        BC_OP_HYPOT,
-    ];
+    let ops = NAN_MAKING_OPS;
     let bases: [&[i64]; 4] = [&[2, 41, 445], &[3, 40, 33], &[16, 1030], &[5, 3, 7, 9]];
     let mut seed = 0x0DDB_1A5E_5BAD_5EEDu64;
     let pick = |n: usize, seed: &mut u64| {

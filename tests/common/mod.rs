@@ -1402,6 +1402,20 @@ pub fn nan_rich_floats(seed: &mut u64, dtype: i32, n: usize, special: u64) -> Ve
     out
 }
 
+/// Floating operations that make or pass on NaNs, for the tests of the fused paths' NaN rule.
+pub const NAN_MAKING_OPS: [i32; 10] = [
+    BC_OP_ADD,
+    BC_OP_SUB,
+    BC_OP_MUL,
+    BC_OP_DIV,
+    BC_OP_MAXIMUM,
+    BC_OP_MINIMUM,
+    BC_OP_POW,
+    BC_OP_FMOD,
+    BC_OP_ATAN2,
+    BC_OP_HYPOT,
+];
+
 /// Whether `got` and `want` hold the same elements bit for bit, except that where both hold a NaN
 /// any NaN matches any other (the library's rule for fused results: a NaN's sign and payload
 /// depend on the order operands meet in, as in PyTorch's vectorised kernels). `Err` names the
