@@ -653,7 +653,8 @@ fn contiguous_strides(shape: &[usize]) -> Vec<i64> {
 /// The strides PyTorch 2.x gives a new result of `shape` computed from `inputs` (shape, strides,
 /// converted to the computation type first): TensorIterator's rule, stated plainly for the model.
 fn result_layout(shape: &[usize], inputs: &[(Vec<usize>, Vec<i64>, bool)]) -> Vec<i64> {
-    // `.to(dtype)` keeps a dense layout and makes any other dense in its own order.
+    // `.to(dtype)` keeps a dense layout (an empty one whatever its strides) and makes any other
+    // dense in its own order.
     let own: Vec<Vec<i64>> = inputs
         .iter()
         .map(|(s, st, converted)| {
@@ -757,8 +758,13 @@ fn dense_in_order(shape: &[usize], order: &[usize], zero_sizes: bool) -> Vec<i64
     out
 }
 
-/// Whether the dimensions of size 2 or more, sorted by stride, are dense.
+/// Whether the dimensions of size 2 or more, sorted by stride, are dense; a tensor with no
+/// elements always is (PyTorch counts every empty tensor as contiguous, so `.to(dtype)` keeps its
+/// strides).
 fn dense_layout(shape: &[usize], strides: &[i64]) -> bool {
+    if shape.contains(&0) {
+        return true;
+    }
     let mut big: Vec<(i64, usize)> = (0..shape.len())
         .filter(|&d| shape[d] >= 2)
         .map(|d| (strides[d], shape[d]))
