@@ -9,6 +9,8 @@ import os
 import re
 import sys
 
+from generated import write_or_check
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADER = os.path.join(ROOT, "include", "broadcast.h")
 OUT = os.path.join(ROOT, "docs", "api.md")
@@ -51,7 +53,7 @@ def doc_text(comment):
 def items(src):
     """(doc, declaration) pairs after the header's preamble, preprocessor guards dropped."""
     src = src[src.index("#define BC_VERSION_MAJOR") :]
-    pos, doc, out = 0, "", []
+    doc, out = "", []
     pattern = re.compile(
         r"/\*\*.*?\*/"  # a doc comment
         r"|/\*.*?\*/"  # another comment
@@ -61,7 +63,7 @@ def items(src):
         r"[^;{]*(?:\{.*?\}[^;]*)?;",  # a declaration
         re.S,
     )
-    for m in pattern.finditer(src, pos):
+    for m in pattern.finditer(src):
         t = m.group(0)
         if t.startswith("/**"):
             doc = doc_text(t)
@@ -156,15 +158,8 @@ def render(entries):
 def main():
     with open(HEADER) as f:
         text = render(items(f.read()))
-    if sys.argv[1:] == ["--check"]:
-        with open(OUT) as f:
-            if f.read() != text:
-                print("docs/api.md is out of date: run python3 scripts/gen_api_doc.py and commit it")
-                sys.exit(1)
+    if write_or_check({OUT: text}, "gen_api_doc.py"):
         print("docs/api.md matches include/broadcast.h")
-        return
-    with open(OUT, "w") as f:
-        f.write(text)
 
 
 if __name__ == "__main__":

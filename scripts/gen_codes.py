@@ -10,6 +10,8 @@ import os
 import re
 import sys
 
+from generated import write_or_check
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADER = os.path.join(ROOT, "include", "broadcast.h")
 OUT = os.path.join(ROOT, "bindings", "julia", "src", "codes.jl")
@@ -37,16 +39,8 @@ def render(header):
 def main():
     with open(HEADER) as f:
         text = render(f.read())
-    if sys.argv[1:] == ["--check"]:
-        with open(OUT) as f:
-            if f.read() != text:
-                sys.exit(
-                    "bindings/julia/src/codes.jl is out of date: run python3 scripts/gen_codes.py"
-                )
+    if write_or_check({OUT: text}, "gen_codes.py"):
         print("bindings/julia/src/codes.jl matches include/broadcast.h")
-        return
-    with open(OUT, "w") as f:
-        f.write(text)
 
 
 if __name__ == "__main__":

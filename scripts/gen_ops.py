@@ -20,6 +20,8 @@ import re
 import subprocess
 import sys
 
+from generated import write_or_check
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLE = os.path.join(ROOT, "src", "engine", "binary_ops.rs")
 FFI = os.path.join(ROOT, "src", "ffi", "ops_named.rs")
@@ -218,19 +220,7 @@ def main():
         HPP: hpp(rows, open(HPP).read()),
         TESTS: rustfmt(tests(rows)),
     }
-    check = sys.argv[1:] == ["--check"]
-    stale = []
-    for path, text in outputs.items():
-        old = open(path).read() if os.path.exists(path) else None
-        if old != text:
-            if check:
-                stale.append(os.path.relpath(path, ROOT))
-            else:
-                with open(path, "w") as f:
-                    f.write(text)
-    if stale:
-        sys.exit(f"out of date: {', '.join(stale)}: run python3 scripts/gen_ops.py")
-    if check:
+    if write_or_check(outputs, "gen_ops.py"):
         print(f"the operation table's {len(rows)} rows match the files generated from it")
 
 
