@@ -127,9 +127,9 @@ self-contained:
 	@if grep -rnE "[Ii]ssue #?[0-9]" src/ include/ examples/ c_tests/ tests/*.rs tests/common fuzz/*.rs \
 		scripts/ bindings/ benches/ tools/ build.rs Makefile; then \
 		echo "the lines above cite an issue number: say in words what the code does and why"; exit 1; fi
-	@if grep -rnoE "BC_(OP|DTYPE|REDUCE)_[A-Z0-9_]+ \+ [0-9]" src/ c_tests/ tests/*.rs tests/common fuzz/*.rs \
+	@if grep -rnoE "BC_(OP|DTYPE|REDUCE)_[A-Z0-9_]+ \+ [0-9]|(<=|0\.\.=) ?BC_(OP|DTYPE|REDUCE)_[A-Z0-9_]+" src/ c_tests/ tests/*.rs tests/common fuzz/*.rs \
 		bindings/ benches/ tools/ include/broadcast.hpp | grep -v "_COUNT + "; then \
-		echo "the lines above use a last code + n as 'past the last': use BC_OP_COUNT, BC_DTYPE_COUNT or BC_REDUCE_COUNT"; exit 1; fi
+		echo "the lines above treat a named code as the last one: use BC_OP_COUNT, BC_DTYPE_COUNT or BC_REDUCE_COUNT"; exit 1; fi
 
 # ---------------------------------------------------------------------------------------------
 # Install: `make install PREFIX=/usr/local` (DESTDIR stages it elsewhere, as packagers do), and

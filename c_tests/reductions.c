@@ -304,7 +304,7 @@ static void test_binary_sum_to_every_operation(void) {
     bc_tensor *ia = NULL, *ib = NULL;
     CHECK_OK(bc_tensor_from_data(BC_DTYPE_INT32, a_shape, 2, ai, sizeof ai, &ia));
     CHECK_OK(bc_tensor_from_data(BC_DTYPE_INT32, b_shape, 1, bi, sizeof bi, &ib));
-    for (int32_t op = 0; op <= BC_OP_HYPOT; op++) {
+    for (int32_t op = 0; op < BC_OP_COUNT; op++) {
         bool summed = false;
         summed |= fused_like_two_calls(op, fa, fb, to_cols, 1);
         summed |= fused_like_two_calls(op, fa, fb, to_rows, 2);
