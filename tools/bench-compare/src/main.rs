@@ -325,7 +325,6 @@ fn ask(peer: &mut Option<Peer>, cmd: &str) -> Option<peers::Answer> {
 
 fn main() {
     let o = parse_args();
-    QUIET.store(o.smoke, Ordering::Relaxed);
     let started = std::time::Instant::now();
     let load_start = loadavg();
     assert_eq!(
@@ -371,6 +370,13 @@ fn main() {
         (None, None)
     };
 
+    let names: Vec<&str> = o
+        .cases
+        .iter()
+        .map(|c| c.name)
+        .chain(o.exprs.iter().map(|e| e.name))
+        .chain(o.reductions.iter().map(|r| r.name))
+        .collect();
     if o.verify {
         let checks = o
             .cases
@@ -384,13 +390,6 @@ fn main() {
                 std::process::exit(1);
             }
         }
-        let names: Vec<&str> = o
-            .cases
-            .iter()
-            .map(|c| c.name)
-            .chain(o.exprs.iter().map(|e| e.name))
-            .chain(o.reductions.iter().map(|r| r.name))
-            .collect();
         eprintln!(
             "verified: the library's results of {} cases ({})",
             names.len(),
@@ -433,6 +432,7 @@ fn main() {
                     bytes,
                     cmd: &cmd,
                     one_cpu: cmd_kind == "lat",
+                    quiet: o.smoke,
                 };
                 m.run(&mut res, round, &mut peers, || {
                     lib_side::time_case(&inp, alloc, o.reps, o.warm_ms)
@@ -447,6 +447,7 @@ fn main() {
                     bytes: lib_side::case_bytes(&lib_side::CONCURRENT),
                     cmd: "",
                     one_cpu: false,
+                    quiet: o.smoke,
                 };
                 m.run(&mut res, round, &mut [], || {
                     lib_side::time_concurrent(callers, pool, o.threads, o.reps, o.warm_ms)
@@ -464,6 +465,7 @@ fn main() {
                     bytes: exprs::bytes(c),
                     cmd: &cmd,
                     one_cpu: false,
+                    quiet: o.smoke,
                 };
                 m.run(&mut res, round, &mut peers, || {
                     exprs::time(&inp, true, alloc, o.reps, o.warm_ms)
@@ -476,6 +478,7 @@ fn main() {
                     bytes: exprs::bytes(c),
                     cmd: &cmd,
                     one_cpu: false,
+                    quiet: o.smoke,
                 };
                 m.run(&mut res, round, &mut [], || {
                     exprs::time(&inp, false, alloc, o.reps, o.warm_ms)
@@ -492,6 +495,7 @@ fn main() {
                 bytes: reductions::bytes(c),
                 cmd: &cmd,
                 one_cpu: false,
+                quiet: o.smoke,
             };
             m.run(&mut res, round, &mut peers, || {
                 reductions::time(&inp, o.reps, o.warm_ms)
@@ -516,6 +520,7 @@ fn main() {
                     bytes,
                     cmd: &cmd,
                     one_cpu,
+                    quiet: o.smoke,
                 };
                 m.run(&mut res, round, &mut peers, || {
                     lib_side::time_sweep(&inp, alloc, reps, o.warm_ms)
@@ -529,6 +534,7 @@ fn main() {
                 bytes,
                 cmd: "",
                 one_cpu,
+                quiet: o.smoke,
             };
             m.run(&mut res, round, &mut [], || {
                 let keep = storage::buffer_cache_limit();
@@ -556,10 +562,13 @@ fn main() {
         .map(|p| p.0)
         .collect();
         println!(
-            "bench-smoke: {} results verified{}; every measurement ran once with libbroadcast{}{}; \
+            "bench-smoke: {}; every measurement ran once with libbroadcast{}{}; \
              timings not judged (one short round, load {} -> {}): `make bench` measures",
-            o.cases.len() + o.exprs.len() + o.reductions.len(),
-            if o.verify { "" } else { " (NOT: --skip-verify)" },
+            if o.verify {
+                format!("{} results verified", names.len())
+            } else {
+                format!("{} results NOT verified (--skip-verify)", names.len())
+            },
             if peers.is_empty() { "" } else { ", " },
             peers.join(", "),
             load_start,
@@ -601,6 +610,8 @@ struct Measurement<'a> {
     cmd: &'a str,
     /// Every side computes on one thread: all are measured on one CPU ([`pin`]).
     one_cpu: bool,
+    /// Print nothing (--smoke: a single short round's timings would only mislead).
+    quiet: bool,
 }
 
 impl Measurement<'_> {
@@ -645,14 +656,11 @@ impl Measurement<'_> {
                 line += &format!("  {name} {:>9.4} ms", last(res, self.key, name));
             }
         }
-        if !QUIET.load(Ordering::Relaxed) {
+        if !self.quiet {
             eprintln!("{line}");
         }
     }
 }
-
-/// Set by --smoke: a single short round's timings are not printed, they would only mislead.
-static QUIET: AtomicBool = AtomicBool::new(false);
 
 fn last(res: &Results, key: &str, peer: &str) -> f64 {
     res.times
