@@ -651,6 +651,215 @@
  */
 #define BC_DTYPE_COUNT 10
 
+/**
+ * `abs(x)`: the magnitude (integers wrap: the minimum stays the minimum; not bool).
+ *
+ * The `BC_UNARY_*` codes name the operations of `bc_unary*`, with PyTorch's semantics
+ * (`torch.<name>(x)`; `bc_unary` gives the result types).
+ */
+#define BC_UNARY_ABS 0
+
+/**
+ * `neg(x)`, `-x` (integers wrap; not bool).
+ */
+#define BC_UNARY_NEG 1
+
+/**
+ * `sign(x)`: -1, 0 or 1 in the input's type (0 for NaN; bools as they are).
+ */
+#define BC_UNARY_SIGN 2
+
+/**
+ * `reciprocal(x)`, `1 / x`.
+ */
+#define BC_UNARY_RECIPROCAL 3
+
+/**
+ * `sqrt(x)`, the square root.
+ */
+#define BC_UNARY_SQRT 4
+
+/**
+ * `rsqrt(x)`, `1 / sqrt(x)`.
+ */
+#define BC_UNARY_RSQRT 5
+
+/**
+ * `square(x)`, `x * x` (integers wrap; bool gives int64).
+ */
+#define BC_UNARY_SQUARE 6
+
+/**
+ * `exp(x)`, e to the power `x`.
+ */
+#define BC_UNARY_EXP 7
+
+/**
+ * `exp2(x)`, 2 to the power `x`.
+ */
+#define BC_UNARY_EXP2 8
+
+/**
+ * `expm1(x)`, `exp(x) - 1` without cancellation near 0.
+ */
+#define BC_UNARY_EXPM1 9
+
+/**
+ * `log(x)`, the natural logarithm.
+ */
+#define BC_UNARY_LOG 10
+
+/**
+ * `log2(x)`, the base-2 logarithm.
+ */
+#define BC_UNARY_LOG2 11
+
+/**
+ * `log10(x)`, the base-10 logarithm.
+ */
+#define BC_UNARY_LOG10 12
+
+/**
+ * `log1p(x)`, `log(1 + x)` without cancellation near 0.
+ */
+#define BC_UNARY_LOG1P 13
+
+/**
+ * `sin(x)`.
+ */
+#define BC_UNARY_SIN 14
+
+/**
+ * `cos(x)`.
+ */
+#define BC_UNARY_COS 15
+
+/**
+ * `tan(x)`.
+ */
+#define BC_UNARY_TAN 16
+
+/**
+ * `asin(x)`, the arcsine.
+ */
+#define BC_UNARY_ASIN 17
+
+/**
+ * `acos(x)`, the arccosine.
+ */
+#define BC_UNARY_ACOS 18
+
+/**
+ * `atan(x)`, the arctangent.
+ */
+#define BC_UNARY_ATAN 19
+
+/**
+ * `sinh(x)`.
+ */
+#define BC_UNARY_SINH 20
+
+/**
+ * `cosh(x)`.
+ */
+#define BC_UNARY_COSH 21
+
+/**
+ * `tanh(x)`.
+ */
+#define BC_UNARY_TANH 22
+
+/**
+ * `asinh(x)`.
+ */
+#define BC_UNARY_ASINH 23
+
+/**
+ * `acosh(x)`.
+ */
+#define BC_UNARY_ACOSH 24
+
+/**
+ * `atanh(x)`.
+ */
+#define BC_UNARY_ATANH 25
+
+/**
+ * `sigmoid(x)`, `1 / (1 + exp(-x))`.
+ */
+#define BC_UNARY_SIGMOID 26
+
+/**
+ * `erf(x)`, the error function.
+ */
+#define BC_UNARY_ERF 27
+
+/**
+ * `erfc(x)`, `1 - erf(x)` without cancellation.
+ */
+#define BC_UNARY_ERFC 28
+
+/**
+ * `floor(x)`, rounded down (integers as they are; not bool).
+ */
+#define BC_UNARY_FLOOR 29
+
+/**
+ * `ceil(x)`, rounded up (integers as they are; not bool).
+ */
+#define BC_UNARY_CEIL 30
+
+/**
+ * `round(x)`, to the nearest integer, halves to even (integers as they are; not bool).
+ */
+#define BC_UNARY_ROUND 31
+
+/**
+ * `trunc(x)`, rounded toward zero (integers as they are; not bool).
+ */
+#define BC_UNARY_TRUNC 32
+
+/**
+ * `frac(x)`, `x - trunc(x)` (floating types only).
+ */
+#define BC_UNARY_FRAC 33
+
+/**
+ * `isnan(x)` (bool result).
+ */
+#define BC_UNARY_ISNAN 34
+
+/**
+ * `isinf(x)` (bool result).
+ */
+#define BC_UNARY_ISINF 35
+
+/**
+ * `isfinite(x)` (bool result).
+ */
+#define BC_UNARY_ISFINITE 36
+
+/**
+ * `signbit(x)`: whether the sign bit is set, `-0.0` and negative NaN included (bool result).
+ */
+#define BC_UNARY_SIGNBIT 37
+
+/**
+ * `logical_not(x)`: whether `x` is zero (bool result; NaN is not zero).
+ */
+#define BC_UNARY_LOGICAL_NOT 38
+
+/**
+ * `bitwise_not(x)`, `~x`, integers and bool only.
+ */
+#define BC_UNARY_BITWISE_NOT 39
+
+/**
+ * How many unary operations there are: the codes are 0 to `BC_UNARY_COUNT - 1`, and a code outside
+ * that range is `BC_ERR_INVALID_ARG`. Later versions add codes at the end.
+ */
+#define BC_UNARY_COUNT 40
+
 #if !defined(BC_DLPACK_EXTERNAL)
 /**
  * Values of `DLDataType::code`.
@@ -2840,6 +3049,182 @@ int32_t bc_shape_is_broadcastable(const int64_t *a,
                                   bool *out);
 
 /**
+ * `*out` = the variance of `t` over `dims[0..ndims]` (PyTorch's `t.var(dim, correction=,
+ * keepdim=)`): the sum of squared deviations from the mean over `n - correction`, `n` the
+ * elements each output reduces (`correction` 1 is Bessel's correction, 0 the population
+ * variance). `(NULL, 0)` or an empty list reduces every dimension. Floating types only; the
+ * result keeps the type. Computed in float64 in two passes (the mean, then the squared
+ * deviations, each summed pairwise) and rounded once. Where `n - correction <= 0` the result is
+ * inf, or NaN when no element deviates or nothing is reduced, and the warning handler gets
+ * `var(): degrees of freedom is <= 0. Correction should be strictly less than the reduction
+ * factor (input numel divided by output numel).` NaN or inf in a slice gives NaN. On success the
+ * caller owns `*out`; on failure `*out` is NULL.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_DTYPE` (`std and var only support floating point and complex dtypes`);
+ * `BC_ERR_INVALID_ARG` (a dimension out of range or repeated, as `bc_reduce`); `BC_ERR_NULL_ARG`;
+ * `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `dims` must be valid for `ndims` reads; `out` for one write.
+ */
+BC_MUST_USE
+int32_t bc_var(const struct bc_tensor *t,
+               const int64_t *dims,
+               size_t ndims,
+               double correction,
+               bool keepdim,
+               struct bc_tensor **out);
+
+/**
+ * `*out` = the standard deviation: the square root of `bc_var`'s result (PyTorch's `t.std(dim,
+ * correction=, keepdim=)`), with the same rules; its warning begins `std():`.
+ *
+ * # Returns
+ * As `bc_var`.
+ *
+ * # Safety
+ * As `bc_var`.
+ */
+BC_MUST_USE
+int32_t bc_std(const struct bc_tensor *t,
+               const int64_t *dims,
+               size_t ndims,
+               double correction,
+               bool keepdim,
+               struct bc_tensor **out);
+
+/**
+ * `*out` = whether every element is non-zero (PyTorch's `t.all(dim, keepdim)`; NaN is
+ * non-zero): bool, or uint8 (0 or 1) for a uint8 `t`; an empty slice gives true. `dims` NULL
+ * reduces every dimension (`t.all()`); a non-NULL list of `ndims` 0 reduces none, as PyTorch's
+ * `dim=()` (each element tested, `t`'s shape kept).
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_INVALID_ARG` (a dimension out of range or repeated); `BC_ERR_NULL_ARG`;
+ * `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `dims` must be NULL or valid for `ndims` reads; `out` valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_all(const struct bc_tensor *t,
+               const int64_t *dims,
+               size_t ndims,
+               bool keepdim,
+               struct bc_tensor **out);
+
+/**
+ * `*out` = whether some element is non-zero (PyTorch's `t.any(dim, keepdim)`), as `bc_all`; an
+ * empty slice gives false.
+ *
+ * # Returns
+ * As `bc_all`.
+ *
+ * # Safety
+ * As `bc_all`.
+ */
+BC_MUST_USE
+int32_t bc_any(const struct bc_tensor *t,
+               const int64_t *dims,
+               size_t ndims,
+               bool keepdim,
+               struct bc_tensor **out);
+
+/**
+ * `*out` = the int64 index of the largest element along `*dim` (PyTorch's `t.argmax(dim,
+ * keepdim)`): the first one when several are equal (0.0 and -0.0 are equal), and the first NaN
+ * when there is one. `dim` NULL: the index in the row-major flattened `t`, a 0-d result (with
+ * `keepdim`, every dimension 1).
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_DTYPE` (`argmax(): does not support bool input`); `BC_ERR_SHAPE` (nothing to
+ * choose from: `argmax(): Expected reduction dim 1 to have non-zero size.`, or with `dim` NULL
+ * and an empty `t` `argmax(): Expected reduction dim to be specified for input.numel() == 0.`);
+ * `BC_ERR_INVALID_ARG` (`dim` out of range); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`;
+ * `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `dim` must be NULL or valid for one read; `out` valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_argmax(const struct bc_tensor *t,
+                  const int64_t *dim,
+                  bool keepdim,
+                  struct bc_tensor **out);
+
+/**
+ * `*out` = the int64 index of the smallest element (PyTorch's `t.argmin(dim, keepdim)`), as
+ * `bc_argmax`.
+ *
+ * # Returns
+ * As `bc_argmax` (the texts begin `argmin():`).
+ *
+ * # Safety
+ * As `bc_argmax`.
+ */
+BC_MUST_USE
+int32_t bc_argmin(const struct bc_tensor *t,
+                  const int64_t *dim,
+                  bool keepdim,
+                  struct bc_tensor **out);
+
+/**
+ * `*out` = `log(sum(exp(t)))` over `dims[0..ndims]` without overflow (PyTorch's
+ * `torch.logsumexp(t, dim, keepdim)`): `max + log(sum(exp(t - max)))`, computed in float64 and
+ * rounded once; bool and integers give float32. An empty slice gives -inf, a NaN NaN, +inf
+ * (without NaN) inf. `(NULL, 0)` or an empty list reduces every dimension (PyTorch needs one).
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_INVALID_ARG` (a dimension out of range or repeated); `BC_ERR_NULL_ARG`;
+ * `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `dims` must be valid for `ndims` reads; `out` for one write.
+ */
+BC_MUST_USE
+int32_t bc_logsumexp(const struct bc_tensor *t,
+                     const int64_t *dims,
+                     size_t ndims,
+                     bool keepdim,
+                     struct bc_tensor **out);
+
+/**
+ * `*out` = the sum with NaN counted as 0 (PyTorch's `t.nansum(dim, keepdim)`), as `bc_reduce`
+ * with `BC_REDUCE_SUM` in every other respect (bool and integers give int64).
+ *
+ * # Returns
+ * As `bc_reduce`.
+ *
+ * # Safety
+ * `dims` must be valid for `ndims` reads; `out` for one write.
+ */
+BC_MUST_USE
+int32_t bc_nansum(const struct bc_tensor *t,
+                  const int64_t *dims,
+                  size_t ndims,
+                  bool keepdim,
+                  struct bc_tensor **out);
+
+/**
+ * `*out` = the mean of the non-NaN elements (PyTorch's `t.nanmean(dim, keepdim)`): `nansum`
+ * divided by their count; NaN where there are none. Floating types only.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_DTYPE` (`nanmean(): expected input to have floating point or complex dtype
+ * but got Long`); as `bc_reduce` otherwise.
+ *
+ * # Safety
+ * `dims` must be valid for `ndims` reads; `out` for one write.
+ */
+BC_MUST_USE
+int32_t bc_nanmean(const struct bc_tensor *t,
+                   const int64_t *dims,
+                   size_t ndims,
+                   bool keepdim,
+                   struct bc_tensor **out);
+
+/**
  * A new row-major tensor of `dtype` and `shape` whose elements are unspecified: do not rely on
  * their values. (They are in fact zero, so that reading them is never reading uninitialised
  * memory; fresh pages cost the same either way.)
@@ -3356,6 +3741,765 @@ int32_t bc_tensor_flatten(const struct bc_tensor *t,
                           int64_t end,
                           bool *copied,
                           struct bc_tensor **out);
+
+/**
+ * `*out = op(x)` in a new tensor of `x`'s shape, for `op` a `BC_UNARY_*` code, with PyTorch's
+ * result type (`torch.<name>(x)`): the floating functions (`BC_UNARY_SQRT`, `BC_UNARY_EXP`,
+ * ...) give float32 for integer and bool inputs (converted first; int64 rounds) and keep a
+ * floating input's type; the predicates (`isnan`, `isinf`, `isfinite`, `signbit`,
+ * `logical_not`) give bool; `BC_UNARY_SQUARE` of bool gives int64; the others keep the input's
+ * type. float16 and bfloat16 compute in float32 and round once. The result is laid out as `x`
+ * (dense, in the dimension order of its strides). On success the caller owns `*out` (free it
+ * with `bc_tensor_free`); on failure `*out` is NULL.
+ *
+ * Accuracy: `abs neg sign reciprocal square floor ceil round trunc frac` and the predicates are
+ * exact (IEEE arithmetic in the computation type); `sqrt` is correctly rounded; the other
+ * floating functions are evaluated in float64 (float32 and the 16-bit types rounded once from
+ * it) and are within one unit in the last place of the exact value.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_DTYPE` (no kernel for the type: `"frac_cpu" not implemented for 'Int'`,
+ * `"bitwise_not_cpu" not implemented for 'Float'`, `"abs_cpu" not implemented for 'Bool'`;
+ * `BC_UNARY_NEG` of bool: `Negation, the `-` operator, on a bool tensor is not supported. ...`);
+ * `BC_ERR_INVALID_ARG` (unknown op); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`;
+ * `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_unary(int32_t op, const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = op(x)` (PyTorch's `x.<name>_()`): the result cast back to `x`'s type, which must be
+ * allowed (`result type Float can't be cast to the desired output type Int` for `sqrt` of an
+ * int32 tensor). The predicates `isnan`, `isinf`, `isfinite` and `signbit` have no in-place
+ * form (`BC_ERR_INVALID_ARG`); `logical_not` writes 0 or 1 in `x`'s type. `x` may not have
+ * elements sharing memory (an expanded view). When the call fails, `x` is unchanged.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_DTYPE` (the cast back, or as `bc_unary`); `BC_ERR_OVERLAP`;
+ * `BC_ERR_READ_ONLY`; `BC_ERR_INVALID_ARG`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`;
+ * `BC_ERR_ALLOC`.
+ *
+ * Must not run while another thread reads or writes `x`'s elements.
+ */
+BC_MUST_USE int32_t bc_unary_inplace(int32_t op, struct bc_tensor *x);
+
+/**
+ * `op(x)` written into the caller's `out`, which must have exactly `x`'s shape (`output with
+ * shape [..] doesn't match the broadcast shape [..]`, `BC_ERR_SHAPE`; PyTorch would resize it)
+ * and a type the operation accepts there: any type the result type can be cast to for the
+ * floating functions, `square` and `logical_not`; exactly the result type for `abs neg sign
+ * floor ceil round trunc frac bitwise_not` (`Found dtype Double but expected Float`); bool for
+ * `isnan isinf isfinite signbit` (`signbit does not support non-boolean outputs.`). `out` may
+ * not have elements sharing memory, nor partly overlap `x` (exactly the same view is fine).
+ * When the call fails, `out` is unchanged.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_DTYPE`; `BC_ERR_SHAPE`; `BC_ERR_OVERLAP`; `BC_ERR_READ_ONLY`;
+ * `BC_ERR_INVALID_ARG`; `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+ */
+BC_MUST_USE int32_t bc_unary_out(int32_t op, const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = abs(x)` in a new tensor: `bc_unary` with `BC_UNARY_ABS`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_abs(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = abs(x)` in place: `bc_unary_inplace` with `BC_UNARY_ABS`.
+ */
+BC_MUST_USE int32_t bc_abs_inplace(struct bc_tensor *x);
+
+/**
+ * `out = abs(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_ABS`.
+ */
+BC_MUST_USE int32_t bc_abs_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = neg(x)` in a new tensor: `bc_unary` with `BC_UNARY_NEG`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_neg(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = neg(x)` in place: `bc_unary_inplace` with `BC_UNARY_NEG`.
+ */
+BC_MUST_USE int32_t bc_neg_inplace(struct bc_tensor *x);
+
+/**
+ * `out = neg(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_NEG`.
+ */
+BC_MUST_USE int32_t bc_neg_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = sign(x)` in a new tensor: `bc_unary` with `BC_UNARY_SIGN`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_sign(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = sign(x)` in place: `bc_unary_inplace` with `BC_UNARY_SIGN`.
+ */
+BC_MUST_USE int32_t bc_sign_inplace(struct bc_tensor *x);
+
+/**
+ * `out = sign(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_SIGN`.
+ */
+BC_MUST_USE int32_t bc_sign_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = reciprocal(x)` in a new tensor: `bc_unary` with `BC_UNARY_RECIPROCAL`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_reciprocal(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = reciprocal(x)` in place: `bc_unary_inplace` with `BC_UNARY_RECIPROCAL`.
+ */
+BC_MUST_USE int32_t bc_reciprocal_inplace(struct bc_tensor *x);
+
+/**
+ * `out = reciprocal(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_RECIPROCAL`.
+ */
+BC_MUST_USE int32_t bc_reciprocal_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = sqrt(x)` in a new tensor: `bc_unary` with `BC_UNARY_SQRT`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_sqrt(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = sqrt(x)` in place: `bc_unary_inplace` with `BC_UNARY_SQRT`.
+ */
+BC_MUST_USE int32_t bc_sqrt_inplace(struct bc_tensor *x);
+
+/**
+ * `out = sqrt(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_SQRT`.
+ */
+BC_MUST_USE int32_t bc_sqrt_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = rsqrt(x)` in a new tensor: `bc_unary` with `BC_UNARY_RSQRT`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_rsqrt(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = rsqrt(x)` in place: `bc_unary_inplace` with `BC_UNARY_RSQRT`.
+ */
+BC_MUST_USE int32_t bc_rsqrt_inplace(struct bc_tensor *x);
+
+/**
+ * `out = rsqrt(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_RSQRT`.
+ */
+BC_MUST_USE int32_t bc_rsqrt_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = square(x)` in a new tensor: `bc_unary` with `BC_UNARY_SQUARE`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_square(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = square(x)` in place: `bc_unary_inplace` with `BC_UNARY_SQUARE`.
+ */
+BC_MUST_USE int32_t bc_square_inplace(struct bc_tensor *x);
+
+/**
+ * `out = square(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_SQUARE`.
+ */
+BC_MUST_USE int32_t bc_square_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = exp(x)` in a new tensor: `bc_unary` with `BC_UNARY_EXP`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_exp(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = exp(x)` in place: `bc_unary_inplace` with `BC_UNARY_EXP`.
+ */
+BC_MUST_USE int32_t bc_exp_inplace(struct bc_tensor *x);
+
+/**
+ * `out = exp(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_EXP`.
+ */
+BC_MUST_USE int32_t bc_exp_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = exp2(x)` in a new tensor: `bc_unary` with `BC_UNARY_EXP2`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_exp2(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = exp2(x)` in place: `bc_unary_inplace` with `BC_UNARY_EXP2`.
+ */
+BC_MUST_USE int32_t bc_exp2_inplace(struct bc_tensor *x);
+
+/**
+ * `out = exp2(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_EXP2`.
+ */
+BC_MUST_USE int32_t bc_exp2_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = expm1(x)` in a new tensor: `bc_unary` with `BC_UNARY_EXPM1`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_expm1(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = expm1(x)` in place: `bc_unary_inplace` with `BC_UNARY_EXPM1`.
+ */
+BC_MUST_USE int32_t bc_expm1_inplace(struct bc_tensor *x);
+
+/**
+ * `out = expm1(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_EXPM1`.
+ */
+BC_MUST_USE int32_t bc_expm1_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = log(x)` in a new tensor: `bc_unary` with `BC_UNARY_LOG`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_log(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = log(x)` in place: `bc_unary_inplace` with `BC_UNARY_LOG`.
+ */
+BC_MUST_USE int32_t bc_log_inplace(struct bc_tensor *x);
+
+/**
+ * `out = log(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_LOG`.
+ */
+BC_MUST_USE int32_t bc_log_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = log2(x)` in a new tensor: `bc_unary` with `BC_UNARY_LOG2`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_log2(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = log2(x)` in place: `bc_unary_inplace` with `BC_UNARY_LOG2`.
+ */
+BC_MUST_USE int32_t bc_log2_inplace(struct bc_tensor *x);
+
+/**
+ * `out = log2(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_LOG2`.
+ */
+BC_MUST_USE int32_t bc_log2_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = log10(x)` in a new tensor: `bc_unary` with `BC_UNARY_LOG10`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_log10(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = log10(x)` in place: `bc_unary_inplace` with `BC_UNARY_LOG10`.
+ */
+BC_MUST_USE int32_t bc_log10_inplace(struct bc_tensor *x);
+
+/**
+ * `out = log10(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_LOG10`.
+ */
+BC_MUST_USE int32_t bc_log10_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = log1p(x)` in a new tensor: `bc_unary` with `BC_UNARY_LOG1P`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_log1p(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = log1p(x)` in place: `bc_unary_inplace` with `BC_UNARY_LOG1P`.
+ */
+BC_MUST_USE int32_t bc_log1p_inplace(struct bc_tensor *x);
+
+/**
+ * `out = log1p(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_LOG1P`.
+ */
+BC_MUST_USE int32_t bc_log1p_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = sin(x)` in a new tensor: `bc_unary` with `BC_UNARY_SIN`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_sin(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = sin(x)` in place: `bc_unary_inplace` with `BC_UNARY_SIN`.
+ */
+BC_MUST_USE int32_t bc_sin_inplace(struct bc_tensor *x);
+
+/**
+ * `out = sin(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_SIN`.
+ */
+BC_MUST_USE int32_t bc_sin_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = cos(x)` in a new tensor: `bc_unary` with `BC_UNARY_COS`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_cos(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = cos(x)` in place: `bc_unary_inplace` with `BC_UNARY_COS`.
+ */
+BC_MUST_USE int32_t bc_cos_inplace(struct bc_tensor *x);
+
+/**
+ * `out = cos(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_COS`.
+ */
+BC_MUST_USE int32_t bc_cos_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = tan(x)` in a new tensor: `bc_unary` with `BC_UNARY_TAN`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_tan(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = tan(x)` in place: `bc_unary_inplace` with `BC_UNARY_TAN`.
+ */
+BC_MUST_USE int32_t bc_tan_inplace(struct bc_tensor *x);
+
+/**
+ * `out = tan(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_TAN`.
+ */
+BC_MUST_USE int32_t bc_tan_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = asin(x)` in a new tensor: `bc_unary` with `BC_UNARY_ASIN`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_asin(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = asin(x)` in place: `bc_unary_inplace` with `BC_UNARY_ASIN`.
+ */
+BC_MUST_USE int32_t bc_asin_inplace(struct bc_tensor *x);
+
+/**
+ * `out = asin(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_ASIN`.
+ */
+BC_MUST_USE int32_t bc_asin_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = acos(x)` in a new tensor: `bc_unary` with `BC_UNARY_ACOS`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_acos(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = acos(x)` in place: `bc_unary_inplace` with `BC_UNARY_ACOS`.
+ */
+BC_MUST_USE int32_t bc_acos_inplace(struct bc_tensor *x);
+
+/**
+ * `out = acos(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_ACOS`.
+ */
+BC_MUST_USE int32_t bc_acos_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = atan(x)` in a new tensor: `bc_unary` with `BC_UNARY_ATAN`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_atan(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = atan(x)` in place: `bc_unary_inplace` with `BC_UNARY_ATAN`.
+ */
+BC_MUST_USE int32_t bc_atan_inplace(struct bc_tensor *x);
+
+/**
+ * `out = atan(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_ATAN`.
+ */
+BC_MUST_USE int32_t bc_atan_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = sinh(x)` in a new tensor: `bc_unary` with `BC_UNARY_SINH`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_sinh(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = sinh(x)` in place: `bc_unary_inplace` with `BC_UNARY_SINH`.
+ */
+BC_MUST_USE int32_t bc_sinh_inplace(struct bc_tensor *x);
+
+/**
+ * `out = sinh(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_SINH`.
+ */
+BC_MUST_USE int32_t bc_sinh_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = cosh(x)` in a new tensor: `bc_unary` with `BC_UNARY_COSH`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_cosh(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = cosh(x)` in place: `bc_unary_inplace` with `BC_UNARY_COSH`.
+ */
+BC_MUST_USE int32_t bc_cosh_inplace(struct bc_tensor *x);
+
+/**
+ * `out = cosh(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_COSH`.
+ */
+BC_MUST_USE int32_t bc_cosh_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = tanh(x)` in a new tensor: `bc_unary` with `BC_UNARY_TANH`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_tanh(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = tanh(x)` in place: `bc_unary_inplace` with `BC_UNARY_TANH`.
+ */
+BC_MUST_USE int32_t bc_tanh_inplace(struct bc_tensor *x);
+
+/**
+ * `out = tanh(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_TANH`.
+ */
+BC_MUST_USE int32_t bc_tanh_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = asinh(x)` in a new tensor: `bc_unary` with `BC_UNARY_ASINH`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_asinh(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = asinh(x)` in place: `bc_unary_inplace` with `BC_UNARY_ASINH`.
+ */
+BC_MUST_USE int32_t bc_asinh_inplace(struct bc_tensor *x);
+
+/**
+ * `out = asinh(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_ASINH`.
+ */
+BC_MUST_USE int32_t bc_asinh_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = acosh(x)` in a new tensor: `bc_unary` with `BC_UNARY_ACOSH`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_acosh(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = acosh(x)` in place: `bc_unary_inplace` with `BC_UNARY_ACOSH`.
+ */
+BC_MUST_USE int32_t bc_acosh_inplace(struct bc_tensor *x);
+
+/**
+ * `out = acosh(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_ACOSH`.
+ */
+BC_MUST_USE int32_t bc_acosh_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = atanh(x)` in a new tensor: `bc_unary` with `BC_UNARY_ATANH`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_atanh(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = atanh(x)` in place: `bc_unary_inplace` with `BC_UNARY_ATANH`.
+ */
+BC_MUST_USE int32_t bc_atanh_inplace(struct bc_tensor *x);
+
+/**
+ * `out = atanh(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_ATANH`.
+ */
+BC_MUST_USE int32_t bc_atanh_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = sigmoid(x)` in a new tensor: `bc_unary` with `BC_UNARY_SIGMOID`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_sigmoid(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = sigmoid(x)` in place: `bc_unary_inplace` with `BC_UNARY_SIGMOID`.
+ */
+BC_MUST_USE int32_t bc_sigmoid_inplace(struct bc_tensor *x);
+
+/**
+ * `out = sigmoid(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_SIGMOID`.
+ */
+BC_MUST_USE int32_t bc_sigmoid_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = erf(x)` in a new tensor: `bc_unary` with `BC_UNARY_ERF`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_erf(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = erf(x)` in place: `bc_unary_inplace` with `BC_UNARY_ERF`.
+ */
+BC_MUST_USE int32_t bc_erf_inplace(struct bc_tensor *x);
+
+/**
+ * `out = erf(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_ERF`.
+ */
+BC_MUST_USE int32_t bc_erf_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = erfc(x)` in a new tensor: `bc_unary` with `BC_UNARY_ERFC`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_erfc(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = erfc(x)` in place: `bc_unary_inplace` with `BC_UNARY_ERFC`.
+ */
+BC_MUST_USE int32_t bc_erfc_inplace(struct bc_tensor *x);
+
+/**
+ * `out = erfc(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_ERFC`.
+ */
+BC_MUST_USE int32_t bc_erfc_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = floor(x)` in a new tensor: `bc_unary` with `BC_UNARY_FLOOR`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_floor(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = floor(x)` in place: `bc_unary_inplace` with `BC_UNARY_FLOOR`.
+ */
+BC_MUST_USE int32_t bc_floor_inplace(struct bc_tensor *x);
+
+/**
+ * `out = floor(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_FLOOR`.
+ */
+BC_MUST_USE int32_t bc_floor_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = ceil(x)` in a new tensor: `bc_unary` with `BC_UNARY_CEIL`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_ceil(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = ceil(x)` in place: `bc_unary_inplace` with `BC_UNARY_CEIL`.
+ */
+BC_MUST_USE int32_t bc_ceil_inplace(struct bc_tensor *x);
+
+/**
+ * `out = ceil(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_CEIL`.
+ */
+BC_MUST_USE int32_t bc_ceil_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = round(x)` in a new tensor: `bc_unary` with `BC_UNARY_ROUND`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_round(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = round(x)` in place: `bc_unary_inplace` with `BC_UNARY_ROUND`.
+ */
+BC_MUST_USE int32_t bc_round_inplace(struct bc_tensor *x);
+
+/**
+ * `out = round(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_ROUND`.
+ */
+BC_MUST_USE int32_t bc_round_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = trunc(x)` in a new tensor: `bc_unary` with `BC_UNARY_TRUNC`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_trunc(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = trunc(x)` in place: `bc_unary_inplace` with `BC_UNARY_TRUNC`.
+ */
+BC_MUST_USE int32_t bc_trunc_inplace(struct bc_tensor *x);
+
+/**
+ * `out = trunc(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_TRUNC`.
+ */
+BC_MUST_USE int32_t bc_trunc_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = frac(x)` in a new tensor: `bc_unary` with `BC_UNARY_FRAC`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_frac(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = frac(x)` in place: `bc_unary_inplace` with `BC_UNARY_FRAC`.
+ */
+BC_MUST_USE int32_t bc_frac_inplace(struct bc_tensor *x);
+
+/**
+ * `out = frac(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_FRAC`.
+ */
+BC_MUST_USE int32_t bc_frac_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = isnan(x)` in a new tensor: `bc_unary` with `BC_UNARY_ISNAN`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_isnan(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `out = isnan(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_ISNAN`.
+ */
+BC_MUST_USE int32_t bc_isnan_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = isinf(x)` in a new tensor: `bc_unary` with `BC_UNARY_ISINF`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_isinf(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `out = isinf(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_ISINF`.
+ */
+BC_MUST_USE int32_t bc_isinf_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = isfinite(x)` in a new tensor: `bc_unary` with `BC_UNARY_ISFINITE`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_isfinite(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `out = isfinite(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_ISFINITE`.
+ */
+BC_MUST_USE int32_t bc_isfinite_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = signbit(x)` in a new tensor: `bc_unary` with `BC_UNARY_SIGNBIT`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_signbit(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `out = signbit(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_SIGNBIT`.
+ */
+BC_MUST_USE int32_t bc_signbit_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = logical_not(x)` in a new tensor: `bc_unary` with `BC_UNARY_LOGICAL_NOT`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_logical_not(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = logical_not(x)` in place: `bc_unary_inplace` with `BC_UNARY_LOGICAL_NOT`.
+ */
+BC_MUST_USE int32_t bc_logical_not_inplace(struct bc_tensor *x);
+
+/**
+ * `out = logical_not(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_LOGICAL_NOT`.
+ */
+BC_MUST_USE int32_t bc_logical_not_out(const struct bc_tensor *x, struct bc_tensor *out);
+
+/**
+ * `*out = bitwise_not(x)` in a new tensor: `bc_unary` with `BC_UNARY_BITWISE_NOT`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE int32_t bc_bitwise_not(const struct bc_tensor *x, struct bc_tensor **out);
+
+/**
+ * `x = bitwise_not(x)` in place: `bc_unary_inplace` with `BC_UNARY_BITWISE_NOT`.
+ */
+BC_MUST_USE int32_t bc_bitwise_not_inplace(struct bc_tensor *x);
+
+/**
+ * `out = bitwise_not(x)` into the caller's `out`: `bc_unary_out` with `BC_UNARY_BITWISE_NOT`.
+ */
+BC_MUST_USE int32_t bc_bitwise_not_out(const struct bc_tensor *x, struct bc_tensor *out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
-"""Writes what the C API and the C++ header say about each elementwise operation from the one
-table that defines them, `binary_ops!` in src/engine/binary_ops.rs (a row per operation, in code
-order, its doc comment the operation's C documentation):
+"""Writes what the C API and the C++ header say about each elementwise operation from the
+tables that define them, `binary_ops!` in src/engine/binary_ops.rs and `unary_ops!` in
+src/engine/unary_ops.rs (a row per operation, in code order, its doc comment the operation's C
+documentation):
 
   src/ffi/ops_named.rs      the BC_OP_* codes, BC_OP_COUNT, and each operation's three named
                             exports (bc_<name>, bc_<name>_inplace, bc_<name>_out)
+  src/ffi/unary_named.rs    the same for the unary operations (BC_UNARY_*; no bc_<name>_inplace
+                            for the operations PyTorch has no in-place form of)
   include/broadcast.hpp     the BC_HPP_OPERATIONS list the C++ forms are made from
   tests/common/ops_table.rs every operation's code, name, named exports and the kinds of element
-                            it takes, for tests that cover every operation without listing them
+                            it takes (binary and unary), for tests that cover every operation
+                            without listing them
 
 It reads the table as text (it does not build the library), so it runs even when the library
 would not compile for want of the files it writes.
@@ -27,24 +31,27 @@ TABLE = os.path.join(ROOT, "src", "engine", "binary_ops.rs")
 FFI = os.path.join(ROOT, "src", "ffi", "ops_named.rs")
 HPP = os.path.join(ROOT, "include", "broadcast.hpp")
 TESTS = os.path.join(ROOT, "tests", "common", "ops_table.rs")
+UNARY_TABLE = os.path.join(ROOT, "src", "engine", "unary_ops.rs")
+UNARY_FFI = os.path.join(ROOT, "src", "ffi", "unary_named.rs")
 WIDTH = 100
 
 
-def table():
-    """[(name, doc lines, kinds)] in code order."""
-    src = open(TABLE).read()
-    body = src[src.index("binary_ops! {\n") : src.index("\n}\n", src.index("binary_ops! {\n"))]
+def table(path=None, macro="binary_ops"):
+    """[(name, doc lines, kinds, the rest of the row's words)] in code order."""
+    src = open(path or TABLE).read()
+    start = src.index(f"{macro}! {{\n")
+    body = src[start : src.index("\n}\n", start)]
     rows, doc = [], []
     for line in body.split("\n")[1:]:
         line = line.strip()
         if line.startswith("///"):
             doc.append(line[3:].strip())
         elif re.match(r'[A-Z]\w*\s+"\w+"', line):
-            m = re.match(r'[A-Z]\w*\s+"(\w+)"\s+\w+\s+\[([a-z ]+)\]', line)
-            name, kinds = m.group(1), m.group(2).split()
+            m = re.match(r'[A-Z]\w*\s+"(\w+)"\s+\w+\s+\[([a-z ]+)\]\s+(.*);$', line)
+            name, kinds, rest = m.group(1), m.group(2).split(), m.group(3).split()
             if not doc:
                 sys.exit(f"gen_ops: the row of {name} has no doc comment")
-            rows.append((name, doc, kinds))
+            rows.append((name, doc, kinds, rest))
             doc = []
     return rows
 
@@ -89,7 +96,7 @@ def ffi(rows):
         "use crate::engine::BinaryOp;",
         "",
     ]
-    for code, (name, doc, _) in enumerate(rows):
+    for code, (name, doc, _, _) in enumerate(rows):
         const = f"BC_OP_{name.upper()}"
         text = "".join(wrap(d, "") if d else "///\n" for d in doc)
         if code == 0:
@@ -110,7 +117,7 @@ def ffi(rows):
         + f"pub const BC_OP_COUNT: i32 = {len(rows)};",
         "const _: () = assert!(BinaryOp::ALL.len() == BC_OP_COUNT as usize);",
     ]
-    for name, doc, _ in rows:
+    for name, doc, _, _ in rows:
         const = f"BC_OP_{name.upper()}"
         expr, inplace = forms(name, doc)
         out += [
@@ -150,7 +157,7 @@ def ffi(rows):
 def hpp(rows, text):
     start = text.index("#define BC_HPP_OPERATIONS(X)")
     end = text.index("\n\n", start)
-    lines = ["#define BC_HPP_OPERATIONS(X)"] + [f"    X({n}, BC_OP_{n.upper()})" for n, _, _ in rows]
+    lines = ["#define BC_HPP_OPERATIONS(X)"] + [f"    X({n}, BC_OP_{n.upper()})" for n, _, _, _ in rows]
     body = "\n".join(
         (line.ljust(WIDTH - 1) + "\\") if i < len(lines) - 1 else line
         for i, line in enumerate(lines)
@@ -184,7 +191,7 @@ def tests(rows):
         "#[allow(dead_code)]",
         "pub const NAMED_OPS: &[NamedOp] = &[",
     ]
-    for name, _, kinds in rows:
+    for name, _, kinds, _ in rows:
         out += [
             "    NamedOp {",
             f"        code: BC_OP_{name.upper()},",
@@ -192,6 +199,114 @@ def tests(rows):
             f"        exports: [\"bc_{name}\", \"bc_{name}_inplace\", \"bc_{name}_out\"],",
             f"        new: bc_{name},",
             f"        inplace: bc_{name}_inplace,",
+            f"        out: bc_{name}_out,",
+            f"        float: {'true' if 'float' in kinds else 'false'},",
+            f"        int: {'true' if 'int' in kinds else 'false'},",
+            f"        bool: {'true' if 'bool' in kinds else 'false'},",
+            "    },",
+        ]
+    out.append("];")
+    return "\n".join(out) + "\n"
+
+
+def unary_ffi(rows):
+    """The BC_UNARY_* codes and each unary operation's named exports."""
+    out = [
+        "//! The `BC_UNARY_*` codes and each unary operation's named exports. Generated by",
+        "//! scripts/gen_ops.py from the operation table in src/engine/unary_ops.rs: do not edit by",
+        "//! hand.",
+        "use super::handle::bc_tensor;",
+        "use super::unary::{bc_unary, bc_unary_inplace, bc_unary_out};",
+        "use crate::engine::UnaryOp;",
+        "",
+    ]
+    for code, (name, doc, _, _) in enumerate(rows):
+        text = "".join(wrap(d, "") if d else "///\n" for d in doc)
+        if code == 0:
+            text += "///\n" + wrap(
+                "The `BC_UNARY_*` codes name the operations of `bc_unary*`, with PyTorch's "
+                "semantics (`torch.<name>(x)`; `bc_unary` gives the result types).",
+                "",
+            )
+        out.append(f"{text}pub const BC_UNARY_{name.upper()}: i32 = {code};")
+    out += [
+        wrap(
+            "How many unary operations there are: the codes are 0 to `BC_UNARY_COUNT - 1`, and a "
+            "code outside that range is `BC_ERR_INVALID_ARG`. Later versions add codes at the end.",
+            "",
+        )
+        + f"pub const BC_UNARY_COUNT: i32 = {len(rows)};",
+        "const _: () = assert!(UnaryOp::ALL.len() == BC_UNARY_COUNT as usize);",
+    ]
+    for name, doc, _, rest in rows:
+        const = f"BC_UNARY_{name.upper()}"
+        out += [
+            "",
+            wrap(f"`*out = {name}(x)` in a new tensor: `bc_unary` with `{const}`.", "").rstrip("\n"),
+            "///",
+            "/// # Safety",
+            "/// `out` must be valid for one write.",
+            "#[must_use]",
+            "#[no_mangle]",
+            f"pub unsafe extern \"C\" fn bc_{name}(x: *const bc_tensor, out: *mut *mut bc_tensor) -> i32 {{",
+            "    // SAFETY: forwarded.",
+            f"    unsafe {{ bc_unary({const}, x, out) }}",
+            "}",
+        ]
+        if "inplace" in rest:
+            out += [
+                "",
+                wrap(f"`x = {name}(x)` in place: `bc_unary_inplace` with `{const}`.", "").rstrip("\n"),
+                "#[must_use]",
+                "#[no_mangle]",
+                f"pub extern \"C\" fn bc_{name}_inplace(x: *mut bc_tensor) -> i32 {{",
+                f"    bc_unary_inplace({const}, x)",
+                "}",
+            ]
+        out += [
+            "",
+            wrap(f"`out = {name}(x)` into the caller's `out`: `bc_unary_out` with `{const}`.", "").rstrip("\n"),
+            "#[must_use]",
+            "#[no_mangle]",
+            f"pub extern \"C\" fn bc_{name}_out(x: *const bc_tensor, out: *mut bc_tensor) -> i32 {{",
+            f"    bc_unary_out({const}, x, out)",
+            "}",
+        ]
+    return "\n".join(out) + "\n"
+
+
+def unary_tests(rows):
+    """The tests' table of unary operations, appended to tests/common/ops_table.rs."""
+    out = [
+        "",
+        "/// One unary operation of the table.",
+        "#[allow(dead_code)] // each test binary uses some of the fields",
+        "pub struct NamedUnary {",
+        "    pub code: i32,",
+        "    pub name: &'static str,",
+        "    /// The names of `new` and `out`.",
+        "    pub exports: [&'static str; 2],",
+        "    pub new: unsafe extern \"C\" fn(*const bc_tensor, *mut *mut bc_tensor) -> i32,",
+        "    /// `bc_<name>_inplace`, when the operation has an in-place form.",
+        "    pub inplace: Option<(&'static str, extern \"C\" fn(*mut bc_tensor) -> i32)>,",
+        "    pub out: extern \"C\" fn(*const bc_tensor, *mut bc_tensor) -> i32,",
+        "    pub float: bool,",
+        "    pub int: bool,",
+        "    pub bool: bool,",
+        "}",
+        "",
+        "#[allow(dead_code)]",
+        "pub const NAMED_UNARY: &[NamedUnary] = &[",
+    ]
+    for name, _, kinds, rest in rows:
+        inplace = f'Some(("bc_{name}_inplace", bc_{name}_inplace))' if "inplace" in rest else "None"
+        out += [
+            "    NamedUnary {",
+            f"        code: BC_UNARY_{name.upper()},",
+            f"        name: \"{name}\",",
+            f"        exports: [\"bc_{name}\", \"bc_{name}_out\"],",
+            f"        new: bc_{name},",
+            f"        inplace: {inplace},",
             f"        out: bc_{name}_out,",
             f"        float: {'true' if 'float' in kinds else 'false'},",
             f"        int: {'true' if 'int' in kinds else 'false'},",
@@ -215,13 +330,18 @@ def rustfmt(text):
 
 def main():
     rows = table()
+    unary = table(UNARY_TABLE, "unary_ops")
     outputs = {
         FFI: rustfmt(ffi(rows)),
+        UNARY_FFI: rustfmt(unary_ffi(unary)),
         HPP: hpp(rows, open(HPP).read()),
-        TESTS: rustfmt(tests(rows)),
+        TESTS: rustfmt(tests(rows) + unary_tests(unary)),
     }
     if write_or_check(outputs, "gen_ops.py"):
-        print(f"the operation table's {len(rows)} rows match the files generated from it")
+        print(
+            f"the operation tables' {len(rows)} binary and {len(unary)} unary rows match the "
+            "files generated from them"
+        )
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@
 use broadcast::ffi::*;
 #[path = "common/ops_table.rs"]
 mod ops_table;
-use ops_table::NAMED_OPS;
+use ops_table::{NAMED_OPS, NAMED_UNARY};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::ffi::{c_char, c_void};
@@ -821,9 +821,110 @@ fn scenarios() -> Vec<Scenario> {
         ),
     ];
     v.extend(arithmetic());
+    v.extend(unary());
     v.extend(views_and_interop());
     v.extend(reductions());
+    v.extend(further_reductions());
     v
+}
+
+/// The named forms of every unary operation of the table and the three `bc_unary*` forms, over
+/// 7-d operands: integers converted for a floating function, and into `out` of a wider type
+/// through a temporary.
+fn unary() -> Vec<Scenario> {
+    let mut v = Vec::new();
+    for op in NAMED_UNARY {
+        let dtype = if op.float { F32 } else { I32 };
+        let (new, out) = (op.new, op.out);
+        v.push(sc(op.exports[0], "7-d", BC_OK, move |c| {
+            let x = c.t(dtype, &C7);
+            call!(|c| new(x, c.out(0)))
+        }));
+        if let Some((name, inplace)) = op.inplace {
+            v.push(sc(name, "7-d reversed view", BC_OK, move |c| {
+                let x = c.t(dtype, &C7);
+                let x = c.reversed(x);
+                call!(|_c| inplace(x))
+            }));
+        }
+        v.push(sc(
+            op.exports[1],
+            "7-d into its result type",
+            BC_OK,
+            move |c| {
+                let x = c.t(dtype, &C7);
+                let o = c.t(result_type(new, x), &C7);
+                call!(|_c| out(x, o))
+            },
+        ));
+    }
+    v.extend([
+        sc(
+            "bc_unary",
+            "7-d int32 sqrt (converted to float32)",
+            BC_OK,
+            |c| {
+                let x = c.t(I32, &C7);
+                call!(|c| bc_unary(BC_UNARY_SQRT, x, c.out(0)))
+            },
+        ),
+        sc("bc_unary", "bool negation (refused)", BC_ERR_DTYPE, |c| {
+            let x = c.t(BC_DTYPE_BOOL, &C7);
+            call!(|c| bc_unary(BC_UNARY_NEG, x, c.out(0)))
+        }),
+        sc(
+            "bc_unary_inplace",
+            "7-d float16 exp (in float32)",
+            BC_OK,
+            |c| {
+                let x = c.t(BC_DTYPE_FLOAT16, &C7);
+                call!(|_c| bc_unary_inplace(BC_UNARY_EXP, x))
+            },
+        ),
+        sc(
+            "bc_unary_inplace",
+            "int32 sin (the cast back refused)",
+            BC_ERR_DTYPE,
+            |c| {
+                let x = c.t(I32, &C7);
+                call!(|_c| bc_unary_inplace(BC_UNARY_SIN, x))
+            },
+        ),
+        sc(
+            "bc_unary_out",
+            "7-d float32 sqrt into float64 (a temporary)",
+            BC_OK,
+            |c| {
+                let (x, o) = (c.t(F32, &C7), c.t(F64, &C7));
+                call!(|_c| bc_unary_out(BC_UNARY_SQRT, x, o))
+            },
+        ),
+        sc(
+            "bc_unary_out",
+            "an out of another shape (the error holds both)",
+            BC_ERR_SHAPE,
+            |c| {
+                let (x, o) = (c.t(F32, &C7), c.t(F32, &A7));
+                call!(|_c| bc_unary_out(BC_UNARY_ABS, x, o))
+            },
+        ),
+    ]);
+    v
+}
+
+/// The type `new` gives for `x` (found by an unarmed call during setup).
+fn result_type(
+    new: unsafe extern "C" fn(*const bc_tensor, *mut *mut bc_tensor) -> i32,
+    x: *mut bc_tensor,
+) -> i32 {
+    let (mut r, mut dtype) = (ptr::null_mut(), -1);
+    // SAFETY: valid pointers.
+    unsafe {
+        assert_eq!(new(x, &mut r), BC_OK, "setup: {}", message());
+        assert_eq!(bc_tensor_dtype(r, &mut dtype), BC_OK);
+    }
+    bc_tensor_free(r);
+    dtype
 }
 
 /// The named forms of every operation of the table and the three `bc_binary*` forms, each over
@@ -1599,6 +1700,83 @@ fn planner() -> Vec<Scenario> {
 /// Reductions, sum_to_size and the fused sum_to: over 7-d shapes (which spill inline storage),
 /// wide column groups and ranges of rows (scratch space and range totals), the thread pool, the
 /// fused form's direct, staged and float32-scalar paths, and refusals that carry shapes.
+/// `var`, `std`, `all`, `any`, `argmax`, `argmin`, `logsumexp`, `nansum` and `nanmean`, each
+/// over a 7-d operand (made of the elementwise operations and the basic reductions, they allocate
+/// at many places), and the warning of `var` without degrees of freedom.
+fn further_reductions() -> Vec<Scenario> {
+    vec![
+        sc(
+            "bc_var",
+            "7-d float32 over dims 1 and -1, keepdim",
+            BC_OK,
+            |c| {
+                let t = c.t(F32, &C7);
+                call!(|c| bc_var(t, [1i64, -1].as_ptr(), 2, 1.0, true, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_var",
+            "no degrees of freedom (a warning, to a handler)",
+            BC_OK,
+            |c| {
+                let _ = bc_set_warning_handler(Some(on_warning), ptr::null_mut());
+                c.restore.push(|| {
+                    let _ = bc_set_warning_handler(None, ptr::null_mut());
+                });
+                let t = c.t(BC_DTYPE_FLOAT16, &C7);
+                call!(|c| bc_var(t, [0i64].as_ptr(), 1, 2.0, false, c.out(0)))
+            },
+        ),
+        sc("bc_std", "7-d float64, all", BC_OK, |c| {
+            let t = c.t(F64, &C7);
+            call!(|c| bc_std(t, ptr::null(), 0, 0.0, false, c.out(0)))
+        }),
+        sc("bc_all", "7-d int32 over dim 2", BC_OK, |c| {
+            let t = c.t(I32, &C7);
+            call!(|c| bc_all(t, [2i64].as_ptr(), 1, false, c.out(0)))
+        }),
+        sc(
+            "bc_any",
+            "7-d uint8, each element (an empty list)",
+            BC_OK,
+            |c| {
+                let t = c.t(BC_DTYPE_UINT8, &C7);
+                call!(|c| bc_any(t, [0i64].as_ptr(), 0, true, c.out(0)))
+            },
+        ),
+        sc("bc_argmax", "7-d float32 along dim 3", BC_OK, |c| {
+            let t = c.t(F32, &C7);
+            let t = c.reversed(t);
+            call!(|c| bc_argmax(t, &3i64, true, c.out(0)))
+        }),
+        sc("bc_argmin", "7-d int64, flattened", BC_OK, |c| {
+            let t = c.t(I64, &C7);
+            call!(|c| bc_argmin(t, ptr::null(), false, c.out(0)))
+        }),
+        sc(
+            "bc_logsumexp",
+            "7-d bfloat16 over dims 0 and 4",
+            BC_OK,
+            |c| {
+                let t = c.t(BC_DTYPE_BFLOAT16, &C7);
+                call!(|c| bc_logsumexp(t, [0i64, 4].as_ptr(), 2, false, c.out(0)))
+            },
+        ),
+        sc("bc_nansum", "7-d float32 over dim 1", BC_OK, |c| {
+            let t = c.t(F32, &C7);
+            call!(|c| bc_nansum(t, [1i64].as_ptr(), 1, false, c.out(0)))
+        }),
+        sc("bc_nanmean", "7-d float64, all", BC_OK, |c| {
+            let t = c.t(F64, &C7);
+            call!(|c| bc_nanmean(t, ptr::null(), 0, true, c.out(0)))
+        }),
+        sc("bc_nanmean", "int32 (refused)", BC_ERR_DTYPE, |c| {
+            let t = c.t(I32, &C7);
+            call!(|c| bc_nanmean(t, ptr::null(), 0, true, c.out(0)))
+        }),
+    ]
+}
+
 fn reductions() -> Vec<Scenario> {
     vec![
         sc(

@@ -115,6 +115,37 @@ pub enum Error {
     #[error("Expected out type to be {} but got {}", expected.torch_name(), got.torch_name())]
     OutDtype { expected: DType, got: DType },
     /// Subtraction with bool operands.
+    #[error("std and var only support floating point and complex dtypes")]
+    VarDtype,
+
+    #[error("nanmean(): expected input to have floating point or complex dtype but got {}", dtype.torch_name())]
+    NanmeanDtype { dtype: DType },
+
+    #[error("{op}(): does not support bool input")]
+    ArgBool { op: &'static str },
+
+    /// `argmax`/`argmin` with nothing to choose from (`dim` the wrapped dimension, or none).
+    #[error("{op}(): {}", match dim { Some(d) => format!("Expected reduction dim {d} to have non-zero size."), None => "Expected reduction dim to be specified for input.numel() == 0.".to_string() })]
+    ArgEmpty {
+        op: &'static str,
+        dim: Option<usize>,
+    },
+
+    /// A call into `out` whose operation needs exactly its result type there.
+    #[error("Found dtype {} but expected {}", found.torch_name(), expected.torch_name())]
+    OutDtypeExact { found: DType, expected: DType },
+
+    /// A predicate into an `out` that is not bool.
+    #[error("{op} does not support non-boolean outputs.")]
+    BoolOutput { op: &'static str },
+
+    #[error("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")]
+    BoolNegation,
+
+    /// An in-place call of an operation PyTorch has no in-place form of (its result is bool).
+    #[error("{op} has no in-place form: its result is bool (PyTorch has no `{op}_`); write it into a bool tensor with the `out` form")]
+    NoInplaceForm { op: &'static str },
+
     #[error("{}", if *both { "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead." } else { "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead." })]
     BoolSubtraction { both: bool },
     /// Two elements of the written-to tensor share a memory location.
@@ -204,20 +235,28 @@ impl Error {
             | ViewAmbiguous { .. }
             | ViewStrides { .. }
             | EmptyReduction { .. }
+            | ArgEmpty { .. }
             | NotExpandable { .. } => ErrorKind::Shape,
             CastRefused { .. }
             | BoolSubtraction { .. }
             | NotImplemented { .. }
             | WhereCondition { .. }
             | OutDtype { .. }
+            | OutDtypeExact { .. }
+            | VarDtype
+            | NanmeanDtype { .. }
+            | ArgBool { .. }
+            | BoolOutput { .. }
+            | BoolNegation
             | ReduceDtype { .. } => ErrorKind::Dtype,
             ZeroDivision | NegativeIntegerPower | NumberOverflow { .. } => ErrorKind::Value,
             InternalOverlap | PartialOverlap => ErrorKind::Overlap,
             Overflow { .. } | FormatTooLarge { .. } => ErrorKind::Overflow,
             Alloc { .. } => ErrorKind::Alloc,
-            InvalidArgument(_) | DimOutOfRange { .. } | DimRepeated { .. } => {
-                ErrorKind::InvalidArgument
-            }
+            InvalidArgument(_)
+            | NoInplaceForm { .. }
+            | DimOutOfRange { .. }
+            | DimRepeated { .. } => ErrorKind::InvalidArgument,
             BufferTooSmall { .. } => ErrorKind::BufferTooSmall,
             ReadOnly | ReadOnlyLegacyExport => ErrorKind::ReadOnly,
         }

@@ -18,8 +18,11 @@ pub mod plan;
 pub mod reduce;
 pub mod reshape;
 pub mod shape;
+pub mod stats;
 pub mod storage;
 pub mod tensor;
+pub mod unary;
+pub mod unary_ops;
 
 pub use binary_ops::BinaryOp;
 pub use dtype::DType;
@@ -27,3 +30,4 @@ pub use error::{Error, ErrorKind, Result};
 pub use ops::{Options, Warning, Warnings};
 pub use reduce::ReduceOp;
 pub use tensor::{Init, Tensor};
+pub use unary_ops::UnaryOp;

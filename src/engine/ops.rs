@@ -43,6 +43,8 @@ pub enum Warning {
     FallbackInPlace,
     /// `where` with a uint8 condition (deprecated; once per process, as PyTorch warns).
     WhereUint8Condition,
+    /// `var` or `std` (`std`) with at most 0 degrees of freedom left by the correction.
+    DegreesOfFreedom { std: bool },
 }
 
 impl Warning {
@@ -51,6 +53,8 @@ impl Warning {
             Warning::BroadcastChange => "self and other do not have the same shape, but are broadcastable, and have the same number of elements.  Changing behavior in a backwards incompatible manner to broadcasting rather than viewing as 1-dimensional.",
             Warning::Fallback => "self and other not broadcastable, but have the same number of elements.  Falling back to deprecated pointwise behavior.",
             Warning::FallbackInPlace => "other is not broadcastable to self, but they have the same number of elements.  Falling back to deprecated pointwise behavior.",
+            Warning::DegreesOfFreedom { std: false } => "var(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor (input numel divided by output numel).",
+            Warning::DegreesOfFreedom { std: true } => "std(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor (input numel divided by output numel).",
             Warning::WhereUint8Condition => "where received a uint8 condition tensor. This behavior is deprecated and will be removed in a future version of PyTorch. Use a boolean condition instead.",
         }
     }

@@ -110,10 +110,12 @@ impl ReduceOp {
 
 /// A reduction's checks passed: the result's type and shape, and which of the input's
 /// dimensions are reduced.
-struct Reduction {
+pub(crate) struct Reduction {
     dtype: DType,
-    reduced: SmallVec<[bool; 6]>,
-    shape: Dims,
+    /// Whether each dimension is reduced.
+    pub(crate) reduced: SmallVec<[bool; 6]>,
+    /// The result's shape.
+    pub(crate) shape: Dims,
 }
 
 /// `op` of `t` over `dims` (every dimension when `dims` is empty, as PyTorch's `dim=None` and
@@ -127,7 +129,7 @@ pub fn reduce(op: ReduceOp, t: &Tensor, dims: &[i64], keepdim: bool) -> Result<T
 
 /// The checks and decisions of [`reduce`], from the input's type and shape alone: the call and
 /// the planner ([`plan_reduce`]) run this same code.
-fn decide(
+pub(crate) fn decide(
     op: ReduceOp,
     dtype: DType,
     shape: &[usize],

@@ -21,8 +21,11 @@ pub mod reduce;
 pub mod scalar;
 pub mod settings;
 pub mod shape;
+pub mod stats;
 mod status;
 pub mod tensor;
+pub mod unary;
+pub mod unary_named;
 
 pub use data::*;
 pub use dlpack::*;
@@ -36,9 +39,12 @@ pub use reduce::*;
 pub use scalar::*;
 pub use settings::*;
 pub use shape::*;
+pub use stats::*;
 pub use status::{
     BC_ERR_ALLOC, BC_ERR_BUFFER_TOO_SMALL, BC_ERR_DTYPE, BC_ERR_INTERNAL, BC_ERR_INVALID_ARG,
     BC_ERR_INVALID_HANDLE, BC_ERR_NULL_ARG, BC_ERR_OVERFLOW, BC_ERR_OVERLAP, BC_ERR_READ_ONLY,
     BC_ERR_SHAPE, BC_ERR_VALUE, BC_OK,
 };
 pub use tensor::*;
+pub use unary::*;
+pub use unary_named::*;

@@ -657,6 +657,8 @@ fn plan_of(r: &Report) -> bc_plan {
             Warning::BroadcastChange => BC_PLAN_WARNING_BROADCAST,
             Warning::Fallback | Warning::FallbackInPlace => BC_PLAN_WARNING_FALLBACK,
             Warning::WhereUint8Condition => BC_PLAN_WARNING_WHERE_UINT8,
+            // Not an elementwise call's warning: no plan reports it.
+            Warning::DegreesOfFreedom { .. } => 0,
         }
     });
     let checks = if r.checks_divisor {

@@ -793,6 +793,20 @@ pub fn binary_out(op: i32, a: &T, b: &T, out: &T) -> Result<(), Err> {
     check(unsafe { bc_binary_out(op, a.ptr(), b.ptr(), out.mut_ptr()) })
 }
 
+pub fn unary(op: i32, x: &T) -> Result<T, Err> {
+    let mut out: *mut bc_tensor = std::ptr::dangling_mut();
+    let s = unsafe { bc_unary(op, x.ptr(), &mut out) };
+    take(s, out, "bc_unary")
+}
+
+pub fn unary_inplace(op: i32, x: &T) -> Result<(), Err> {
+    check(bc_unary_inplace(op, x.mut_ptr()))
+}
+
+pub fn unary_out(op: i32, x: &T, out: &T) -> Result<(), Err> {
+    check(bc_unary_out(op, x.ptr(), out.mut_ptr()))
+}
+
 pub fn where_new(cond: &T, a: &T, b: &T) -> Result<T, Err> {
     let mut out: *mut bc_tensor = std::ptr::dangling_mut();
     let s = unsafe { bc_where(cond.ptr(), a.ptr(), b.ptr(), &mut out) };

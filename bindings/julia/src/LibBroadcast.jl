@@ -55,6 +55,7 @@ const FUNCTIONS = (
     :bc_plan_binary, :bc_plan_binary_inplace, :bc_plan_binary_out, :bc_plan_binary_scalar,
     :bc_plan_binary_rscalar, :bc_plan_binary_scalar_inplace, :bc_plan_where, :bc_plan_where_out,
     :bc_plan_reduce, :bc_plan_sum_to_size, :bc_plan_binary_sum_to,
+    :bc_unary, :bc_unary_inplace, :bc_unary_out, :bc_var, :bc_std,
 )
 
 fn(name::Symbol) = FN[name]
@@ -565,6 +566,85 @@ for (name, name!, code, f) in OPS
     end
 end
 
+function unary(op::Int32, t::Tensor)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    check(ccall(fn(:bc_unary), Int32, (Int32, Ptr{Cvoid}, Ref{Ptr{Cvoid}}), op, t, out))
+    return Tensor(Own(), out[], nothing)
+end
+
+function unary!(op::Int32, t::Tensor)
+    check(ccall(fn(:bc_unary_inplace), Int32, (Int32, Ptr{Cvoid}), op, t))
+    return t
+end
+
+function unary!(op::Int32, out::Tensor, t::Tensor)
+    check(ccall(fn(:bc_unary_out), Int32, (Int32, Ptr{Cvoid}, Ptr{Cvoid}), op, t, out))
+    return out
+end
+
+# (name, in-place name or nothing, BC_UNARY_* code, the Julia function whose broadcast it is on a
+# Tensor, or nothing): `sqrt.(t)` runs the library's sqrt. Result types are PyTorch's (integers
+# give Float32 for the floating functions).
+const UNARY_OPS = (
+    (:abs, :abs!, BC_UNARY_ABS, :abs),
+    (:neg, :neg!, BC_UNARY_NEG, :-),
+    (:sign, :sign!, BC_UNARY_SIGN, :sign),
+    (:reciprocal, :reciprocal!, BC_UNARY_RECIPROCAL, :inv),
+    (:sqrt, :sqrt!, BC_UNARY_SQRT, :sqrt),
+    (:rsqrt, :rsqrt!, BC_UNARY_RSQRT, nothing),
+    (:square, :square!, BC_UNARY_SQUARE, nothing),
+    (:exp, :exp!, BC_UNARY_EXP, :exp),
+    (:exp2, :exp2!, BC_UNARY_EXP2, :exp2),
+    (:expm1, :expm1!, BC_UNARY_EXPM1, :expm1),
+    (:log, :log!, BC_UNARY_LOG, :log),
+    (:log2, :log2!, BC_UNARY_LOG2, :log2),
+    (:log10, :log10!, BC_UNARY_LOG10, :log10),
+    (:log1p, :log1p!, BC_UNARY_LOG1P, :log1p),
+    (:sin, :sin!, BC_UNARY_SIN, :sin),
+    (:cos, :cos!, BC_UNARY_COS, :cos),
+    (:tan, :tan!, BC_UNARY_TAN, :tan),
+    (:asin, :asin!, BC_UNARY_ASIN, :asin),
+    (:acos, :acos!, BC_UNARY_ACOS, :acos),
+    (:atan, :atan!, BC_UNARY_ATAN, :atan),
+    (:sinh, :sinh!, BC_UNARY_SINH, :sinh),
+    (:cosh, :cosh!, BC_UNARY_COSH, :cosh),
+    (:tanh, :tanh!, BC_UNARY_TANH, :tanh),
+    (:asinh, :asinh!, BC_UNARY_ASINH, :asinh),
+    (:acosh, :acosh!, BC_UNARY_ACOSH, :acosh),
+    (:atanh, :atanh!, BC_UNARY_ATANH, :atanh),
+    (:sigmoid, :sigmoid!, BC_UNARY_SIGMOID, nothing),
+    (:erf, :erf!, BC_UNARY_ERF, nothing),
+    (:erfc, :erfc!, BC_UNARY_ERFC, nothing),
+    (:floor, :floor!, BC_UNARY_FLOOR, :floor),
+    (:ceil, :ceil!, BC_UNARY_CEIL, :ceil),
+    (:round, :round!, BC_UNARY_ROUND, :round), # halves to even, as Julia's round
+    (:trunc, :trunc!, BC_UNARY_TRUNC, :trunc),
+    (:frac, :frac!, BC_UNARY_FRAC, nothing),
+    (:isnan, nothing, BC_UNARY_ISNAN, :isnan),
+    (:isinf, nothing, BC_UNARY_ISINF, :isinf),
+    (:isfinite, nothing, BC_UNARY_ISFINITE, :isfinite),
+    (:signbit, nothing, BC_UNARY_SIGNBIT, :signbit),
+    (:logical_not, :logical_not!, BC_UNARY_LOGICAL_NOT, nothing),
+    (:bitwise_not, :bitwise_not!, BC_UNARY_BITWISE_NOT, :~),
+)
+
+for (name, name!, code, f) in UNARY_OPS
+    doc = """
+        LibBroadcast.$name(t)
+        LibBroadcast.$name!(out, t)
+
+    PyTorch's `torch.$name` of a Tensor, computed by the library (a new Tensor, or into `out`,
+    which must have `t`'s size and a type the operation allows there)$(name! === nothing ? "" : "; `$name!(t)` in place")$(f === nothing ? "." : ". `$f.(t)` on a Tensor is this function.")
+    """
+    @eval begin
+        $name(t::Tensor) = unary(Int32($code), t)
+        @doc $doc $name
+    end
+    name! === nothing || @eval $name!(t::Tensor) = unary!(Int32($code), t)
+    @eval $(name! === nothing ? Symbol(name, :!) : name!)(out::Tensor, t::Tensor) = unary!(Int32($code), out, t)
+    f === nothing || @eval Base.Broadcast.broadcasted(::typeof(Base.$f), t::Tensor) = $name(t)
+end
+
 # t .^ 2 with a literal exponent is lowered to literal_pow.
 Base.Broadcast.broadcasted(::typeof(Base.literal_pow), ::typeof(^), t::Tensor, ::Val{p}) where {p} = pow(t, p)
 
@@ -812,6 +892,28 @@ Base.prod(t::Tensor; dims = :) = reduction(BC_REDUCE_PROD, t, dims)
 Base.maximum(t::Tensor; dims = :) = reduction(BC_REDUCE_AMAX, t, dims)
 Base.minimum(t::Tensor; dims = :) = reduction(BC_REDUCE_AMIN, t, dims)
 mean(t::Tensor; dims = :) = reduction(BC_REDUCE_MEAN, t, dims)
+
+# PyTorch's var (std its square root) of `t` over Julia's `dims`, kept as size 1.
+function var_std(f::Symbol, t::Tensor, dims, corrected::Bool)
+    d = rowmajor_dims(ndims(t), dims)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = GC.@preserve d ccall(fn(f), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cdouble, Bool, Ref{Ptr{Cvoid}}),
+                              t, pointer(d), length(d), corrected ? 1.0 : 0.0, !(dims isa Colon), out)
+    check(st)
+    return Tensor(Own(), out[], nothing)
+end
+
+"""
+    LibBroadcast.var(t::Tensor; dims = :, corrected = true)
+    LibBroadcast.std(t::Tensor; dims = :, corrected = true)
+
+The variance and standard deviation computed by the library (PyTorch's `var`/`std` with
+`correction` 1, or 0 when `corrected` is false), over Julia's `dims`, kept as size 1 as in
+`Statistics.var`; floating element types only, computed in Float64 and rounded once.
+"""
+var(t::Tensor; dims = :, corrected::Bool = true) = var_std(:bc_var, t, dims, corrected)
+std(t::Tensor; dims = :, corrected::Bool = true) = var_std(:bc_std, t, dims, corrected)
+@doc (@doc var) std
 
 """
     sum_to_size(t::Tensor, sz::Integer...)

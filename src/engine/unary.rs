@@ -1,0 +1,187 @@
+//! Elementwise unary operations: the checks in PyTorch's order, then one walk over the elements
+//! with the operation's scalar function ([`super::unary_ops`]). Every check happens before the
+//! first write, so a refused call changes nothing.
+use super::alloc::try_to_vec;
+use super::dtype::{can_cast, DType};
+use super::elem::Elem;
+use super::error::{Error, Result};
+use super::layout;
+use super::ops::{run_elementwise, Operand};
+use super::tensor::{copy_into, Init, Tensor};
+use super::unary_ops::{ElemFn, OutRule, UnaryOp, Visit};
+
+/// The types of a call: what it computes in (the input is converted to that) and what it gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Types {
+    compute: DType,
+    result: DType,
+}
+
+/// Where a call writes.
+#[derive(Clone, Copy)]
+enum Dest<'a> {
+    New,
+    InPlace,
+    Out(&'a Tensor),
+}
+
+/// The checks of `op(x)` in PyTorch's order: the operation is defined for the input (bool
+/// negation, the in-place form exists), `out`'s type, the written tensor may be written, a
+/// kernel for the computation type, the cast into the written type; then `out`'s shape.
+fn decide(op: UnaryOp, x: &Tensor, dest: Dest<'_>) -> Result<Types> {
+    let rule = op.rule();
+    let dtype = x.dtype();
+    if op == UnaryOp::Neg && dtype == DType::Bool {
+        return Err(Error::BoolNegation);
+    }
+    let types = Types {
+        compute: rule.compute_type(dtype),
+        result: rule.result_type(dtype),
+    };
+    match dest {
+        Dest::New => {}
+        Dest::InPlace => {
+            if !rule.inplace {
+                return Err(Error::NoInplaceForm { op: op.name() });
+            }
+            x.check_writable(&[])?;
+        }
+        Dest::Out(out) => {
+            let found = out.dtype();
+            match rule.out {
+                OutRule::Exact if found != types.result => {
+                    return Err(Error::OutDtypeExact {
+                        found,
+                        expected: types.result,
+                    })
+                }
+                OutRule::Bool if found != DType::Bool => {
+                    return Err(Error::BoolOutput { op: op.name() })
+                }
+                _ => {}
+            }
+            out.check_writable(&[x])?;
+        }
+    }
+    if !rule.accepts(types.compute) {
+        return Err(Error::NotImplemented {
+            kernel: rule.kernel_name,
+            dtype: types.compute,
+        });
+    }
+    let written = match dest {
+        Dest::New => None,
+        Dest::InPlace => Some(dtype),
+        Dest::Out(out) => Some(out.dtype()),
+    };
+    if let Some(to) = written {
+        if !can_cast(types.result, to) {
+            return Err(Error::CastRefused {
+                from: types.result,
+                to,
+            });
+        }
+    }
+    // Where PyTorch would resize an `out` of another shape, this library refuses it, last.
+    if let Dest::Out(out) = dest {
+        if out.shape() != x.shape() {
+            return Err(Error::or_alloc(|| {
+                Ok(Error::OutputShape {
+                    output: try_to_vec(out.shape())?,
+                    broadcast: try_to_vec(x.shape())?,
+                })
+            }));
+        }
+    }
+    Ok(types)
+}
+
+/// `op(x)` in a new tensor, laid out as `x` (as its converted copy, when it is converted).
+pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    let types = decide(op, x, Dest::New)?;
+    let input = layout::Input {
+        shape: x.shape(),
+        strides: x.strides(),
+        converted: x.dtype() != types.compute,
+    };
+    let strides = layout::result_strides(x.shape(), [input])?;
+    let out = Tensor::new_dense(types.result, x.shape(), strides, Init::Uninit)?;
+    compute(op, &out, x, types)?;
+    Ok(out)
+}
+
+/// `x = op(x)` (PyTorch's `x.<op>_()`): the result cast back to `x`'s type, which it must be
+/// castable to.
+pub fn unary_inplace(op: UnaryOp, x: &Tensor) -> Result<()> {
+    let types = decide(op, x, Dest::InPlace)?;
+    compute(op, x, x, types)
+}
+
+/// `op(x)` into the caller's `out`, of `x`'s shape and a type the operation's out rule accepts.
+pub fn unary_out(op: UnaryOp, x: &Tensor, out: &Tensor) -> Result<()> {
+    let types = decide(op, x, Dest::Out(out))?;
+    compute(op, out, x, types)
+}
+
+/// Computes `op(x)` into `dest` (of `x`'s shape): the input converted to the computation type
+/// first when it has another, the result through a temporary when `dest` has another type than
+/// the result (so nothing is written before the computation succeeded).
+fn compute(op: UnaryOp, dest: &Tensor, x: &Tensor, types: Types) -> Result<()> {
+    if dest.numel() == 0 {
+        return Ok(());
+    }
+    let converted = match x.dtype() == types.compute {
+        true => None,
+        false => Some(x.to_contiguous(types.compute)?),
+    };
+    let x = converted.as_ref().unwrap_or(x);
+    let tmp = match dest.dtype() == types.result {
+        true => None,
+        false => Some(Tensor::new(types.result, dest.shape(), Init::Uninit)?),
+    };
+    let target = tmp.as_ref().unwrap_or(dest);
+    // SAFETY: `Run` reads `compute`-typed elements and writes the operation's result for them,
+    // which is target's type; target aliases `x` only exactly (checked by check_writable, or a
+    // fresh tensor).
+    unsafe {
+        run_elementwise([target, x], |p, s, n| {
+            op.visit(types.compute, Run(p, s, n))
+                .expect("the operation has a kernel for its computation type (checked)")
+        })?
+    };
+    match tmp {
+        Some(tmp) => copy_into(dest, &tmp),
+        None => Ok(()),
+    }
+}
+
+/// One run of `n` elements: `ptrs` [result, input] at byte strides `strides`.
+struct Run([*mut u8; 2], [isize; 2], usize);
+
+impl Visit for Run {
+    type Output = ();
+    #[inline(always)]
+    fn visit<T: Elem, F: ElemFn<T>>(self) {
+        let Run([out, x], [so, sx], n) = self;
+        let (out_size, in_size) = (
+            std::mem::size_of::<F::Out>() as isize,
+            std::mem::size_of::<T>() as isize,
+        );
+        // SAFETY: the walk gives runs of `n` elements of these types at these strides, within
+        // their storages (`compute`'s contract); the result aliases the input only exactly, and
+        // each element is read before it is written.
+        unsafe {
+            if so == out_size && sx == in_size {
+                let (out, x) = (out as *mut F::Out, x as *const T);
+                for i in 0..n {
+                    out.add(i).write(F::call(x.add(i).read()));
+                }
+            } else {
+                for i in 0..n as isize {
+                    let v = (x.offset(i * sx) as *const T).read();
+                    (out.offset(i * so) as *mut F::Out).write(F::call(v));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,647 @@
+//! The elementwise unary operations: one table of what each one is (code, name, type rules) and
+//! one scalar function each, written once per kind of element it is defined for. The checks and
+//! the execution are shared ([`super::unary`]).
+//!
+//! A scalar function is written for integers, for float32/float64 (through [`Real`]) and for
+//! bools, each optional. float16 and bfloat16 compute in float32 and round once, as PyTorch's CPU
+//! kernels do; integers and bools given to a floating function are first converted to float32
+//! (the table's `floating` rule).
+use super::dtype::{Category, DType};
+use super::elem::{Bool8, Elem, Float, Int};
+use std::marker::PhantomData;
+
+/// float32 and float64: the functions the unary operations are made of. float32's
+/// transcendental functions are evaluated in float64 and rounded once, so they are correctly
+/// rounded but for rare double-rounding cases (PyTorch's own are within the stated ulp of that).
+pub trait Real: Float {
+    fn abs(self) -> Self;
+    fn neg(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn ceil(self) -> Self;
+    fn trunc(self) -> Self;
+    /// Rounds half to even.
+    fn round_even(self) -> Self;
+    fn is_infinite(self) -> bool;
+    fn is_sign_negative(self) -> bool;
+    /// `f(self)` with `f` a float64 function (float32 evaluates in float64 and rounds once).
+    fn via_f64(self, f: fn(f64) -> f64) -> Self;
+}
+
+macro_rules! real {
+    ($t:ty) => {
+        impl Real for $t {
+            #[inline(always)]
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            #[inline(always)]
+            fn neg(self) -> Self {
+                -self
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn ceil(self) -> Self {
+                <$t>::ceil(self)
+            }
+            #[inline(always)]
+            fn trunc(self) -> Self {
+                <$t>::trunc(self)
+            }
+            #[inline(always)]
+            fn round_even(self) -> Self {
+                <$t>::round_ties_even(self)
+            }
+            #[inline(always)]
+            fn is_infinite(self) -> bool {
+                <$t>::is_infinite(self)
+            }
+            #[inline(always)]
+            fn is_sign_negative(self) -> bool {
+                <$t>::is_sign_negative(self)
+            }
+            #[inline(always)]
+            fn via_f64(self, f: fn(f64) -> f64) -> Self {
+                f(self as f64) as $t
+            }
+        }
+    };
+}
+real!(f32);
+real!(f64);
+
+/// What an operation writes for inputs of element type `T`.
+pub trait UnaryFn: 'static {
+    /// The computation type itself, or [`Bool8`] (the predicates).
+    type Out<T: Elem>: Elem;
+}
+
+/// The operation on integers.
+pub trait IntFn: UnaryFn {
+    fn int<I: Int>(x: I) -> Self::Out<I>;
+}
+
+/// The operation on float32 and float64.
+pub trait RealFn: UnaryFn {
+    fn real<F: Real>(x: F) -> Self::Out<F>;
+}
+
+/// The operation on bools.
+pub trait BoolFn: UnaryFn {
+    fn bool(x: Bool8) -> Self::Out<Bool8>;
+}
+
+/// A scalar function on elements of one type: what the kernel is instantiated with.
+pub trait ElemFn<T: Elem>: 'static {
+    type Out: Elem;
+    fn call(x: T) -> Self::Out;
+}
+
+/// `K` on integers, as an [`ElemFn`].
+pub struct OnInt<K>(PhantomData<K>);
+/// `K` on float32 and float64, as an [`ElemFn`].
+pub struct OnReal<K>(PhantomData<K>);
+/// `K` on float16 or bfloat16: computed in float32, rounded once.
+pub struct OnHalf<K>(PhantomData<K>);
+/// `K` on bools, as an [`ElemFn`].
+pub struct OnBool<K>(PhantomData<K>);
+
+impl<K: IntFn, I: Int> ElemFn<I> for OnInt<K> {
+    type Out = K::Out<I>;
+    #[inline(always)]
+    fn call(x: I) -> K::Out<I> {
+        K::int(x)
+    }
+}
+
+impl<K: RealFn, F: Real> ElemFn<F> for OnReal<K> {
+    type Out = K::Out<F>;
+    #[inline(always)]
+    fn call(x: F) -> K::Out<F> {
+        K::real(x)
+    }
+}
+
+impl<K: RealFn, H: Float> ElemFn<H> for OnHalf<K> {
+    type Out = K::Out<H>;
+    #[inline(always)]
+    fn call(x: H) -> K::Out<H> {
+        // The float32 result, rounded once to `H` (or the same bool).
+        K::real(x.to_f64() as f32).cast()
+    }
+}
+
+impl<K: BoolFn> ElemFn<Bool8> for OnBool<K> {
+    type Out = K::Out<Bool8>;
+    #[inline(always)]
+    fn call(x: Bool8) -> K::Out<Bool8> {
+        K::bool(x)
+    }
+}
+
+/// Something to do with an operation's scalar function for one element type (see
+/// [`UnaryOp::visit`]).
+pub trait Visit {
+    type Output;
+    fn visit<T: Elem, F: ElemFn<T>>(self) -> Self::Output;
+}
+
+/// How the type an operation computes in follows from its input's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compute {
+    /// The input's type.
+    Same,
+    /// Floating types as they are; integers and bool in float32.
+    Floating,
+    /// The input's type; bool in int64 (`square`, which PyTorch computes as `pow(x, 2)`).
+    BoolToLong,
+}
+
+/// Which `out` types a call into `out` accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutRule {
+    /// Any type the result type can be cast to.
+    Cast,
+    /// Exactly the result type (`Found dtype Double but expected Float`).
+    Exact,
+    /// Bool only (`signbit does not support non-boolean outputs.`).
+    Bool,
+}
+
+/// An operation's type rules (the rest of its row in the table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    pub compute: Compute,
+    /// The result is bool (whatever the computation type), else the computation type.
+    pub bool_result: bool,
+    pub out: OutRule,
+    /// PyTorch has an in-place form (`x.<name>_()`).
+    pub inplace: bool,
+    /// PyTorch's kernel name, as its refusal of a computation type names it.
+    pub kernel_name: &'static str,
+    on_int: bool,
+    on_float: bool,
+    on_bool: bool,
+}
+
+impl Rule {
+    /// Whether the operation has a kernel for this computation type.
+    pub fn accepts(&self, dtype: DType) -> bool {
+        match dtype.category() {
+            Category::Bool => self.on_bool,
+            Category::Integer => self.on_int,
+            Category::Floating => self.on_float,
+        }
+    }
+
+    /// The type the operation computes in for an input of type `input`.
+    pub fn compute_type(&self, input: DType) -> DType {
+        match (self.compute, input.category()) {
+            (Compute::Floating, Category::Bool | Category::Integer) => DType::F32,
+            (Compute::BoolToLong, Category::Bool) => DType::I64,
+            _ => input,
+        }
+    }
+
+    /// The result type for an input of type `input`.
+    pub fn result_type(&self, input: DType) -> DType {
+        match self.bool_result {
+            true => DType::Bool,
+            false => self.compute_type(input),
+        }
+    }
+}
+
+/// The output type of a scalar function, as written in [`scalar_fn!`].
+macro_rules! out_type {
+    (Same, $T:ty) => {
+        $T
+    };
+    (Bool, $T:ty) => {
+        Bool8
+    };
+}
+
+/// One scalar function: `Name -> Same|Bool { int<I>(x) => .., real<F>(x) => .., bool(x) =>
+/// .. }`, each kind of element optional.
+macro_rules! scalar_fn {
+    ($(#[$m:meta])* $name:ident -> $out:ident {
+        $(int<$I:ident>($ix:ident) => $int:expr,)?
+        $(real<$F:ident>($fx:ident) => $real:expr,)?
+        $(bool($bx:ident) => $bool:expr,)?
+    }) => {
+        $(#[$m])*
+        pub struct $name;
+        impl UnaryFn for $name {
+            type Out<T: Elem> = out_type!($out, T);
+        }
+        $(impl IntFn for $name {
+            #[inline(always)]
+            fn int<$I: Int>($ix: $I) -> out_type!($out, $I) {
+                $int
+            }
+        })?
+        $(impl RealFn for $name {
+            #[inline(always)]
+            fn real<$F: Real>($fx: $F) -> out_type!($out, $F) {
+                $real
+            }
+        })?
+        $(impl BoolFn for $name {
+            #[inline(always)]
+            fn bool($bx: Bool8) -> out_type!($out, Bool8) {
+                $bool
+            }
+        })?
+    };
+}
+
+/// `Some($then)` when `$want` is among the kinds listed, else `None` (and `$then` is not
+/// compiled: an operation has no scalar function for the kinds it leaves out).
+macro_rules! if_kind {
+    (int [int $($rest:ident)*] $then:expr) => { Some($then) };
+    (float [float $($rest:ident)*] $then:expr) => { Some($then) };
+    (bool [bool $($rest:ident)*] $then:expr) => { Some($then) };
+    ($want:ident [$first:ident $($rest:ident)*] $then:expr) => { if_kind!($want [$($rest)*] $then) };
+    ($want:ident [] $then:expr) => { None };
+}
+
+/// Whether `$want` is among the kinds listed.
+macro_rules! has_kind {
+    ($want:ident [$($kind:ident)*]) => {
+        Option::<()>::is_some(&if_kind!($want [$($kind)*] ()))
+    };
+}
+
+macro_rules! compute {
+    (same) => {
+        Compute::Same
+    };
+    (floating) => {
+        Compute::Floating
+    };
+    (bool_to_long) => {
+        Compute::BoolToLong
+    };
+}
+
+macro_rules! out_rule {
+    (cast) => {
+        OutRule::Cast
+    };
+    (exact) => {
+        OutRule::Exact
+    };
+    (bool) => {
+        OutRule::Bool
+    };
+}
+
+macro_rules! inplace {
+    (inplace) => {
+        true
+    };
+    (no_inplace) => {
+        false
+    };
+}
+
+/// The table: `Variant "name" ScalarFn [kinds with a kernel] compute out-rule in-place
+/// "kernel name";` (see [`Rule`]). Codes are positions, from 0 (the C API's `BC_UNARY_*`).
+macro_rules! unary_ops {
+    ($($(#[$m:meta])* $var:ident $name:literal $K:ident [$($kind:ident)+] $compute:ident
+        $out:ident $inplace:ident $kname:literal;)+) => {
+        /// The elementwise unary operations, by their C code (`BC_UNARY_*`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum UnaryOp {
+            $($(#[$m])* $var,)+
+        }
+
+        impl UnaryOp {
+            /// Every operation, in code order.
+            pub const ALL: &'static [UnaryOp] = &[$(UnaryOp::$var),+];
+
+            /// PyTorch's name of the operation (`"abs"`, `"sqrt"`, ...).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(UnaryOp::$var => $name,)+
+                }
+            }
+
+            pub fn rule(self) -> &'static Rule {
+                const RULES: &[Rule] = &[$(Rule {
+                    compute: compute!($compute),
+                    bool_result: <<$K as UnaryFn>::Out<u8> as Elem>::DTYPE as u8
+                        == DType::Bool as u8,
+                    out: out_rule!($out),
+                    inplace: inplace!($inplace),
+                    kernel_name: $kname,
+                    on_int: has_kind!(int [$($kind)+]),
+                    on_float: has_kind!(float [$($kind)+]),
+                    on_bool: has_kind!(bool [$($kind)+]),
+                }),+];
+                &RULES[self as usize]
+            }
+
+            /// Calls `v.visit::<T, F>()` with `T` the element type of `dtype` and `F` this
+            /// operation's scalar function on it; `None` when the operation has no kernel for
+            /// `dtype` (see [`Rule::accepts`]).
+            pub fn visit<V: Visit>(self, dtype: DType, v: V) -> Option<V::Output> {
+                match self {
+                    $(UnaryOp::$var => {
+                        match dtype {
+                            DType::Bool => if_kind!(bool [$($kind)+] v.visit::<Bool8, OnBool<$K>>()),
+                            DType::U8 => if_kind!(int [$($kind)+] v.visit::<u8, OnInt<$K>>()),
+                            DType::I8 => if_kind!(int [$($kind)+] v.visit::<i8, OnInt<$K>>()),
+                            DType::I16 => if_kind!(int [$($kind)+] v.visit::<i16, OnInt<$K>>()),
+                            DType::I32 => if_kind!(int [$($kind)+] v.visit::<i32, OnInt<$K>>()),
+                            DType::I64 => if_kind!(int [$($kind)+] v.visit::<i64, OnInt<$K>>()),
+                            DType::F16 => if_kind!(float [$($kind)+] v.visit::<half::f16, OnHalf<$K>>()),
+                            DType::BF16 => if_kind!(float [$($kind)+] v.visit::<half::bf16, OnHalf<$K>>()),
+                            DType::F32 => if_kind!(float [$($kind)+] v.visit::<f32, OnReal<$K>>()),
+                            DType::F64 => if_kind!(float [$($kind)+] v.visit::<f64, OnReal<$K>>()),
+                        }
+                    })+
+                }
+            }
+        }
+    };
+}
+
+unary_ops! {
+    // One row per operation, in `BC_UNARY_*` code order; a row's doc comment is its `BC_UNARY_*`
+    // constant's documentation (scripts/gen_ops.py writes the C API's codes and named exports
+    // from this table). `floating`: integers and bool compute in float32. `out`: which types
+    // a call into `out` accepts (see [`OutRule`]).
+    // variant    name          scalar fn   kernels for       computes in   out    in place    PyTorch kernel
+    /// `abs(x)`: the magnitude (integers wrap: the minimum stays the minimum; not bool).
+    Abs          "abs"          Abs         [int float]       same          exact  inplace     "abs_cpu";
+    /// `neg(x)`, `-x` (integers wrap; not bool).
+    Neg          "neg"          Neg         [int float]       same          exact  inplace     "neg_cpu";
+    /// `sign(x)`: -1, 0 or 1 in the input's type (0 for NaN; bools as they are).
+    Sign         "sign"         Sign        [int float bool]  same          exact  inplace     "sign_cpu";
+    /// `reciprocal(x)`, `1 / x`.
+    Reciprocal   "reciprocal"   Reciprocal  [float]           floating      cast   inplace     "reciprocal_cpu";
+    /// `sqrt(x)`, the square root.
+    Sqrt         "sqrt"         Sqrt        [float]           floating      cast   inplace     "sqrt_cpu";
+    /// `rsqrt(x)`, `1 / sqrt(x)`.
+    Rsqrt        "rsqrt"        Rsqrt       [float]           floating      cast   inplace     "rsqrt_cpu";
+    /// `square(x)`, `x * x` (integers wrap; bool gives int64).
+    Square       "square"       Square      [int float]       bool_to_long  cast   inplace     "square_cpu";
+    /// `exp(x)`, e to the power `x`.
+    Exp          "exp"          Exp         [float]           floating      cast   inplace     "exp_cpu";
+    /// `exp2(x)`, 2 to the power `x`.
+    Exp2         "exp2"         Exp2        [float]           floating      cast   inplace     "exp2_cpu";
+    /// `expm1(x)`, `exp(x) - 1` without cancellation near 0.
+    Expm1        "expm1"        Expm1       [float]           floating      cast   inplace     "expm1_cpu";
+    /// `log(x)`, the natural logarithm.
+    Log          "log"          Log         [float]           floating      cast   inplace     "log_cpu";
+    /// `log2(x)`, the base-2 logarithm.
+    Log2         "log2"         Log2        [float]           floating      cast   inplace     "log2_cpu";
+    /// `log10(x)`, the base-10 logarithm.
+    Log10        "log10"        Log10       [float]           floating      cast   inplace     "log10_cpu";
+    /// `log1p(x)`, `log(1 + x)` without cancellation near 0.
+    Log1p        "log1p"        Log1p       [float]           floating      cast   inplace     "log1p_cpu";
+    /// `sin(x)`.
+    Sin          "sin"          Sin         [float]           floating      cast   inplace     "sin_cpu";
+    /// `cos(x)`.
+    Cos          "cos"          Cos         [float]           floating      cast   inplace     "cos_cpu";
+    /// `tan(x)`.
+    Tan          "tan"          Tan         [float]           floating      cast   inplace     "tan_cpu";
+    /// `asin(x)`, the arcsine.
+    Asin         "asin"         Asin        [float]           floating      cast   inplace     "asin_cpu";
+    /// `acos(x)`, the arccosine.
+    Acos         "acos"         Acos        [float]           floating      cast   inplace     "acos_cpu";
+    /// `atan(x)`, the arctangent.
+    Atan         "atan"         Atan        [float]           floating      cast   inplace     "atan_cpu";
+    /// `sinh(x)`.
+    Sinh         "sinh"         Sinh        [float]           floating      cast   inplace     "sinh_cpu";
+    /// `cosh(x)`.
+    Cosh         "cosh"         Cosh        [float]           floating      cast   inplace     "cosh_cpu";
+    /// `tanh(x)`.
+    Tanh         "tanh"         Tanh        [float]           floating      cast   inplace     "tanh_cpu";
+    /// `asinh(x)`.
+    Asinh        "asinh"        Asinh       [float]           floating      cast   inplace     "asinh_cpu";
+    /// `acosh(x)`.
+    Acosh        "acosh"        Acosh       [float]           floating      cast   inplace     "acosh_cpu";
+    /// `atanh(x)`.
+    Atanh        "atanh"        Atanh       [float]           floating      cast   inplace     "atanh_cpu";
+    /// `sigmoid(x)`, `1 / (1 + exp(-x))`.
+    Sigmoid      "sigmoid"      Sigmoid     [float]           floating      cast   inplace     "sigmoid_cpu";
+    /// `erf(x)`, the error function.
+    Erf          "erf"          Erf         [float]           floating      cast   inplace     "erf_cpu";
+    /// `erfc(x)`, `1 - erf(x)` without cancellation.
+    Erfc         "erfc"         Erfc        [float]           floating      cast   inplace     "erfc_cpu";
+    /// `floor(x)`, rounded down (integers as they are; not bool).
+    Floor        "floor"        Floor       [int float]       same          exact  inplace     "floor_vml_cpu";
+    /// `ceil(x)`, rounded up (integers as they are; not bool).
+    Ceil         "ceil"         Ceil        [int float]       same          exact  inplace     "ceil_vml_cpu";
+    /// `round(x)`, to the nearest integer, halves to even (integers as they are; not bool).
+    Round        "round"        Round       [int float]       same          exact  inplace     "round_vml_cpu";
+    /// `trunc(x)`, rounded toward zero (integers as they are; not bool).
+    Trunc        "trunc"        Trunc       [int float]       same          exact  inplace     "trunc_vml_cpu";
+    /// `frac(x)`, `x - trunc(x)` (floating types only).
+    Frac         "frac"         Frac        [float]           same          exact  inplace     "frac_cpu";
+    /// `isnan(x)` (bool result).
+    Isnan        "isnan"        Isnan       [int float bool]  same          bool   no_inplace  "isnan_cpu";
+    /// `isinf(x)` (bool result).
+    Isinf        "isinf"        Isinf       [int float bool]  same          bool   no_inplace  "isinf_cpu";
+    /// `isfinite(x)` (bool result).
+    Isfinite     "isfinite"     Isfinite    [int float bool]  same          bool   no_inplace  "isfinite_cpu";
+    /// `signbit(x)`: whether the sign bit is set, `-0.0` and negative NaN included (bool result).
+    Signbit      "signbit"      Signbit     [int float bool]  same          bool   no_inplace  "signbit_cpu";
+    /// `logical_not(x)`: whether `x` is zero (bool result; NaN is not zero).
+    LogicalNot   "logical_not"  LogicalNot  [int float bool]  same          cast   inplace     "logical_not_cpu";
+    /// `bitwise_not(x)`, `~x`, integers and bool only.
+    BitwiseNot   "bitwise_not"  BitwiseNot  [int bool]        same          exact  inplace     "bitwise_not_cpu";
+}
+
+scalar_fn! {
+    /// The magnitude; integers wrap.
+    Abs -> Same {
+        int<I>(x) => if x < I::ZERO { I::ZERO.wrapping_sub(x) } else { x },
+        real<F>(x) => x.abs(),
+    }
+}
+
+scalar_fn! {
+    /// `-x`; integers wrap.
+    Neg -> Same {
+        int<I>(x) => I::ZERO.wrapping_sub(x),
+        real<F>(x) => x.neg(),
+    }
+}
+
+scalar_fn! {
+    /// -1, 0 or 1; NaN and both zeros give +0.
+    Sign -> Same {
+        int<I>(x) => if x > I::ZERO {
+            I::ONE
+        } else if x < I::ZERO {
+            I::ZERO.wrapping_sub(I::ONE)
+        } else {
+            I::ZERO
+        },
+        real<F>(x) => if x > F::ZERO {
+            F::ONE
+        } else if x < F::ZERO {
+            F::ONE.neg()
+        } else {
+            F::ZERO
+        },
+        bool(x) => x,
+    }
+}
+
+scalar_fn! {
+    Reciprocal -> Same {
+        real<F>(x) => F::ONE.div(x),
+    }
+}
+
+scalar_fn! {
+    Sqrt -> Same {
+        real<F>(x) => x.sqrt(),
+    }
+}
+
+scalar_fn! {
+    Rsqrt -> Same {
+        real<F>(x) => F::ONE.div(x.sqrt()),
+    }
+}
+
+scalar_fn! {
+    /// `x * x`; integers wrap.
+    Square -> Same {
+        int<I>(x) => x.wrapping_mul(x),
+        real<F>(x) => x.mul(x),
+    }
+}
+
+/// A function evaluated through its float64 form (see [`Real::via_f64`]).
+macro_rules! via_f64 {
+    ($($(#[$m:meta])* $name:ident => $f:expr;)+) => {
+        $(scalar_fn! {
+            $(#[$m])*
+            $name -> Same {
+                real<F>(x) => x.via_f64($f),
+            }
+        })+
+    };
+}
+
+via_f64! {
+    Exp => f64::exp;
+    Exp2 => f64::exp2;
+    Expm1 => f64::exp_m1;
+    Log => f64::ln;
+    Log2 => f64::log2;
+    Log10 => f64::log10;
+    Log1p => f64::ln_1p;
+    Sin => f64::sin;
+    Cos => f64::cos;
+    Tan => f64::tan;
+    Asin => f64::asin;
+    Acos => f64::acos;
+    Atan => f64::atan;
+    Sinh => f64::sinh;
+    Cosh => f64::cosh;
+    Tanh => f64::tanh;
+    Asinh => libm::asinh;
+    Acosh => libm::acosh;
+    Atanh => libm::atanh;
+    Erf => libm::erf;
+    Erfc => libm::erfc;
+}
+
+scalar_fn! {
+    /// `1 / (1 + exp(-x))` in the computation type: 0 once `exp(-x)` overflows, as PyTorch.
+    Sigmoid -> Same {
+        real<F>(x) => F::ONE.div(F::ONE.add(x.neg().via_f64(f64::exp))),
+    }
+}
+
+scalar_fn! {
+    Floor -> Same {
+        int<I>(x) => x,
+        real<F>(x) => x.floor(),
+    }
+}
+
+scalar_fn! {
+    Ceil -> Same {
+        int<I>(x) => x,
+        real<F>(x) => x.ceil(),
+    }
+}
+
+scalar_fn! {
+    Round -> Same {
+        int<I>(x) => x,
+        real<F>(x) => x.round_even(),
+    }
+}
+
+scalar_fn! {
+    Trunc -> Same {
+        int<I>(x) => x,
+        real<F>(x) => x.trunc(),
+    }
+}
+
+scalar_fn! {
+    Frac -> Same {
+        real<F>(x) => x.sub(x.trunc()),
+    }
+}
+
+scalar_fn! {
+    Isnan -> Bool {
+        int<I>(_x) => Bool8::of(false),
+        real<F>(x) => Bool8::of(x.is_nan()),
+        bool(_x) => Bool8::of(false),
+    }
+}
+
+scalar_fn! {
+    Isinf -> Bool {
+        int<I>(_x) => Bool8::of(false),
+        real<F>(x) => Bool8::of(x.is_infinite()),
+        bool(_x) => Bool8::of(false),
+    }
+}
+
+scalar_fn! {
+    Isfinite -> Bool {
+        int<I>(_x) => Bool8::of(true),
+        real<F>(x) => Bool8::of(!x.is_nan() && !x.is_infinite()),
+        bool(_x) => Bool8::of(true),
+    }
+}
+
+scalar_fn! {
+    Signbit -> Bool {
+        int<I>(x) => Bool8::of(x < I::ZERO),
+        real<F>(x) => Bool8::of(x.is_sign_negative()),
+        bool(_x) => Bool8::of(false),
+    }
+}
+
+scalar_fn! {
+    LogicalNot -> Bool {
+        int<I>(x) => Bool8::of(!x.is_true()),
+        real<F>(x) => Bool8::of(!x.is_true()),
+        bool(x) => Bool8::of(!x.get()),
+    }
+}
+
+scalar_fn! {
+    /// Every bit flipped.
+    BitwiseNot -> Same {
+        int<I>(x) => x ^ I::ZERO.wrapping_sub(I::ONE),
+        bool(x) => Bool8::of(!x.get()),
+    }
+}
