@@ -292,6 +292,13 @@
 #define BC_EXPR_WHERE 3
 
 /**
+ * A step that pops `x` and pushes `op(x)`, for `arg` a `BC_UNARY_*` code (as `bc_unary`; the
+ * last step: as `bc_unary_out`). A program with a unary step is evaluated as its separate calls
+ * (not yet in one pass): the same results, errors and types.
+ */
+#define BC_EXPR_UNARY 4
+
+/**
  * Most steps a program may have.
  */
 #define BC_EXPR_MAX_STEPS 64
@@ -1099,11 +1106,11 @@ typedef struct bc_error_info {
  */
 typedef struct bc_expr_step {
   /**
-   * `BC_EXPR_INPUT`, `BC_EXPR_CONST`, `BC_EXPR_OP` or `BC_EXPR_WHERE`.
+   * `BC_EXPR_INPUT`, `BC_EXPR_CONST`, `BC_EXPR_OP`, `BC_EXPR_WHERE` or `BC_EXPR_UNARY`.
    */
   int32_t kind;
   /**
-   * The input's index, the constant's dtype, or the operation's `BC_OP_*` code.
+   * The input's index, the constant's dtype, or the operation's `BC_OP_*` (`BC_UNARY_*`) code.
    */
   int32_t arg;
   /**

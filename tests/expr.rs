@@ -47,6 +47,15 @@ fn constant(dtype: i32, int_value: i64, float_value: f64) -> bc_expr_step {
     }
 }
 
+fn unary_step(code: i32) -> bc_expr_step {
+    bc_expr_step {
+        kind: BC_EXPR_UNARY,
+        arg: code,
+        int_value: 0,
+        float_value: 0.0,
+    }
+}
+
 fn where_step() -> bc_expr_step {
     bc_expr_step {
         kind: BC_EXPR_WHERE,
@@ -123,6 +132,18 @@ fn reference(steps: &[bc_expr_step], inputs: &[&T], out: Option<&T>) -> Result<O
         match s.kind {
             BC_EXPR_INPUT => stack.push(Val::In(inputs[s.arg as usize])),
             BC_EXPR_CONST => stack.push(Val::Made(constant_tensor(s))),
+            BC_EXPR_UNARY => {
+                let x = stack.pop().unwrap();
+                match into {
+                    Some(o) => check(bc_unary_out(s.arg, get(&x), o.mut_ptr()))?,
+                    None => {
+                        let mut t: *mut bc_tensor = ptr::null_mut();
+                        // SAFETY: `t` is valid for one write.
+                        check(unsafe { bc_unary(s.arg, get(&x), &mut t) })?;
+                        stack.push(Val::Made(T(t)));
+                    }
+                }
+            }
             BC_EXPR_OP => {
                 let (b, a) = (stack.pop().unwrap(), stack.pop().unwrap());
                 match into {
@@ -254,6 +275,11 @@ fn random_expr(r: &mut Rng, ninputs: usize, depth: usize, steps: &mut Vec<bc_exp
         } else {
             steps.push(input(r.below(ninputs) as i32));
         }
+        return;
+    }
+    if r.below(10) == 0 {
+        random_expr(r, ninputs, depth - 1, steps);
+        steps.push(unary_step(r.below(BC_UNARY_COUNT as usize) as i32));
         return;
     }
     if r.below(8) == 0 {
@@ -606,13 +632,13 @@ fn malformed_programs_are_refused() {
             vec![
                 input(0),
                 bc_expr_step {
-                    kind: 4,
+                    kind: 99,
                     arg: 0,
                     int_value: 0,
                     float_value: 0.0,
                 },
             ],
-            "step 1: unknown step kind 4",
+            "step 1: unknown step kind 99",
         ),
         (
             vec![input(0), input(0), where_step()],
@@ -681,6 +707,70 @@ fn malformed_programs_are_refused() {
 /// Constants take their dtype's value as documented and promote as 0-d tensors: float16 times a
 /// float64 constant stays float16 (PyTorch reads that one element in float32: the separate
 /// call's rule, kept), an int32 tensor times a float64 constant is float64.
+/// A unary step computes what its call computes: `sqrt(a*a + b*b)` in float32 is each operation
+/// rounded to float32 (Rust's own arithmetic, correctly rounded), into a new tensor and into
+/// `out`; an integer expression under a floating function gives float32.
+#[test]
+fn unary_steps_compute_as_their_calls() {
+    let _g = settings();
+    let av: Vec<f32> = (0..12).map(|i| i as f32 * 0.37 - 2.0).collect();
+    let bv: Vec<f32> = (0..4).map(|i| i as f32 * 1.9 + 0.1).collect();
+    let a = T::from_values(
+        F32,
+        &[3, 4],
+        &av.iter().map(|&x| V::F(x as f64)).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let b = T::from_values(
+        F32,
+        &[4],
+        &bv.iter().map(|&x| V::F(x as f64)).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let steps = [
+        input(0),
+        input(0),
+        op(BC_OP_MUL),
+        input(1),
+        input(1),
+        op(BC_OP_MUL),
+        op(BC_OP_ADD),
+        unary_step(BC_UNARY_SQRT),
+    ];
+    let want: Vec<V> = (0..12)
+        .map(|k| {
+            let (x, y) = (av[k], bv[k % 4]);
+            V::F((x * x + y * y).sqrt() as f64)
+        })
+        .collect();
+    let got = eval(&steps, &[&a, &b]).unwrap();
+    assert_eq!((got.dtype(), got.shape()), (F32, vec![3, 4]));
+    assert!(compare_values(F32, &got.values(), &want, 0).is_none());
+    let out = T::zeros(F32, &[3, 4]).unwrap();
+    eval_out(&steps, &[&a, &b], &out).unwrap();
+    assert!(compare_values(F32, &out.values(), &want, 0).is_none());
+    // int32 + int32, then exp: float32.
+    let i = T::full(I32, &[2], 1.0).unwrap();
+    let got = eval(
+        &[input(0), input(0), op(BC_OP_ADD), unary_step(BC_UNARY_EXP)],
+        &[&i],
+    )
+    .unwrap();
+    assert_eq!(got.dtype(), F32);
+    assert!(compare_values(F32, &got.values(), &[V::F(2f32.exp() as f64); 2], 1).is_none());
+    // Into an int32 `out`, the cast is refused as the call refuses it.
+    let o = T::zeros(I32, &[2]).unwrap();
+    let e = eval_out(&[input(0), unary_step(BC_UNARY_SQRT)], &[&i], &o).unwrap_err();
+    assert_eq!(e.status, BC_ERR_DTYPE);
+    assert_eq!(
+        e.msg,
+        "result type Float can't be cast to the desired output type Int"
+    );
+    // An unknown unary code is refused before anything runs.
+    let e = eval(&[input(0), unary_step(BC_UNARY_COUNT)], &[&i]).unwrap_err();
+    assert_eq!(e.status, BC_ERR_INVALID_ARG);
+}
+
 #[test]
 fn constants_promote_as_0d_tensors() {
     let h = T::from_values(F16, &[3], &[V::F(5.0), V::F(-1.5), V::F(3.0)]).unwrap();

@@ -25,6 +25,8 @@ use super::kernels;
 use super::ops::{self, Dest, Geometry, Options, Report, Warning, Warnings};
 use super::shape::{broadcast_shapes, checked_nbytes, checked_numel, numel, Dims, Strides};
 use super::tensor::{Init, Tensor};
+use super::unary::{self, plan_unary};
+use super::unary_ops::UnaryOp;
 use crate::with_elem;
 use smallvec::SmallVec;
 use std::mem::MaybeUninit;
@@ -48,6 +50,9 @@ pub enum Step {
     Binary(BinaryOp),
     /// Pop `b`, `a`, then `cond`; push `where(cond, a, b)` (as `ops::where_`).
     Where,
+    /// Pop `x`; push `op(x)` (as `unary::unary`). Evaluated call by call for now: a program with
+    /// a unary step is not fused into one pass.
+    Unary(UnaryOp),
 }
 
 /// A constant of a program: a 0-d tensor of its type, made as `bc_tensor_full` makes one, so it
@@ -126,6 +131,7 @@ pub fn check_program(steps: &[Step], ninputs: usize) -> Result<()> {
             Step::Input(_) | Step::Const(_) => (0, ""),
             Step::Binary(op) => (2, op.name()),
             Step::Where => (3, "where"),
+            Step::Unary(op) => (1, op.name()),
         };
         if depth < pops {
             return Err(Error::invalid(format_args!(
@@ -275,6 +281,14 @@ pub fn plan_expr(
                 );
                 ops::plan_where(geometry(c), geometry(a), geometry(b), into)?
             }
+            Step::Unary(op) => {
+                let x = pop_node(&mut stack);
+                let dest = match &into {
+                    Some(out) => Dest::Out(out),
+                    None => Dest::New,
+                };
+                plan_unary(op, geometry(x), dest)?
+            }
         };
         warnings
             .try_reserve(report.warnings.len())
@@ -389,6 +403,16 @@ fn call_by_call(
                         let (t, w) = ops::where_(cond.get(), a.get(), b.get())?;
                         (Value::Made(t), w)
                     }
+                }
+            }
+            Step::Unary(op) => {
+                let x = pop(&mut stack);
+                match into {
+                    Some(out) => {
+                        unary::unary_out(op, x.get(), out)?;
+                        return Ok((None, Warnings::new()));
+                    }
+                    None => (Value::Made(unary::unary(op, x.get())?), Warnings::new()),
                 }
             }
         };
@@ -537,6 +561,8 @@ fn analyse<O: ops::Operand>(
                     kind: NodeKind::Binary { op, kernel, a, b },
                 }
             }
+            // Not fused yet: the program goes call by call.
+            Step::Unary(_) => return Ok(None),
             Step::Where => {
                 let (b, a, cond) = (
                     pop_node(&mut stack),

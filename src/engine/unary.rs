@@ -1,12 +1,15 @@
 //! Elementwise unary operations: the checks in PyTorch's order, then one walk over the elements
 //! with the operation's scalar function ([`super::unary_ops`]). Every check happens before the
 //! first write, so a refused call changes nothing.
-use super::alloc::try_to_vec;
+use super::alloc::{try_small, try_to_vec};
 use super::dtype::{can_cast, DType};
 use super::elem::Elem;
 use super::error::{Error, Result};
 use super::layout;
-use super::ops::{run_elementwise, Operand};
+use super::ops::{
+    describe_elementwise, run_elementwise, Dest, Geometry, LoopKind, Operand, Report, Warnings,
+};
+use super::shape::{checked_nbytes, contiguous_strides, numel, Dims, Strides};
 use super::tensor::{copy_into, Init, Tensor};
 use super::unary_ops::{ElemFn, OutRule, UnaryOp, Visit};
 
@@ -17,20 +20,13 @@ struct Types {
     result: DType,
 }
 
-/// Where a call writes.
-#[derive(Clone, Copy)]
-enum Dest<'a> {
-    New,
-    InPlace,
-    Out(&'a Tensor),
-}
-
 /// The checks of `op(x)` in PyTorch's order: the operation is defined for the input (bool
 /// negation, the in-place form exists), `out`'s type, the written tensor may be written, a
 /// kernel for the computation type, the cast into the written type; then `out`'s shape.
-fn decide(op: UnaryOp, x: &Tensor, dest: Dest<'_>) -> Result<Types> {
+fn decide<O: Operand>(op: UnaryOp, x: &O, dest: Dest<'_, O>) -> Result<Types> {
     let rule = op.rule();
-    let dtype = x.dtype();
+    let gx = x.geometry();
+    let dtype = gx.dtype;
     if op == UnaryOp::Neg && dtype == DType::Bool {
         return Err(Error::BoolNegation);
     }
@@ -47,7 +43,7 @@ fn decide(op: UnaryOp, x: &Tensor, dest: Dest<'_>) -> Result<Types> {
             x.check_writable(&[])?;
         }
         Dest::Out(out) => {
-            let found = out.dtype();
+            let found = out.geometry().dtype;
             match rule.out {
                 OutRule::Exact if found != types.result => {
                     return Err(Error::OutDtypeExact {
@@ -72,7 +68,7 @@ fn decide(op: UnaryOp, x: &Tensor, dest: Dest<'_>) -> Result<Types> {
     let written = match dest {
         Dest::New => None,
         Dest::InPlace => Some(dtype),
-        Dest::Out(out) => Some(out.dtype()),
+        Dest::Out(out) => Some(out.geometry().dtype),
     };
     if let Some(to) = written {
         if !can_cast(types.result, to) {
@@ -84,11 +80,11 @@ fn decide(op: UnaryOp, x: &Tensor, dest: Dest<'_>) -> Result<Types> {
     }
     // Where PyTorch would resize an `out` of another shape, this library refuses it, last.
     if let Dest::Out(out) = dest {
-        if out.shape() != x.shape() {
+        if out.geometry().shape != gx.shape {
             return Err(Error::or_alloc(|| {
                 Ok(Error::OutputShape {
-                    output: try_to_vec(out.shape())?,
-                    broadcast: try_to_vec(x.shape())?,
+                    output: try_to_vec(out.geometry().shape)?,
+                    broadcast: try_to_vec(gx.shape)?,
                 })
             }));
         }
@@ -96,15 +92,20 @@ fn decide(op: UnaryOp, x: &Tensor, dest: Dest<'_>) -> Result<Types> {
     Ok(types)
 }
 
+/// The layout of a new result: `x`'s (as its converted copy's, when it is converted).
+fn result_layout(x: Geometry<'_>, types: Types) -> Result<Strides> {
+    let input = layout::Input {
+        shape: x.shape,
+        strides: x.strides,
+        converted: x.dtype != types.compute,
+    };
+    layout::result_strides(x.shape, [input])
+}
+
 /// `op(x)` in a new tensor, laid out as `x` (as its converted copy, when it is converted).
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     let types = decide(op, x, Dest::New)?;
-    let input = layout::Input {
-        shape: x.shape(),
-        strides: x.strides(),
-        converted: x.dtype() != types.compute,
-    };
-    let strides = layout::result_strides(x.shape(), [input])?;
+    let strides = result_layout(x.geometry(), types)?;
     let out = Tensor::new_dense(types.result, x.shape(), strides, Init::Uninit)?;
     compute(op, &out, x, types)?;
     Ok(out)
@@ -121,6 +122,66 @@ pub fn unary_inplace(op: UnaryOp, x: &Tensor) -> Result<()> {
 pub fn unary_out(op: UnaryOp, x: &Tensor, out: &Tensor) -> Result<()> {
     let types = decide(op, x, Dest::Out(out))?;
     compute(op, out, x, types)
+}
+
+/// What `op(x)` would do (into `dest`), from the call's own decisions on geometry alone: the
+/// temporaries [`compute`] makes (a converted input, a result of another type than the written
+/// tensor's) and the walk over the written tensor and the input it reads.
+pub fn plan_unary(op: UnaryOp, x: Geometry<'_>, dest: Dest<'_, Geometry<'_>>) -> Result<Report> {
+    let types = decide(op, &x, dest)?;
+    let new_strides;
+    let written = match dest {
+        Dest::New => {
+            new_strides = result_layout(x, types)?;
+            Geometry {
+                dtype: types.result,
+                strides: &new_strides,
+                ..x
+            }
+        }
+        Dest::InPlace => x,
+        Dest::Out(out) => *out,
+    };
+    let mut alloc_bytes = match dest {
+        Dest::New => checked_nbytes(numel(x.shape), types.result.size())?,
+        _ => 0,
+    };
+    let row_major = contiguous_strides(x.shape)?;
+    let (loop_shape, loop_kind, threads) = if numel(x.shape) == 0 {
+        (Dims::new(), LoopKind::None, 1)
+    } else {
+        let mut read = x;
+        if x.dtype != types.compute {
+            alloc_bytes += checked_nbytes(numel(x.shape), types.compute.size())?;
+            read = Geometry {
+                dtype: types.compute,
+                strides: &row_major,
+                ..x
+            };
+        }
+        let mut target = written;
+        if written.dtype != types.result {
+            alloc_bytes += checked_nbytes(numel(x.shape), types.result.size())?;
+            target = Geometry {
+                dtype: types.result,
+                strides: &row_major,
+                ..x
+            };
+        }
+        describe_elementwise(x.shape, &[target, read])?
+    };
+    Ok(Report {
+        dtype: written.dtype,
+        compute: types.compute,
+        checks_divisor: false,
+        shape: try_small(x.shape)?,
+        strides: try_small(written.strides)?,
+        warnings: Warnings::new(),
+        loop_shape,
+        loop_kind,
+        threads,
+        alloc_bytes,
+    })
 }
 
 /// Computes `op(x)` into `dest` (of `x`'s shape): the input converted to the computation type

@@ -6,6 +6,7 @@ use super::ops::op_in;
 use super::settings::{emit, options};
 use super::status::FfiError;
 use super::tensor::dtype_in;
+use super::unary::op_in as unary_op_in;
 use crate::engine::alloc::{try_collect, try_small_with_capacity, try_vec};
 use crate::engine::expr::{self, Constant, Step};
 use crate::engine::Tensor;
@@ -25,6 +26,10 @@ pub const BC_EXPR_OP: i32 = 2;
 /// A step that pops `b`, `a`, then `cond`, and pushes `where(cond, a, b)` (as `bc_where`; `arg`
 /// is not read).
 pub const BC_EXPR_WHERE: i32 = 3;
+/// A step that pops `x` and pushes `op(x)`, for `arg` a `BC_UNARY_*` code (as `bc_unary`; the
+/// last step: as `bc_unary_out`). A program with a unary step is evaluated as its separate calls
+/// (not yet in one pass): the same results, errors and types.
+pub const BC_EXPR_UNARY: i32 = 4;
 /// Most steps a program may have.
 pub const BC_EXPR_MAX_STEPS: usize = 64;
 /// Most values a program may have waiting at once.
@@ -37,9 +42,9 @@ const _: () = assert!(BC_EXPR_MAX_STEPS == expr::MAX_STEPS && BC_EXPR_MAX_DEPTH 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct bc_expr_step {
-    /// `BC_EXPR_INPUT`, `BC_EXPR_CONST`, `BC_EXPR_OP` or `BC_EXPR_WHERE`.
+    /// `BC_EXPR_INPUT`, `BC_EXPR_CONST`, `BC_EXPR_OP`, `BC_EXPR_WHERE` or `BC_EXPR_UNARY`.
     pub kind: i32,
-    /// The input's index, the constant's dtype, or the operation's `BC_OP_*` code.
+    /// The input's index, the constant's dtype, or the operation's `BC_OP_*` (`BC_UNARY_*`) code.
     pub arg: i32,
     /// A `BC_EXPR_CONST` of bool or an integer dtype: its value.
     pub int_value: i64,
@@ -80,6 +85,9 @@ pub(super) unsafe fn program_in(
                 FfiError::invalid(format_args!("step {k}: unknown op code {}", s.arg))
             })?),
             BC_EXPR_WHERE => Step::Where,
+            BC_EXPR_UNARY => Step::Unary(unary_op_in(s.arg).map_err(|_| {
+                FfiError::invalid(format_args!("step {k}: unknown unary op code {}", s.arg))
+            })?),
             other => {
                 return Err(FfiError::invalid(format_args!(
                     "step {k}: unknown step kind {other}"

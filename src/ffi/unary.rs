@@ -4,7 +4,7 @@ use super::handle::{self, bc_tensor, hand_out, out_handle};
 use super::status::FfiError;
 use crate::engine::{ops, unary, UnaryOp};
 
-fn op_in(code: i32) -> Result<UnaryOp, FfiError> {
+pub(super) fn op_in(code: i32) -> Result<UnaryOp, FfiError> {
     usize::try_from(code)
         .ok()
         .and_then(|i| UnaryOp::ALL.get(i).copied())

@@ -45,6 +45,7 @@ const BC_EXPR_INPUT = Int32(0)
 const BC_EXPR_CONST = Int32(1)
 const BC_EXPR_OP = Int32(2)
 const BC_EXPR_WHERE = Int32(3)
+const BC_EXPR_UNARY = Int32(4)
 const BC_EXPR_MAX_STEPS = 64
 const BC_EXPR_MAX_DEPTH = 16
 const BC_MAX_NDIM = 64
