@@ -3750,6 +3750,295 @@ int32_t bc_tensor_flatten(const struct bc_tensor *t,
                           struct bc_tensor **out);
 
 /**
+ * `*out = lerp(input, end, weight)` in a new tensor (PyTorch's `torch.lerp`): `input + weight *
+ * (end - input)`, computed as PyTorch does, `|weight| < 0.5 ? fma(weight, end - input, input) :
+ * fma(-(end - input), 1 - weight, end)`, in float32 for float16 and bfloat16, in the type
+ * otherwise. The three broadcast together (in that order); there is no promotion: `end`, and
+ * `weight` unless it is 0-d, must have `input`'s type (`expected dtype float for `end` but got
+ * dtype double`), which must be floating (`"lerp_kernel_tensor" not implemented for 'Int'`). The
+ * result is laid out as PyTorch lays it out. On success the caller owns `*out`; on failure
+ * `*out` is NULL.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_DTYPE`; `BC_ERR_SHAPE` (`The size of tensor a (2) must match the size of
+ * tensor b (4) at non-singleton dimension 0`, tensor a being the operands broadcast so far);
+ * `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_lerp(const struct bc_tensor *input,
+                const struct bc_tensor *end,
+                const struct bc_tensor *weight,
+                struct bc_tensor **out);
+
+/**
+ * `input = lerp(input, end, weight)` (`input.lerp_(end, weight)`): `input`'s shape must be the
+ * broadcast shape (`output with shape [..] doesn't match the broadcast shape [..]`). When the
+ * call fails, `input` is unchanged.
+ *
+ * # Returns
+ * As `bc_lerp`; also `BC_ERR_OVERLAP`, `BC_ERR_READ_ONLY`.
+ */
+BC_MUST_USE
+int32_t bc_lerp_inplace(struct bc_tensor *input,
+                        const struct bc_tensor *end,
+                        const struct bc_tensor *weight);
+
+/**
+ * `lerp(input, end, weight)` into the caller's `out`, which must have the broadcast shape and a
+ * type the result can be cast to. When the call fails, `out` is unchanged.
+ *
+ * # Returns
+ * As `bc_lerp_inplace`.
+ */
+BC_MUST_USE
+int32_t bc_lerp_out(const struct bc_tensor *input,
+                    const struct bc_tensor *end,
+                    const struct bc_tensor *weight,
+                    struct bc_tensor *out);
+
+/**
+ * `bc_lerp` with a number `weight` (`torch.lerp(input, end, 0.25)`), read in the computation
+ * type (float32 for float16 and bfloat16); a non-floating `input` is refused with
+ * `"lerp_kernel_scalar" not implemented for 'Int'`.
+ *
+ * # Returns
+ * As `bc_lerp`; `BC_ERR_INVALID_ARG` for an unknown `weight.kind`.
+ *
+ * # Safety
+ * As `bc_lerp`.
+ */
+BC_MUST_USE
+int32_t bc_lerp_scalar(const struct bc_tensor *input,
+                       const struct bc_tensor *end,
+                       struct bc_scalar weight,
+                       struct bc_tensor **out);
+
+/**
+ * `bc_lerp_inplace` with a number `weight`.
+ *
+ * # Returns
+ * As `bc_lerp_inplace`; `BC_ERR_INVALID_ARG` for an unknown `weight.kind`.
+ */
+BC_MUST_USE
+int32_t bc_lerp_scalar_inplace(struct bc_tensor *input,
+                               const struct bc_tensor *end,
+                               struct bc_scalar weight);
+
+/**
+ * `bc_lerp_out` with a number `weight`.
+ *
+ * # Returns
+ * As `bc_lerp_out`; `BC_ERR_INVALID_ARG` for an unknown `weight.kind`.
+ */
+BC_MUST_USE
+int32_t bc_lerp_scalar_out(const struct bc_tensor *input,
+                           const struct bc_tensor *end,
+                           struct bc_scalar weight,
+                           struct bc_tensor *out);
+
+/**
+ * `*out = addcmul(input, tensor1, tensor2, value)` in a new tensor (PyTorch's `torch.addcmul`):
+ * `input + value * tensor1 * tensor2`, as `fma(value * tensor1, tensor2, input)` (integers wrap). The three tensors broadcast together (in that order) and promote together as
+ * PyTorch promotes operands (0-d tensors raise only the category); `value` does not take part.
+ * Every tensor is cast to the result type first; float16 and bfloat16 compute in float32.
+ * An integer result takes `value` truncated toward zero (a negative integer wraps into an unsigned type). Bool is refused (`"addcmul_cpu_out" not implemented for 'Bool'`). On success the caller owns `*out`; on failure `*out` is NULL.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_DTYPE`; `BC_ERR_VALUE` (a `value` the result's integer type cannot hold:
+ * `value cannot be converted to type uint8_t without overflow`); `BC_ERR_SHAPE`;
+ * `BC_ERR_INVALID_ARG` (an unknown `value.kind`); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`;
+ * `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_addcmul(const struct bc_tensor *input,
+                   const struct bc_tensor *tensor1,
+                   const struct bc_tensor *tensor2,
+                   struct bc_scalar value,
+                   struct bc_tensor **out);
+
+/**
+ * `input = addcmul(input, tensor1, tensor2, value)` (`input.addcmul_(..)`): `input`'s shape must be
+ * the broadcast shape and the result type castable to its type. When the call fails, `input` is
+ * unchanged.
+ *
+ * # Returns
+ * As `bc_addcmul`; also `BC_ERR_OVERLAP`, `BC_ERR_READ_ONLY`.
+ */
+BC_MUST_USE
+int32_t bc_addcmul_inplace(struct bc_tensor *input,
+                           const struct bc_tensor *tensor1,
+                           const struct bc_tensor *tensor2,
+                           struct bc_scalar value);
+
+/**
+ * `addcmul(input, tensor1, tensor2, value)` into the caller's `out`, which must have the broadcast
+ * shape and a type the result can be cast to. When the call fails, `out` is unchanged.
+ *
+ * # Returns
+ * As `bc_addcmul_inplace`.
+ */
+BC_MUST_USE
+int32_t bc_addcmul_out(const struct bc_tensor *input,
+                       const struct bc_tensor *tensor1,
+                       const struct bc_tensor *tensor2,
+                       struct bc_scalar value,
+                       struct bc_tensor *out);
+
+/**
+ * `*out = addcdiv(input, tensor1, tensor2, value)` in a new tensor (PyTorch's `torch.addcdiv`):
+ * `input + (value * tensor1) / tensor2`, each step rounded. The three tensors broadcast together (in that order) and promote together as
+ * PyTorch promotes operands (0-d tensors raise only the category); `value` does not take part.
+ * Every tensor is cast to the result type first; float16 and bfloat16 compute in float32.
+ * `tensor1` and `tensor2` both of integer or bool types are refused with PyTorch's `Integer division with addcdiv is no longer supported, ...`. On success the caller owns `*out`; on failure `*out` is NULL.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_DTYPE`; `BC_ERR_VALUE` (a `value` the result's integer type cannot hold:
+ * `value cannot be converted to type uint8_t without overflow`); `BC_ERR_SHAPE`;
+ * `BC_ERR_INVALID_ARG` (an unknown `value.kind`); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`;
+ * `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_addcdiv(const struct bc_tensor *input,
+                   const struct bc_tensor *tensor1,
+                   const struct bc_tensor *tensor2,
+                   struct bc_scalar value,
+                   struct bc_tensor **out);
+
+/**
+ * `input = addcdiv(input, tensor1, tensor2, value)` (`input.addcdiv_(..)`): `input`'s shape must be
+ * the broadcast shape and the result type castable to its type. When the call fails, `input` is
+ * unchanged.
+ *
+ * # Returns
+ * As `bc_addcdiv`; also `BC_ERR_OVERLAP`, `BC_ERR_READ_ONLY`.
+ */
+BC_MUST_USE
+int32_t bc_addcdiv_inplace(struct bc_tensor *input,
+                           const struct bc_tensor *tensor1,
+                           const struct bc_tensor *tensor2,
+                           struct bc_scalar value);
+
+/**
+ * `addcdiv(input, tensor1, tensor2, value)` into the caller's `out`, which must have the broadcast
+ * shape and a type the result can be cast to. When the call fails, `out` is unchanged.
+ *
+ * # Returns
+ * As `bc_addcdiv_inplace`.
+ */
+BC_MUST_USE
+int32_t bc_addcdiv_out(const struct bc_tensor *input,
+                       const struct bc_tensor *tensor1,
+                       const struct bc_tensor *tensor2,
+                       struct bc_scalar value,
+                       struct bc_tensor *out);
+
+/**
+ * `*out = clamp(input, min, max)` in a new tensor (PyTorch's `torch.clamp` with tensor bounds):
+ * `min(max(input, min), max)`, either bound NULL for none (not both: `torch.clamp: At least one
+ * of 'min' or 'max' must not be None`, `BC_ERR_INVALID_ARG`). NaN in `input` or a bound gives
+ * NaN; where `min > max` the result is `max`. The tensors broadcast and promote together;
+ * bool with both bounds is refused (`"clamp_cpu" not implemented for 'Bool'`). On success the
+ * caller owns `*out`; on failure `*out` is NULL.
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_DTYPE`; `BC_ERR_SHAPE`; `BC_ERR_INVALID_ARG`; `BC_ERR_NULL_ARG`;
+ * `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+ *
+ * # Safety
+ * `out` must be valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_clamp(const struct bc_tensor *input,
+                 const struct bc_tensor *min,
+                 const struct bc_tensor *max,
+                 struct bc_tensor **out);
+
+/**
+ * `input = clamp(input, min, max)` (`input.clamp_(min, max)`), as `bc_clamp`; `input`'s shape
+ * must be the broadcast shape and the result type castable to its type. When the call fails,
+ * `input` is unchanged.
+ *
+ * # Returns
+ * As `bc_clamp`; also `BC_ERR_OVERLAP`, `BC_ERR_READ_ONLY`.
+ */
+BC_MUST_USE
+int32_t bc_clamp_inplace(struct bc_tensor *input,
+                         const struct bc_tensor *min,
+                         const struct bc_tensor *max);
+
+/**
+ * `clamp(input, min, max)` into the caller's `out`, which must have the broadcast shape and
+ * exactly the result type (`Found dtype Long but expected Half`). When the call fails, `out` is
+ * unchanged.
+ *
+ * # Returns
+ * As `bc_clamp_inplace`.
+ */
+BC_MUST_USE
+int32_t bc_clamp_out(const struct bc_tensor *input,
+                     const struct bc_tensor *min,
+                     const struct bc_tensor *max,
+                     struct bc_tensor *out);
+
+/**
+ * `bc_clamp` with number bounds (`torch.clamp(input, min=0, max=2.5)`), either NULL for none.
+ * The numbers promote as Python numbers (by category). On an integer result, a `min` above the
+ * type's range or a `max` below it is refused (`Clamp min value 300 is outside the
+ * representable range of Byte`, `BC_ERR_VALUE`); on a floating one, a bound the type cannot hold
+ * (`value cannot be converted to type c10::Half without overflow`).
+ *
+ * # Returns
+ * As `bc_clamp`; `BC_ERR_VALUE`.
+ *
+ * # Safety
+ * `min` and `max` must each be NULL or valid for one read; `out` valid for one write.
+ */
+BC_MUST_USE
+int32_t bc_clamp_scalar(const struct bc_tensor *input,
+                        const struct bc_scalar *min,
+                        const struct bc_scalar *max,
+                        struct bc_tensor **out);
+
+/**
+ * `bc_clamp_inplace` with number bounds, as `bc_clamp_scalar` (the cast check names the C++
+ * type: `result type Float can't be cast to the desired output type int`).
+ *
+ * # Returns
+ * As `bc_clamp_scalar`; also `BC_ERR_OVERLAP`, `BC_ERR_READ_ONLY`.
+ *
+ * # Safety
+ * `min` and `max` must each be NULL or valid for one read.
+ */
+BC_MUST_USE
+int32_t bc_clamp_scalar_inplace(struct bc_tensor *input,
+                                const struct bc_scalar *min,
+                                const struct bc_scalar *max);
+
+/**
+ * `bc_clamp_out` with number bounds, as `bc_clamp_scalar`.
+ *
+ * # Returns
+ * As `bc_clamp_scalar_inplace`.
+ *
+ * # Safety
+ * `min` and `max` must each be NULL or valid for one read.
+ */
+BC_MUST_USE
+int32_t bc_clamp_scalar_out(const struct bc_tensor *input,
+                            const struct bc_scalar *min,
+                            const struct bc_scalar *max,
+                            struct bc_tensor *out);
+
+/**
  * `*out = op(x)` in a new tensor of `x`'s shape, for `op` a `BC_UNARY_*` code, with PyTorch's
  * result type (`torch.<name>(x)`): the floating functions (`BC_UNARY_SQRT`, `BC_UNARY_EXP`,
  * ...) give float32 for integer and bool inputs (converted first; int64 rounds) and keep a

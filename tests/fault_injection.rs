@@ -131,6 +131,7 @@ const F32: i32 = BC_DTYPE_FLOAT32;
 const F64: i32 = BC_DTYPE_FLOAT64;
 const I32: i32 = BC_DTYPE_INT32;
 const I64: i32 = BC_DTYPE_INT64;
+const I16_T: i32 = BC_DTYPE_INT16;
 const BOOL: i32 = BC_DTYPE_BOOL;
 /// Shapes of 7 dimensions: past the 5 kept inline, so shapes, strides and plans go to the heap.
 const A7: [i64; 7] = [2, 1, 3, 1, 2, 1, 2];
@@ -825,6 +826,7 @@ fn scenarios() -> Vec<Scenario> {
     v.extend(views_and_interop());
     v.extend(reductions());
     v.extend(further_reductions());
+    v.extend(ternary());
     v
 }
 
@@ -1700,6 +1702,133 @@ fn planner() -> Vec<Scenario> {
 /// Reductions, sum_to_size and the fused sum_to: over 7-d shapes (which spill inline storage),
 /// wide column groups and ranges of rows (scratch space and range totals), the thread pool, the
 /// fused form's direct, staged and float32-scalar paths, and refusals that carry shapes.
+/// `lerp`, `addcmul`, `addcdiv` and `clamp` in their three forms (tensor and number operands),
+/// over 7-d operands of mixed types (each converted first), and refusals that carry shapes.
+fn ternary() -> Vec<Scenario> {
+    let one = bc_scalar_float(0.5);
+    vec![
+        sc(
+            "bc_lerp",
+            "7-d float32, a float32 weight tensor",
+            BC_OK,
+            |c| {
+                let (a, b, w) = (c.t(F32, &A7), c.t(F32, &B7), c.t(F32, &C7));
+                call!(|c| bc_lerp(a, b, w, c.out(0)))
+            },
+        ),
+        sc("bc_lerp_inplace", "7-d float64 target", BC_OK, |c| {
+            let (a, b, w) = (c.t(F64, &C7), c.t(F64, &B7), c.t(F64, &[]));
+            call!(|_c| bc_lerp_inplace(a, b, w))
+        }),
+        sc(
+            "bc_lerp_out",
+            "7-d into float64 (a temporary)",
+            BC_OK,
+            |c| {
+                let (a, b, w, o) = (c.t(F32, &A7), c.t(F32, &B7), c.t(F32, &[]), c.t(F64, &C7));
+                call!(|_c| bc_lerp_out(a, b, w, o))
+            },
+        ),
+        sc("bc_lerp_scalar", "7-d bfloat16", BC_OK, move |c| {
+            let (a, b) = (c.t(BC_DTYPE_BFLOAT16, &A7), c.t(BC_DTYPE_BFLOAT16, &B7));
+            call!(|c| bc_lerp_scalar(a, b, one, c.out(0)))
+        }),
+        sc("bc_lerp_scalar_inplace", "7-d float32", BC_OK, move |c| {
+            let (a, b) = (c.t(F32, &C7), c.t(F32, &A7));
+            call!(|_c| bc_lerp_scalar_inplace(a, b, one))
+        }),
+        sc("bc_lerp_scalar_out", "7-d float32", BC_OK, move |c| {
+            let (a, b, o) = (c.t(F32, &A7), c.t(F32, &B7), c.t(F32, &C7));
+            call!(|_c| bc_lerp_scalar_out(a, b, one, o))
+        }),
+        sc(
+            "bc_addcmul",
+            "7-d int32, float32, float64 (promoted, converted)",
+            BC_OK,
+            move |c| {
+                let (a, b, d) = (c.t(I32, &A7), c.t(F32, &B7), c.t(F64, &[3, 1, 1, 1, 1]));
+                call!(|c| bc_addcmul(a, b, d, one, c.out(0)))
+            },
+        ),
+        sc("bc_addcmul_inplace", "7-d int64 target", BC_OK, |c| {
+            let (a, b, d) = (c.t(I64, &C7), c.t(I64, &B7), c.t(I32, &A7));
+            call!(|_c| bc_addcmul_inplace(a, b, d, bc_scalar_int(3)))
+        }),
+        sc(
+            "bc_addcmul_out",
+            "shapes that do not broadcast",
+            BC_ERR_SHAPE,
+            move |c| {
+                let (a, b, d, o) = (c.t(F32, &A7), c.t(F32, &[5]), c.t(F32, &B7), c.t(F32, &C7));
+                call!(|_c| bc_addcmul_out(a, b, d, one, o))
+            },
+        ),
+        sc("bc_addcdiv", "7-d float16 and float32", BC_OK, move |c| {
+            let (a, b, d) = (c.t(BC_DTYPE_FLOAT16, &A7), c.t(F32, &B7), c.t(F32, &C7));
+            call!(|c| bc_addcdiv(a, b, d, one, c.out(0)))
+        }),
+        sc(
+            "bc_addcdiv_inplace",
+            "a target of another shape",
+            BC_ERR_SHAPE,
+            move |c| {
+                let (a, b, d) = (c.t(F32, &A7), c.t(F32, &B7), c.t(F32, &C7));
+                call!(|_c| bc_addcdiv_inplace(a, b, d, one))
+            },
+        ),
+        sc("bc_addcdiv_out", "7-d float64", BC_OK, move |c| {
+            let (a, b, d, o) = (c.t(F64, &A7), c.t(F64, &B7), c.t(F64, &C7), c.t(F64, &C7));
+            call!(|_c| bc_addcdiv_out(a, b, d, one, o))
+        }),
+        sc(
+            "bc_clamp",
+            "7-d int32 between float32 and int64 bounds",
+            BC_OK,
+            |c| {
+                let (a, lo, hi) = (c.t(I32, &A7), c.t(F32, &B7), c.t(I64, &C7));
+                call!(|c| bc_clamp(a, lo, hi, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_clamp_inplace",
+            "7-d float32, a minimum only",
+            BC_OK,
+            |c| {
+                let (a, lo) = (c.t(F32, &C7), c.t(F32, &A7));
+                call!(|_c| bc_clamp_inplace(a, lo, ptr::null()))
+            },
+        ),
+        sc("bc_clamp_out", "7-d into float64", BC_OK, |c| {
+            let (a, hi, o) = (c.t(F32, &A7), c.t(F32, &B7), c.t(F64, &C7));
+            call!(|_c| bc_clamp_out(a, ptr::null(), hi, o))
+        }),
+        sc(
+            "bc_clamp_scalar",
+            "7-d uint8 between -5 and 2.5 (float32)",
+            BC_OK,
+            |c| {
+                let a = c.t(BC_DTYPE_UINT8, &C7);
+                let (lo, hi) = (bc_scalar_int(-5), bc_scalar_float(2.5));
+                call!(|c| bc_clamp_scalar(a, &lo, &hi, c.out(0)))
+            },
+        ),
+        sc("bc_clamp_scalar_inplace", "7-d int16 above 1", BC_OK, |c| {
+            let a = c.t(I16_T, &C7);
+            let lo = bc_scalar_int(1);
+            call!(|_c| bc_clamp_scalar_inplace(a, &lo, ptr::null()))
+        }),
+        sc(
+            "bc_clamp_scalar_out",
+            "no bound (refused)",
+            BC_ERR_INVALID_ARG,
+            |c| {
+                let (a, o) = (c.t(F32, &C7), c.t(F32, &C7));
+                call!(|_c| bc_clamp_scalar_out(a, ptr::null(), ptr::null(), o))
+            },
+        ),
+    ]
+}
+
 /// `var`, `std`, `all`, `any`, `argmax`, `argmin`, `logsumexp`, `nansum` and `nanmean`, each
 /// over a 7-d operand (made of the elementwise operations and the basic reductions, they allocate
 /// at many places), and the warning of `var` without degrees of freedom.

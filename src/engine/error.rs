@@ -2,6 +2,7 @@
 //! (shapes, dimension, sizes); `Display` gives the exact texts of docs/semantics.md and PyTorch.
 use super::dtype::DType;
 use super::shape::{fmt_list, fmt_tuple};
+use super::tensor::Scalar;
 
 /// Broad class of an error: what a status code distinguishes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,6 +116,32 @@ pub enum Error {
     #[error("Expected out type to be {} but got {}", expected.torch_name(), got.torch_name())]
     OutDtype { expected: DType, got: DType },
     /// Subtraction with bool operands.
+    /// `lerp`'s `end` (or a weight tensor of dimensions) of another type than `input`.
+    #[error("expected dtype {expected} for `{what}` but got dtype {got}")]
+    LerpDtype {
+        what: &'static str,
+        expected: &'static str,
+        got: &'static str,
+    },
+
+    #[error("Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")]
+    AddcdivInteger,
+
+    #[error("torch.clamp: At least one of 'min' or 'max' must not be None")]
+    ClampNoBound,
+
+    /// A `clamp` bound that leaves no value of an integer type.
+    #[error("Clamp {} value {} is outside the representable range of {}", if *min { "min" } else { "max" }, match value { Scalar::Bool(b) => (*b as i64).to_string(), Scalar::Int(i) => i.to_string(), Scalar::Float(f) => f.to_string() }, dtype.torch_name())]
+    ClampRange {
+        min: bool,
+        value: Scalar,
+        dtype: DType,
+    },
+
+    /// The cast check of `clamp_` with number bounds, which names the C++ type.
+    #[error("result type {} can't be cast to the desired output type {to}", from.torch_name())]
+    CastRefusedCpp { from: DType, to: &'static str },
+
     #[error("std and var only support floating point and complex dtypes")]
     VarDtype,
 
@@ -244,16 +271,22 @@ impl Error {
             | OutDtype { .. }
             | OutDtypeExact { .. }
             | VarDtype
+            | LerpDtype { .. }
+            | AddcdivInteger
+            | CastRefusedCpp { .. }
             | NanmeanDtype { .. }
             | ArgBool { .. }
             | BoolOutput { .. }
             | BoolNegation
             | ReduceDtype { .. } => ErrorKind::Dtype,
-            ZeroDivision | NegativeIntegerPower | NumberOverflow { .. } => ErrorKind::Value,
+            ZeroDivision | NegativeIntegerPower | NumberOverflow { .. } | ClampRange { .. } => {
+                ErrorKind::Value
+            }
             InternalOverlap | PartialOverlap => ErrorKind::Overlap,
             Overflow { .. } | FormatTooLarge { .. } => ErrorKind::Overflow,
             Alloc { .. } => ErrorKind::Alloc,
             InvalidArgument(_)
+            | ClampNoBound
             | NoInplaceForm { .. }
             | DimOutOfRange { .. }
             | DimRepeated { .. } => ErrorKind::InvalidArgument,

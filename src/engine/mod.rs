@@ -21,6 +21,7 @@ pub mod shape;
 pub mod stats;
 pub mod storage;
 pub mod tensor;
+pub mod ternary;
 pub mod unary;
 pub mod unary_ops;
 

@@ -459,7 +459,7 @@ fn decide_pow_number<O: Operand>(
 /// bool always; a float when it is an infinity or NaN and the type has them, or lies within the
 /// type's finite range; an integer within the type's range, or for an unsigned type down to
 /// minus its maximum (negative values wrap).
-fn fits(s: Scalar, dtype: DType) -> bool {
+pub(crate) fn fits(s: Scalar, dtype: DType) -> bool {
     let (lowest, max) = match dtype {
         DType::Bool => (0.0, 1.0),
         DType::U8 => (0.0, 255.0),

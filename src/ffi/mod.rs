@@ -24,6 +24,7 @@ pub mod shape;
 pub mod stats;
 mod status;
 pub mod tensor;
+pub mod ternary;
 pub mod unary;
 pub mod unary_named;
 
@@ -46,5 +47,6 @@ pub use status::{
     BC_ERR_SHAPE, BC_ERR_VALUE, BC_OK,
 };
 pub use tensor::*;
+pub use ternary::*;
 pub use unary::*;
 pub use unary_named::*;

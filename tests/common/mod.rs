@@ -1128,7 +1128,7 @@ pub fn kind_status(kind: &str) -> i32 {
         "dtype" | "unsupported" => BC_ERR_DTYPE,
         "overlap" => BC_ERR_OVERLAP,
         "value" => BC_ERR_VALUE,
-        "dim" => BC_ERR_INVALID_ARG,
+        "dim" | "argument" => BC_ERR_INVALID_ARG,
         "empty" => BC_ERR_SHAPE,
         k => panic!("unknown error kind {k:?} in oracle"),
     }

@@ -1,0 +1,600 @@
+//! Three-operand broadcasting operations (PyTorch 2.15's `lerp`, `addcmul`, `addcdiv`, `clamp`):
+//! the checks in PyTorch's order, the n-ary broadcasting rule, promotion over every operand,
+//! then one walk over the elements. Every check happens before the first write.
+//!
+//! Values follow PyTorch's CPU kernels exactly: every tensor operand is first cast to the result
+//! type; the computation runs in the computation type (float32 for float16 and bfloat16 results,
+//! else the result type; numbers are converted straight to it), each step rounded there, a fused
+//! multiply-add rounded once; integers wrap.
+use super::alloc::try_to_vec;
+use super::dtype::{can_cast, result_type_ranked, DType, Rank};
+use super::elem::{Elem, Int};
+use super::error::{Error, Result};
+use super::layout;
+use super::ops::{run_elementwise, Dest, Operand};
+use super::shape::{broadcast_shapes, Dims};
+use super::tensor::{copy_into, Init, Scalar, Tensor};
+use super::unary_ops::Real;
+
+/// The operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TernaryOp {
+    /// `input + weight * (end - input)`, as PyTorch's two-branch formula.
+    Lerp,
+    /// `input + value * tensor1 * tensor2`.
+    Addcmul,
+    /// `input + value * tensor1 / tensor2`.
+    Addcdiv,
+    /// `min(max(input, min), max)`, either bound absent.
+    Clamp,
+}
+
+impl TernaryOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            TernaryOp::Lerp => "lerp",
+            TernaryOp::Addcmul => "addcmul",
+            TernaryOp::Addcdiv => "addcdiv",
+            TernaryOp::Clamp => "clamp",
+        }
+    }
+}
+
+/// The second or third operand: a tensor, a number, or absent (`clamp`'s bounds).
+#[derive(Clone, Copy)]
+pub enum Arg<'a> {
+    Tensor(&'a Tensor),
+    Number(Scalar),
+    None,
+}
+
+impl<'a> Arg<'a> {
+    fn tensor(self) -> Option<&'a Tensor> {
+        match self {
+            Arg::Tensor(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// The C++ type names PyTorch's `lerp` and `clamp_` checks print.
+fn cpp_type(dtype: DType) -> &'static str {
+    match dtype {
+        DType::Bool => "bool",
+        DType::U8 => "unsigned char",
+        DType::I8 => "signed char",
+        DType::I16 => "short int",
+        DType::I32 => "int",
+        DType::I64 => "long int",
+        DType::F16 => "c10::Half",
+        DType::BF16 => "c10::BFloat16",
+        DType::F32 => "float",
+        DType::F64 => "double",
+    }
+}
+
+/// A call's decisions.
+struct Decision {
+    result: DType,
+    shape: Dims,
+}
+
+/// The operand types as PyTorch promotes them: tensors by rank, numbers as wrapped numbers.
+fn promoted(input: &Tensor, args: [Arg<'_>; 2]) -> DType {
+    let rank = |t: &Tensor| (t.dtype(), Rank::of_tensor(t.ndim()));
+    let of = |a: Arg<'_>| match a {
+        Arg::Tensor(t) => Some(rank(t)),
+        Arg::Number(s) => Some((s.dtype(), Rank::Wrapped)),
+        Arg::None => None,
+    };
+    let [b, c] = args.map(of);
+    match (b, c) {
+        (Some(b), Some(c)) => result_type_ranked([rank(input), b, c]),
+        (Some(b), None) | (None, Some(b)) => result_type_ranked([rank(input), b]),
+        (None, None) => input.dtype(),
+    }
+}
+
+/// The checks of a call in PyTorch's order, and its result type and shape.
+fn decide(
+    op: TernaryOp,
+    input: &Tensor,
+    args: [Arg<'_>; 2],
+    value: Scalar,
+    dest: Dest<'_, Tensor>,
+) -> Result<Decision> {
+    let [b, c] = args;
+    let number_bounds = matches!(b, Arg::Number(_)) || matches!(c, Arg::Number(_));
+    let result = match op {
+        TernaryOp::Lerp => {
+            let end = b.tensor().expect("lerp's end is a tensor");
+            if end.dtype() != input.dtype() {
+                return Err(Error::LerpDtype {
+                    what: "end",
+                    expected: cpp_type(input.dtype()),
+                    got: cpp_type(end.dtype()),
+                });
+            }
+            if let Some(w) = c.tensor() {
+                if w.ndim() > 0 && w.dtype() != input.dtype() {
+                    return Err(Error::LerpDtype {
+                        what: "weight",
+                        expected: cpp_type(input.dtype()),
+                        got: cpp_type(w.dtype()),
+                    });
+                }
+            }
+            // A number weight does not promote; a 0-d weight tensor does.
+            match c {
+                Arg::Number(_) => input.dtype(),
+                _ => promoted(input, args),
+            }
+        }
+        TernaryOp::Addcdiv => {
+            let (t1, t2) = (b.tensor().unwrap(), c.tensor().unwrap());
+            if !t1.dtype().is_floating() && !t2.dtype().is_floating() {
+                return Err(Error::AddcdivInteger);
+            }
+            promoted(input, args)
+        }
+        TernaryOp::Addcmul => promoted(input, args),
+        TernaryOp::Clamp => {
+            if matches!((b, c), (Arg::None, Arg::None)) {
+                return Err(Error::ClampNoBound);
+            }
+            promoted(input, args)
+        }
+    };
+    // `clamp` with number bounds, and `lerp` with a weight tensor of dimensions, need exactly the
+    // result type in `out`.
+    let exact = match op {
+        TernaryOp::Clamp => number_bounds,
+        TernaryOp::Lerp => c.tensor().is_some_and(|w| w.ndim() > 0),
+        _ => false,
+    };
+    if let Dest::Out(out) = dest {
+        if exact && out.dtype() != result {
+            return Err(Error::OutDtypeExact {
+                found: out.dtype(),
+                expected: result,
+            });
+        }
+    }
+    // The shape: the three broadcast in order (in place, `input`'s must be the broadcast one).
+    let mut shape: Dims = super::alloc::try_small(input.shape())?;
+    for t in [b, c].into_iter().filter_map(Arg::tensor) {
+        shape = broadcast_shapes(&shape, t.shape())?;
+    }
+    if let Dest::InPlace = dest {
+        if input.shape() != &shape[..] {
+            return Err(Error::or_alloc(|| {
+                Ok(Error::OutputShape {
+                    output: try_to_vec(input.shape())?,
+                    broadcast: try_to_vec(&shape)?,
+                })
+            }));
+        }
+    }
+    let written = match dest {
+        Dest::New => None,
+        Dest::InPlace => Some(input),
+        Dest::Out(out) => Some(out),
+    };
+    if let Some(w) = written {
+        // The written tensor against each tensor it reads (in place, `input` is itself).
+        for t in [Some(input), b.tensor(), c.tensor()].into_iter().flatten() {
+            match std::ptr::eq(t, w) {
+                true => w.check_writable(&[])?,
+                false => w.check_writable(&[t])?,
+            }
+        }
+        if !can_cast(result, w.dtype()) {
+            return Err(match (op, number_bounds, dest) {
+                (TernaryOp::Clamp, true, Dest::InPlace) => Error::CastRefusedCpp {
+                    from: result,
+                    to: cpp_type(w.dtype()),
+                },
+                _ => Error::CastRefused {
+                    from: result,
+                    to: w.dtype(),
+                },
+            });
+        }
+    }
+    // A kernel for the type.
+    let kernel = match op {
+        TernaryOp::Lerp if !result.is_floating() => Some(match c {
+            Arg::Number(_) => "lerp_kernel_scalar",
+            _ => "lerp_kernel_tensor",
+        }),
+        TernaryOp::Addcmul if result == DType::Bool => Some("addcmul_cpu_out"),
+        TernaryOp::Clamp
+            if result == DType::Bool && !matches!(b, Arg::None) && !matches!(c, Arg::None) =>
+        {
+            Some("clamp_cpu")
+        }
+        _ => None,
+    };
+    if let Some(kernel) = kernel {
+        return Err(Error::NotImplemented {
+            kernel,
+            dtype: result,
+        });
+    }
+    // The numbers, as the kernel converts them.
+    let compute = compute_type(result);
+    match op {
+        TernaryOp::Addcmul | TernaryOp::Addcdiv => check_number(value, compute)?,
+        TernaryOp::Clamp if number_bounds => {
+            if !result.is_floating() && result != DType::Bool {
+                for (arg, is_min) in [(b, true), (c, false)] {
+                    if let Arg::Number(s) = arg {
+                        if outside(s, result, is_min) {
+                            return Err(Error::ClampRange {
+                                min: is_min,
+                                value: s,
+                                dtype: result,
+                            });
+                        }
+                    }
+                }
+            } else if result.is_floating() {
+                for arg in [b, c] {
+                    if let Arg::Number(s) = arg {
+                        check_number(s, result)?;
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    if let Dest::Out(out) = dest {
+        if out.shape() != &shape[..] {
+            return Err(Error::or_alloc(|| {
+                Ok(Error::OutputShape {
+                    output: try_to_vec(out.shape())?,
+                    broadcast: try_to_vec(&shape)?,
+                })
+            }));
+        }
+    }
+    Ok(Decision { result, shape })
+}
+
+/// float32 for the 16-bit floats, else the type itself.
+fn compute_type(result: DType) -> DType {
+    match result {
+        DType::F16 | DType::BF16 => DType::F32,
+        t => t,
+    }
+}
+
+/// PyTorch's checked conversion of a number to `dtype` (`value cannot be converted to type int
+/// without overflow`): out of the type's range, or NaN for an integer type.
+fn check_number(s: Scalar, dtype: DType) -> Result<()> {
+    let bad = match s {
+        Scalar::Float(f) if f.is_nan() => !dtype.is_floating(),
+        _ => !super::ops::fits(s, dtype),
+    };
+    match bad {
+        true => Err(Error::NumberOverflow { dtype }),
+        false => Ok(()),
+    }
+}
+
+/// Whether a `clamp` bound on an integer type leaves nothing: a minimum above the type's
+/// largest value, or a maximum below its smallest.
+fn outside(s: Scalar, dtype: DType, is_min: bool) -> bool {
+    let v = match s {
+        Scalar::Bool(b) => b as i64 as f64,
+        Scalar::Int(i) => i as f64,
+        Scalar::Float(f) => f,
+    };
+    let (lo, hi) = int_range(dtype);
+    match is_min {
+        true => v > hi,
+        false => v < lo,
+    }
+}
+
+fn int_range(dtype: DType) -> (f64, f64) {
+    match dtype {
+        DType::U8 => (0.0, 255.0),
+        DType::I8 => (-128.0, 127.0),
+        DType::I16 => (-32768.0, 32767.0),
+        DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+        _ => (i64::MIN as f64, i64::MAX as f64),
+    }
+}
+
+/// `op(input, b, c)` (`value` for `addcmul`/`addcdiv`) into a new tensor.
+pub fn ternary(op: TernaryOp, input: &Tensor, args: [Arg<'_>; 2], value: Scalar) -> Result<Tensor> {
+    let d = decide(op, input, args, value, Dest::New)?;
+    // The tensors take part in the layout as PyTorch's iterator sees them (a converted one as
+    // its row-major copy).
+    let given = |t| layout_input(t, d.result);
+    let x = given(input);
+    let strides = match args.map(Arg::tensor) {
+        [Some(b), Some(c)] => layout::result_strides(&d.shape, [x, given(b), given(c)])?,
+        [Some(b), None] | [None, Some(b)] => layout::result_strides(&d.shape, [x, given(b)])?,
+        [None, None] => layout::result_strides(&d.shape, [x])?,
+    };
+    let out = Tensor::new_dense(d.result, &d.shape, strides, Init::Uninit)?;
+    compute(op, &out, input, args, value, d.result)?;
+    Ok(out)
+}
+
+fn layout_input(t: &Tensor, result: DType) -> layout::Input<'_> {
+    layout::Input {
+        shape: t.shape(),
+        strides: t.strides(),
+        converted: t.dtype() != result,
+    }
+}
+
+/// `input = op(input, b, c)` (PyTorch's `input.<op>_(..)`).
+pub fn ternary_inplace(
+    op: TernaryOp,
+    input: &Tensor,
+    args: [Arg<'_>; 2],
+    value: Scalar,
+) -> Result<()> {
+    let d = decide(op, input, args, value, Dest::InPlace)?;
+    compute(op, input, input, args, value, d.result)
+}
+
+/// `op(input, b, c)` into the caller's `out`, of the broadcast shape.
+pub fn ternary_out(
+    op: TernaryOp,
+    input: &Tensor,
+    args: [Arg<'_>; 2],
+    value: Scalar,
+    out: &Tensor,
+) -> Result<()> {
+    let d = decide(op, input, args, value, Dest::Out(out))?;
+    compute(op, out, input, args, value, d.result)
+}
+
+/// A number as the computation type reads it: a 0-d tensor of that type (float32 for the 16-bit
+/// results). For an integer type, a float is truncated toward zero; an integer wraps (as C++'s
+/// conversion, after PyTorch's range check), or with `saturate` (a clamp bound, which may lie
+/// beyond the type's range) is held to the range.
+fn number_tensor(s: Scalar, compute: DType, saturate: bool) -> Result<Tensor> {
+    let v = match s {
+        Scalar::Bool(b) => b as i64 as f64,
+        Scalar::Int(i) => i as f64,
+        Scalar::Float(f) => f,
+    };
+    let t = Tensor::new(compute, &[], Init::Uninit)?;
+    crate::with_elem!(compute, T => {
+        let x = match (compute.is_floating(), s) {
+            (true, _) => T::from_f64(v),
+            (false, Scalar::Int(i)) if saturate => {
+                let (lo, hi) = int_range(compute);
+                T::from_i64(i.clamp(lo as i64, hi as i64))
+            }
+            (false, Scalar::Int(i)) => T::from_i64(i),
+            (false, _) => {
+                let (lo, hi) = int_range(compute);
+                T::from_i64(v.clamp(lo, hi) as i64)
+            }
+        };
+        // SAFETY: a new 0-d tensor of the type holds one element.
+        unsafe { (t.data_ptr() as *mut T).write(x) };
+    });
+    Ok(t)
+}
+
+fn compute(
+    op: TernaryOp,
+    dest: &Tensor,
+    input: &Tensor,
+    args: [Arg<'_>; 2],
+    value: Scalar,
+    result: DType,
+) -> Result<()> {
+    if dest.numel() == 0 {
+        return Ok(());
+    }
+    let ctype = compute_type(result);
+    let cast = |t: &Tensor| -> Result<Option<Tensor>> {
+        Ok(match t.dtype() == result {
+            true => None,
+            false => Some(t.to_contiguous(result)?),
+        })
+    };
+    let ci = cast(input)?;
+    let input_r = ci.as_ref().unwrap_or(input);
+    // Each of `b`, `c`: a tensor of the result type, a number of the computation type, or absent
+    // (a 0-d stand-in never read).
+    let mut made: [Option<Tensor>; 2] = [None, None];
+    let mut kinds = [Kind::Absent; 2];
+    for k in 0..2 {
+        match args[k] {
+            Arg::Tensor(t) => {
+                made[k] = cast(t)?;
+                kinds[k] = Kind::Tensor;
+            }
+            Arg::Number(s) => {
+                made[k] = Some(number_tensor(s, ctype, op == TernaryOp::Clamp)?);
+                kinds[k] = Kind::Number;
+            }
+            Arg::None => {
+                made[k] = Some(Tensor::new(ctype, &[], Init::Zeros)?);
+            }
+        }
+    }
+    let b = made[0].as_ref().or(args[0].tensor()).unwrap();
+    let c = made[1].as_ref().or(args[1].tensor()).unwrap();
+    let v = number_tensor(value, ctype, false)?;
+    let tmp = match dest.dtype() == result {
+        true => None,
+        false => Some(Tensor::new(result, dest.shape(), Init::Uninit)?),
+    };
+    let target = tmp.as_ref().unwrap_or(dest);
+    let f = Formula { op, kinds };
+    // SAFETY: every operand has the type the kernel reads it as (tensors the result type,
+    // numbers and stand-ins the computation type); the written tensor aliases an input only
+    // exactly (checked), and each element is read before it is written.
+    unsafe {
+        run_elementwise(
+            [target, input_r, b, c, &v],
+            |p, s, n| crate::with_elem!(result, T => f.run::<T>(p, s, n)),
+        )?
+    };
+    match tmp {
+        Some(tmp) => copy_into(dest, &tmp),
+        None => Ok(()),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Tensor,
+    Number,
+    Absent,
+}
+
+#[derive(Clone, Copy)]
+struct Formula {
+    op: TernaryOp,
+    kinds: [Kind; 2],
+}
+
+impl Formula {
+    /// One run: `p` = [result, input, b, c, value] at byte strides `s`.
+    unsafe fn run<T: Elem>(&self, p: [*mut u8; 5], s: [isize; 5], n: usize) {
+        // SAFETY (this function): the caller's contract.
+        unsafe {
+            match T::DTYPE {
+                DType::F16 | DType::BF16 | DType::F32 => self.run_real::<T, f32>(p, s, n),
+                DType::F64 => self.run_real::<T, f64>(p, s, n),
+                DType::Bool => self.run_bool(p, s, n),
+                DType::U8 => self.run_int::<u8>(p, s, n),
+                DType::I8 => self.run_int::<i8>(p, s, n),
+                DType::I16 => self.run_int::<i16>(p, s, n),
+                DType::I32 => self.run_int::<i32>(p, s, n),
+                DType::I64 => self.run_int::<i64>(p, s, n),
+            }
+        }
+    }
+
+    unsafe fn run_real<T: Elem, K: Real + Fma>(&self, p: [*mut u8; 5], s: [isize; 5], n: usize) {
+        let load_t = |ptr: *mut u8, i: isize, st: isize| -> K {
+            // SAFETY: the caller's contract.
+            K::from_f64(unsafe { (ptr.offset(i * st) as *const T).read() }.to_f64())
+        };
+        let load_k = |ptr: *mut u8, i: isize, st: isize| -> K {
+            // SAFETY: the caller's contract.
+            unsafe { (ptr.offset(i * st) as *const K).read() }
+        };
+        let arg = |k: usize, i: isize| -> K {
+            match self.kinds[k] {
+                Kind::Tensor => load_t(p[2 + k], i, s[2 + k]),
+                _ => load_k(p[2 + k], i, s[2 + k]),
+            }
+        };
+        for i in 0..n as isize {
+            let x = load_t(p[1], i, s[1]);
+            let (b, c) = (arg(0, i), arg(1, i));
+            let value = load_k(p[4], i, s[4]);
+            let r = match self.op {
+                TernaryOp::Lerp => {
+                    let diff = b.sub(x);
+                    if c.abs() < K::HALF {
+                        c.fma(diff, x)
+                    } else {
+                        diff.neg().fma(K::ONE.sub(c), b)
+                    }
+                }
+                TernaryOp::Addcmul => value.mul(b).fma(c, x),
+                TernaryOp::Addcdiv => x.add(value.mul(b).div(c)),
+                TernaryOp::Clamp => {
+                    let mut v = x;
+                    if self.kinds[0] != Kind::Absent {
+                        v = if v.is_nan() || b.is_nan() {
+                            K::NAN
+                        } else if v < b {
+                            b
+                        } else {
+                            v
+                        };
+                    }
+                    if self.kinds[1] != Kind::Absent {
+                        v = if v.is_nan() || c.is_nan() {
+                            K::NAN
+                        } else if c < v {
+                            c
+                        } else {
+                            v
+                        };
+                    }
+                    v
+                }
+            };
+            // SAFETY: the caller's contract.
+            unsafe { (p[0].offset(i * s[0]) as *mut T).write(T::from_f64(r.to_f64())) };
+        }
+    }
+
+    unsafe fn run_int<I: Int>(&self, p: [*mut u8; 5], s: [isize; 5], n: usize) {
+        let load = |k: usize, i: isize| -> I {
+            // SAFETY: the caller's contract (every operand is of type I here).
+            unsafe { (p[k].offset(i * s[k]) as *const I).read() }
+        };
+        for i in 0..n as isize {
+            let (x, b, c, value) = (load(1, i), load(2, i), load(3, i), load(4, i));
+            let r = match self.op {
+                TernaryOp::Addcmul => x.wrapping_add(value.wrapping_mul(b).wrapping_mul(c)),
+                TernaryOp::Clamp => {
+                    let mut v = x;
+                    if self.kinds[0] != Kind::Absent && v < b {
+                        v = b;
+                    }
+                    if self.kinds[1] != Kind::Absent && c < v {
+                        v = c;
+                    }
+                    v
+                }
+                // Refused before: lerp takes floating types, addcdiv no two integer divisors.
+                TernaryOp::Lerp | TernaryOp::Addcdiv => x,
+            };
+            // SAFETY: the caller's contract.
+            unsafe { (p[0].offset(i * s[0]) as *mut I).write(r) };
+        }
+    }
+
+    /// `clamp` with one bound on bools (two are refused): `max`/`min` on 0 < 1.
+    unsafe fn run_bool(&self, p: [*mut u8; 5], s: [isize; 5], n: usize) {
+        for i in 0..n as isize {
+            // SAFETY: the caller's contract (bools are single bytes).
+            let load = |k: usize| unsafe { p[k].offset(i * s[k]).read() != 0 };
+            let mut v = load(1);
+            if self.kinds[0] != Kind::Absent {
+                v |= load(2);
+            }
+            if self.kinds[1] != Kind::Absent {
+                v &= load(3);
+            }
+            // SAFETY: as above.
+            unsafe { p[0].offset(i * s[0]).write(v as u8) };
+        }
+    }
+}
+
+/// A fused multiply-add, rounded once.
+pub trait Fma {
+    fn fma(self, b: Self, c: Self) -> Self;
+}
+
+impl Fma for f32 {
+    fn fma(self, b: f32, c: f32) -> f32 {
+        self.mul_add(b, c)
+    }
+}
+
+impl Fma for f64 {
+    fn fma(self, b: f64, c: f64) -> f64 {
+        self.mul_add(b, c)
+    }
+}
