@@ -161,11 +161,13 @@ void errors_carry_status_kind_and_message() {
     e = EXPECT_ERROR(expanded += ones({3}));
     CHECK(e.status() == BC_ERR_OVERLAP && e.kind() == BC_ERROR_KIND_INTERNAL_OVERLAP);
 
-    // An empty Tensor is refused by the C API, not dereferenced.
+    // A Tensor that holds no handle is refused before any C call, saying why.
     bc::Tensor none;
-    CHECK(!none);
+    CHECK(!none.defined());
     e = EXPECT_ERROR(none.shape());
-    CHECK(e.status() == BC_ERR_NULL_ARG);
+    CHECK(e.status() == BC_ERR_NULL_ARG && e.kind() == BC_ERROR_KIND_NULL_ARG);
+    CHECK(std::string(e.what()) ==
+          "bc::Tensor used while it holds no tensor: it was default-constructed or adopted NULL");
 
     // The message is the failing call's even though the operands (temporaries) are freed while
     // the exception travels.
@@ -213,17 +215,80 @@ void ownership_moves_and_frees() {
         bc::Tensor a = ones({2, 2});
         CHECK(bc::live_count() == before + 1);
         bc::Tensor b = std::move(a);
-        CHECK(!a && b && bc::live_count() == before + 1); // a moved-from Tensor is empty
+        CHECK(!a.defined() && b.defined() && bc::live_count() == before + 1); // a moved-from Tensor is empty
         a = b.clone();
         CHECK(bc::live_count() == before + 2);
         a = ones({3}); // the clone is freed
         CHECK(bc::live_count() == before + 2);
         bc_tensor *raw = b.release();
-        CHECK(!b && bc::live_count() == before + 2);
+        CHECK(!b.defined() && bc::live_count() == before + 2);
         bc::Tensor c = bc::Tensor::adopt(raw);
         CHECK(c.get() == raw);
     }
     CHECK(bc::live_count() == before);
+}
+
+// Copies share the elements (libtorch's semantics): a new handle, a view of the same geometry.
+void copies_share_memory() {
+    std::size_t before = bc::live_count();
+    {
+        bc::Tensor a({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, {2, 3});
+        bc::Tensor t = a.transpose(0, 1).slice(0, 1, 3); // strides (1, 3), offset 1
+        bc::Tensor c = t;                                 // copy construction
+        CHECK(c.defined() && t.defined() && c.get() != t.get() && bc::live_count() == before + 3);
+        CHECK(c.shape() == (bc::Shape{2, 2}) && c.strides() == (bc::Shape{1, 3}) && c.offset() == 1);
+        CHECK(c.data().address == t.data().address);
+        c += 10.0f; // written through the copy: seen by the original and by a
+        CHECK(t.to_vector<float>() == (std::vector<float>{12, 15, 13, 16}));
+        CHECK(a.to_vector<float>() == (std::vector<float>{1, 12, 13, 4, 15, 16}));
+        bc::Tensor d = bc::Tensor::zeros(bc::DType::Int8, {1});
+        d = a; // copy assignment frees d's old handle
+        CHECK(d.dtype() == bc::DType::Float32 && d.data().address == a.data().address);
+        CHECK(bc::live_count() == before + 4);
+        bc::Tensor &same = d;
+        d = same; // self-assignment keeps it
+        CHECK(d.defined() && d.to_vector<float>() == a.to_vector<float>());
+        // A broadcast view's copy is a broadcast view (not writable), as the original.
+        bc::Tensor e = bc::Tensor({1.0f, 2.0f}, {2}).expand({3, 2});
+        bc::Tensor f = e;
+        CHECK(f.strides() == (bc::Shape{0, 1}) && !f.data().writable);
+        // Copies of tensors that hold no handle hold none.
+        bc::Tensor none;
+        bc::Tensor none2 = none;
+        CHECK(!none2.defined());
+        std::vector<bc::Tensor> many(3, a); // copyable: standard containers work
+        CHECK(many[2].data().address == a.data().address);
+    }
+    CHECK(bc::live_count() == before);
+}
+
+void moved_from_tensor_says_so() {
+    bc::Tensor a = ones({2});
+    bc::Tensor b = std::move(a);
+    bc::Error e = EXPECT_ERROR(a + b);
+    CHECK(e.status() == BC_ERR_NULL_ARG && e.kind() == BC_ERROR_KIND_NULL_ARG);
+    CHECK(std::string(e.what()) == "bc::Tensor used while it holds no tensor: it was moved from");
+    e = EXPECT_ERROR(b += a);
+    CHECK(std::string(e.what()) == "bc::Tensor used while it holds no tensor: it was moved from");
+    CHECK(all_equal(b, 1.0f)); // unchanged
+    e = EXPECT_ERROR(a.numel());
+    CHECK(std::string(e.what()) == "bc::Tensor used while it holds no tensor: it was moved from");
+    e = EXPECT_ERROR(bc::sum(a));
+    CHECK(e.status() == BC_ERR_NULL_ARG);
+    bc::Tensor c;
+    c = std::move(b); // move assignment empties b the same way
+    e = EXPECT_ERROR(b.shape());
+    CHECK(std::string(e.what()) == "bc::Tensor used while it holds no tensor: it was moved from");
+    bc_tensor *raw = c.release();
+    e = EXPECT_ERROR(c.to_string());
+    CHECK(std::string(e.what()) ==
+          "bc::Tensor used while it holds no tensor: its handle was given up with release()");
+    bc_tensor_free(raw);
+    a = ones({1}); // a moved-from Tensor can be assigned again
+    CHECK(a.defined() && a.numel() == 1);
+    // No conversion to bool, so `if (a == b)` cannot mean "holds a handle".
+    static_assert(!std::is_constructible_v<bool, bc::Tensor>);
+    static_assert(!std::is_convertible_v<bc::Tensor, bool>);
 }
 
 // ---- operations and views ----------------------------------------------------------------------
@@ -312,13 +377,10 @@ void planner() {
     CHECK(p.dtype == bc::DType::Float32 && p.alloc_bytes == 6u * 4u); // the int32 operand converted
     bc::Error shape = EXPECT_ERROR(bc::plan_binary_out(BC_OP_MUL, f, f, i));
     CHECK(shape.status() == BC_ERR_SHAPE && shape.shape_a() == (bc::Shape{2, 3}));
-    bool threw = false;
-    try {
-        bc::plan_binary(BC_OP_ADD, bc::Geometry{bc::DType::Float32, {2}, bc::Shape{1, 1}}, y);
-    } catch (const std::invalid_argument &) {
-        threw = true;
-    }
-    CHECK(threw);
+    // Strides of another length than the shape: refused before the C call, as a bc::Error.
+    e = EXPECT_ERROR(bc::plan_binary(BC_OP_ADD, bc::Geometry{bc::DType::Float32, {2}, bc::Shape{1, 1}}, y));
+    CHECK(e.status() == BC_ERR_INVALID_ARG && e.kind() == BC_ERROR_KIND_INVALID_ARGUMENT);
+    CHECK(std::string(e.what()) == "bc::Geometry: strides and shape differ in length");
     // Numbers as operands, and where.
     p = bc::plan_binary(BC_OP_ADD, i, 2.5);
     CHECK(p.dtype == bc::DType::Float32 && p.shape == i.shape && p.compute_dtype == bc::DType::Float32);
@@ -407,14 +469,11 @@ void views() {
     CHECK(!e.data().writable); // an expanded view's elements share locations
 
     // Strides of another length than the shape would be read out of bounds: refused before the C
-    // call.
-    bool refused = false;
-    try {
-        (void)a.as_strided({2}, {}, 0);
-    } catch (const std::invalid_argument &) {
-        refused = true;
-    }
-    CHECK(refused);
+    // call, as a bc::Error.
+    bc::Error refused = EXPECT_ERROR((void)a.as_strided({2}, {}, 0));
+    CHECK(refused.status() == BC_ERR_INVALID_ARG && refused.kind() == BC_ERROR_KIND_INVALID_ARGUMENT);
+    CHECK(std::string(refused.what()) == "bc::Tensor::as_strided: strides and shape differ in length");
+    CHECK(refused.info().dim == -1 && refused.shape_a().empty());
 }
 
 // ---- wrapped memory ----------------------------------------------------------------------------
@@ -456,6 +515,12 @@ void wrapped_memory() {
     bc::Error e = EXPECT_ERROR(bc::Tensor::wrap(bc::DType::Float32, small, sizeof small, {3}, {}, 0,
                                                 CountedOwner(&refused, {})));
     CHECK(e.status() == BC_ERR_INVALID_ARG && refused == 1);
+    // Strides of another length than the shape: a bc::Error, the owner destroyed too.
+    int mismatched = 0;
+    e = EXPECT_ERROR(bc::Tensor::wrap(bc::DType::Float32, small, sizeof small, {2}, {1, 1}, 0,
+                                      CountedOwner(&mismatched, {})));
+    CHECK(e.status() == BC_ERR_INVALID_ARG && std::string(e.what()) == "bc::Tensor::wrap: strides and shape differ in length");
+    CHECK(mismatched == 1);
 
     bc::Tensor v = bc::Tensor::wrap(std::vector<int64_t>{1, 2, 3}, {3});
     CHECK(v.dtype() == bc::DType::Int64 && v.to_vector<int64_t>() == (std::vector<int64_t>{1, 2, 3}));
@@ -728,6 +793,8 @@ int main() {
         {"errors_carry_status_kind_and_message", errors_carry_status_kind_and_message},
         {"constructors_and_reading_back", constructors_and_reading_back},
         {"ownership_moves_and_frees", ownership_moves_and_frees},
+        {"copies_share_memory", copies_share_memory},
+        {"moved_from_tensor_says_so", moved_from_tensor_says_so},
         {"operators_and_out", operators_and_out},
         {"numbers", numbers},
         {"planner", planner},

@@ -4,11 +4,16 @@
  * It adds C++ idioms and no rules of its own: every shape, type and overlap decision, and every
  * message, is the C library's (docs/semantics.md).
  *
- *  - bc::Tensor owns one handle: move-only, freed by its destructor. clone() is the explicit deep
- *    copy; get(), release() and Tensor::adopt() reach the C handle.
- *  - A failing call throws bc::Error (a std::runtime_error whose what() is the library's exact
- *    message) carrying the status, the error kind and both shapes, read from the thread's last
- *    error record right after the failing call, before anything else can replace it.
+ *  - bc::Tensor owns one handle, freed by its destructor. Copying it is cheap and shares the
+ *    elements, as in libtorch (a new handle to a view of the same geometry); clone() is the deep
+ *    copy; get(), release() and Tensor::adopt() reach the C handle. A moved-from Tensor holds no
+ *    handle, and using it throws bc::Error saying so. A Tensor does not convert to bool
+ *    (defined() says whether it holds a handle).
+ *  - Every failure throws bc::Error (a std::runtime_error). For a failing C call, what() is the
+ *    library's exact message and the status, the error kind and both shapes are read from the
+ *    thread's last error record right after the call, before anything else can replace it. The
+ *    few failures found before any C call (a moved-from tensor, strides and shape of different
+ *    lengths, ...) carry the status and kind the C API uses for them.
  *  - a + b, a - b, a * b, a / b make new tensors (bc_add, ...); a += b ... write into a
  *    (bc_add_inplace, ...); bc::add(a, b, out) writes into out (bc_add_out). The other operations
  *    of the C API have the same three forms under their C names (bc::pow, bc::maximum, bc::eq,
@@ -160,6 +165,15 @@ inline Shape last_error_shape(int32_t which) {
     throw Error(status, info, std::move(a), std::move(b), message);
 }
 
+/// Throws a bc::Error for a failure the wrapper finds before any C call (an argument the C API
+/// cannot be given, such as a moved-from Tensor): `status` and `kind` are the library's codes for
+/// that failure, the other fields of the info -1, no shapes. The thread's last error record is
+/// left as it was.
+[[noreturn]] inline void fail(int32_t status, int32_t kind, const std::string &message) {
+    bc_error_info info{status, kind, -1, -1, -1, -1, -1, -1, -1, -1};
+    throw Error(status, info, {}, {}, message);
+}
+
 /// After every C call: a failure throws bc::Error; after a success, an exception the warning
 /// handler threw during the call goes on from here.
 inline void check(int32_t status) {
@@ -184,24 +198,43 @@ class Tensor;
 
 namespace detail {
 template <class Call> Tensor make(Call &&call);
+bc_tensor *handle(const Tensor &t);
 } // namespace detail
 
-/// One libbroadcast tensor handle, owned. Move-only; the destructor frees it (bc_tensor_free).
-/// A default-constructed or moved-from Tensor holds no handle; the C API refuses it with
-/// BC_ERR_NULL_ARG.
+/// One libbroadcast tensor handle, owned; the destructor frees it (bc_tensor_free).
+///
+/// Copying is cheap and shares the elements, as copying a libtorch tensor does: the copy is a new
+/// handle to a view of the same memory with the same shape, strides and offset (bc_tensor_expand
+/// to the tensor's own sizes), so a write through either is seen by both. clone() is the deep
+/// copy. Moving transfers the handle.
+///
+/// A default-constructed, moved-from or released Tensor holds no handle (defined() is false);
+/// using it in a call throws bc::Error (BC_ERR_NULL_ARG, BC_ERROR_KIND_NULL_ARG) whose message
+/// says which of the three it is. A Tensor does not convert to bool: `if (a == b)` would test
+/// the handle, not the elements (a == b is a bool tensor), so it does not compile.
 class Tensor {
   public:
     Tensor() noexcept = default;
-    Tensor(Tensor &&other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+    Tensor(Tensor &&other) noexcept
+        : handle_(std::exchange(other.handle_, nullptr)),
+          emptied_(std::exchange(other.emptied_, Emptied::Moved)) {}
     Tensor &operator=(Tensor &&other) noexcept {
         if (this != &other) {
             reset();
             handle_ = std::exchange(other.handle_, nullptr);
+            emptied_ = std::exchange(other.emptied_, Emptied::Moved);
         }
         return *this;
     }
-    Tensor(const Tensor &) = delete;
-    Tensor &operator=(const Tensor &) = delete;
+    /// A new handle sharing `other`'s elements (a view of the same geometry); copying a Tensor
+    /// that holds no handle gives one that holds none, in the same state.
+    Tensor(const Tensor &other) : emptied_(other.emptied_) {
+        if (other.handle_ != nullptr) handle_ = other.view_of_all().release();
+    }
+    Tensor &operator=(const Tensor &other) {
+        if (this != &other) *this = Tensor(other);
+        return *this;
+    }
     ~Tensor() { reset(); }
 
     /// A copy of `data` (row-major) with `shape`; the element type follows T (dtype_of).
@@ -249,8 +282,10 @@ class Tensor {
     template <class Owner>
     static Tensor wrap(DType dtype, void *data, std::size_t nbytes, const Shape &shape,
                        const Shape &strides, int64_t offset, Owner owner) {
-        if (!strides.empty() && strides.size() != shape.size())
-            throw std::invalid_argument("bc::Tensor::wrap: strides and shape differ in length");
+        if (!strides.empty() && strides.size() != shape.size()) {
+            detail::fail(BC_ERR_INVALID_ARG, BC_ERROR_KIND_INVALID_ARGUMENT,
+                         "bc::Tensor::wrap: strides and shape differ in length");
+        }
         auto held = std::make_unique<Owner>(std::move(owner));
         bc_tensor *out = nullptr;
         int32_t status = bc_tensor_wrap(static_cast<int32_t>(dtype), data, nbytes,
@@ -277,11 +312,19 @@ class Tensor {
         t.handle_ = handle;
         return t;
     }
-    /// The C handle, still owned by this Tensor.
+    /// The C handle, still owned by this Tensor (NULL when it holds none).
     bc_tensor *get() const noexcept { return handle_; }
     /// Gives up the handle: the caller frees it with bc_tensor_free.
-    bc_tensor *release() noexcept { return std::exchange(handle_, nullptr); }
-    explicit operator bool() const noexcept { return handle_ != nullptr; }
+    bc_tensor *release() noexcept {
+        if (handle_ != nullptr) emptied_ = Emptied::Released;
+        return std::exchange(handle_, nullptr);
+    }
+    /// Whether this Tensor holds a handle.
+    bool defined() const noexcept { return handle_ != nullptr; }
+    /// No conversion to bool: `if (t)` and `if (a == b)` do not compile. Use defined() for
+    /// whether a handle is held, and the elements (bc::eq(a, b).to_vector<bool>(), ...) for
+    /// comparisons.
+    explicit operator bool() const = delete;
 
     /// A deep copy in new row-major storage (bc_tensor_clone).
     Tensor clone() const { return unary(bc_tensor_clone); }
@@ -290,7 +333,7 @@ class Tensor {
     /// A row-major copy converted to `dtype` with C casts (bc_tensor_to_dtype).
     Tensor to(DType dtype) const {
         return detail::make(
-            [&](bc_tensor **out) { return bc_tensor_to_dtype(handle_, static_cast<int32_t>(dtype), out); });
+            [&](bc_tensor **out) { return bc_tensor_to_dtype(h(), static_cast<int32_t>(dtype), out); });
     }
 
     DType dtype() const { return static_cast<DType>(query<int32_t>(bc_tensor_dtype)); }
@@ -320,9 +363,9 @@ class Tensor {
     /// PyTorch's str(tensor) (bc_tensor_format).
     std::string to_string() const {
         std::size_t length = 0;
-        detail::check(bc_tensor_format(handle_, nullptr, 0, &length));
+        detail::check(bc_tensor_format(h(), nullptr, 0, &length));
         std::string text(length, '\0');
-        detail::check(bc_tensor_format(handle_, text.data(), length + 1, &length));
+        detail::check(bc_tensor_format(h(), text.data(), length + 1, &length));
         return text;
     }
     /// Where the elements are (bc_tensor_data): the first element's address, the bytes of memory
@@ -335,12 +378,12 @@ class Tensor {
     };
     Data data() const {
         Data d{nullptr, 0, false};
-        detail::check(bc_tensor_data(handle_, &d.address, &d.nbytes, &d.writable));
+        detail::check(bc_tensor_data(h(), &d.address, &d.nbytes, &d.writable));
         return d;
     }
     /// Copies the elements, row-major, into `nbytes` bytes at `buffer` (bc_tensor_copy_to).
     void copy_to(void *buffer, std::size_t nbytes) const {
-        detail::check(bc_tensor_copy_to(handle_, buffer, nbytes));
+        detail::check(bc_tensor_copy_to(h(), buffer, nbytes));
     }
 
     // Views: no element is copied (docs/semantics.md, section 7).
@@ -348,16 +391,16 @@ class Tensor {
     Tensor broadcast_to(const Shape &shape) const { return with_shape(bc_tensor_broadcast_to, shape); }
     Tensor expand_as(const Tensor &other) const {
         return detail::make(
-            [&](bc_tensor **out) { return bc_tensor_expand_as(handle_, other.handle_, out); });
+            [&](bc_tensor **out) { return bc_tensor_expand_as(h(), other.h(), out); });
     }
     Tensor permute(const Shape &dims) const { return with_shape(bc_tensor_permute, dims); }
     Tensor transpose(int64_t dim0, int64_t dim1) const {
-        return detail::make([&](bc_tensor **out) { return bc_tensor_transpose(handle_, dim0, dim1, out); });
+        return detail::make([&](bc_tensor **out) { return bc_tensor_transpose(h(), dim0, dim1, out); });
     }
     /// t[..., start:stop:step, ...] along `dim`, with Python's rules.
     Tensor slice(int64_t dim, int64_t start, int64_t stop, int64_t step = 1) const {
         return detail::make(
-            [&](bc_tensor **out) { return bc_tensor_slice(handle_, dim, start, stop, step, out); });
+            [&](bc_tensor **out) { return bc_tensor_slice(h(), dim, start, stop, step, out); });
     }
     /// `sizes` (one may be -1) over the same elements, as a view or PyTorch's error (bc_tensor_view).
     Tensor view(const Shape &sizes) const { return with_shape(bc_tensor_view, sizes); }
@@ -365,34 +408,58 @@ class Tensor {
     /// which (bc_tensor_reshape).
     Tensor reshape(const Shape &sizes, bool *copied = nullptr) const {
         return detail::make([&](bc_tensor **out) {
-            return bc_tensor_reshape(handle_, detail::data_or_null(sizes), sizes.size(), copied, out);
+            return bc_tensor_reshape(h(), detail::data_or_null(sizes), sizes.size(), copied, out);
         });
     }
     Tensor unsqueeze(int64_t dim) const {
-        return detail::make([&](bc_tensor **out) { return bc_tensor_unsqueeze(handle_, dim, out); });
+        return detail::make([&](bc_tensor **out) { return bc_tensor_unsqueeze(h(), dim, out); });
     }
     Tensor squeeze(int64_t dim) const {
-        return detail::make([&](bc_tensor **out) { return bc_tensor_squeeze(handle_, dim, out); });
+        return detail::make([&](bc_tensor **out) { return bc_tensor_squeeze(h(), dim, out); });
     }
     /// Every size-1 dimension removed (bc_tensor_squeeze_all).
     Tensor squeeze() const { return unary(bc_tensor_squeeze_all); }
     /// Dimensions `start` to `end` merged into one (bc_tensor_flatten).
     Tensor flatten(int64_t start = 0, int64_t end = -1, bool *copied = nullptr) const {
         return detail::make(
-            [&](bc_tensor **out) { return bc_tensor_flatten(handle_, start, end, copied, out); });
+            [&](bc_tensor **out) { return bc_tensor_flatten(h(), start, end, copied, out); });
     }
     Tensor as_strided(const Shape &shape, const Shape &strides, int64_t offset) const {
-        if (strides.size() != shape.size())
-            throw std::invalid_argument("bc::Tensor::as_strided: strides and shape differ in length");
+        if (strides.size() != shape.size()) {
+            detail::fail(BC_ERR_INVALID_ARG, BC_ERROR_KIND_INVALID_ARGUMENT,
+                         "bc::Tensor::as_strided: strides and shape differ in length");
+        }
         return detail::make([&](bc_tensor **out) {
-            return bc_tensor_as_strided(handle_, detail::data_or_null(shape), detail::data_or_null(strides),
+            return bc_tensor_as_strided(h(), detail::data_or_null(shape), detail::data_or_null(strides),
                                         shape.size(), offset, out);
         });
     }
 
   private:
+    friend bc_tensor *detail::handle(const Tensor &t);
+
+    /// Why a Tensor holds no handle.
+    enum class Emptied : unsigned char { Never, Moved, Released };
+
     void reset() noexcept {
         if (handle_ != nullptr) bc_tensor_free(std::exchange(handle_, nullptr));
+    }
+    /// This tensor's handle for a C call; throws bc::Error when it holds none.
+    bc_tensor *h() const {
+        if (handle_ == nullptr) {
+            const char *why = emptied_ == Emptied::Moved      ? "it was moved from"
+                              : emptied_ == Emptied::Released ? "its handle was given up with release()"
+                                                              : "it was default-constructed or adopted NULL";
+            detail::fail(BC_ERR_NULL_ARG, BC_ERROR_KIND_NULL_ARG,
+                         std::string("bc::Tensor used while it holds no tensor: ") + why);
+        }
+        return handle_;
+    }
+    /// A new handle to a view of all of this tensor: every size kept (-1), so the strides and
+    /// offset are this tensor's.
+    Tensor view_of_all() const {
+        Shape keep(ndim(), -1);
+        return with_shape(bc_tensor_expand, keep);
     }
     /// The number of elements of `shape`, for the byte count of a copy. Negative sizes count as 0
     /// and a product that overflows saturates: the C API then refuses the shape itself.
@@ -412,26 +479,32 @@ class Tensor {
     }
     using UnaryFn = int32_t (*)(const bc_tensor *, bc_tensor **);
     Tensor unary(UnaryFn fn) const {
-        return detail::make([&](bc_tensor **out) { return fn(handle_, out); });
+        return detail::make([&](bc_tensor **out) { return fn(h(), out); });
     }
     using ShapeFn = int32_t (*)(const bc_tensor *, const int64_t *, std::size_t, bc_tensor **);
     Tensor with_shape(ShapeFn fn, const Shape &shape) const {
         return detail::make(
-            [&](bc_tensor **out) { return fn(handle_, detail::data_or_null(shape), shape.size(), out); });
+            [&](bc_tensor **out) { return fn(h(), detail::data_or_null(shape), shape.size(), out); });
     }
     template <class T> T query(int32_t (*fn)(const bc_tensor *, T *)) const {
         T value{};
-        detail::check(fn(handle_, &value));
+        detail::check(fn(h(), &value));
         return value;
     }
     Shape sizes(int32_t (*fn)(const bc_tensor *, int64_t *, std::size_t)) const {
         Shape s(ndim());
-        detail::check(fn(handle_, s.empty() ? nullptr : s.data(), s.size()));
+        detail::check(fn(h(), s.empty() ? nullptr : s.data(), s.size()));
         return s;
     }
 
     bc_tensor *handle_ = nullptr;
+    Emptied emptied_ = Emptied::Never;
 };
+
+namespace detail {
+/// `t`'s handle for a C call; throws bc::Error when it holds none (moved from, ...).
+inline bc_tensor *handle(const Tensor &t) { return t.h(); }
+} // namespace detail
 
 namespace detail {
 
@@ -450,13 +523,13 @@ using InplaceFn = int32_t (*)(bc_tensor *, const bc_tensor *);
 using OutFn = int32_t (*)(const bc_tensor *, const bc_tensor *, bc_tensor *);
 
 inline Tensor binary(BinaryFn fn, const Tensor &a, const Tensor &b) {
-    return make([&](bc_tensor **out) { return fn(a.get(), b.get(), out); });
+    return make([&](bc_tensor **out) { return fn(detail::handle(a), detail::handle(b), out); });
 }
 inline void binary_inplace(InplaceFn fn, Tensor &self, const Tensor &other) {
-    check(fn(self.get(), other.get()));
+    check(fn(detail::handle(self), detail::handle(other)));
 }
 inline void binary_out(OutFn fn, const Tensor &a, const Tensor &b, Tensor &out) {
-    check(fn(a.get(), b.get(), out.get()));
+    check(fn(detail::handle(a), detail::handle(b), detail::handle(out)));
 }
 
 } // namespace detail
@@ -558,15 +631,17 @@ template <class N> using if_number = std::enable_if_t<std::is_arithmetic_v<N>, i
  */
 #define BC_HPP_NUMBER(name, code)                                                                      \
     template <class N, detail::if_number<N> = 0> Tensor name(const Tensor &t, N n) {                   \
-        return detail::make(                                                                           \
-            [&](bc_tensor **out) { return bc_binary_scalar(code, t.get(), detail::number(n), out); }); \
+        return detail::make([&](bc_tensor **out) {                                                     \
+            return bc_binary_scalar(code, detail::handle(t), detail::number(n), out);                  \
+        });                                                                                            \
     }                                                                                                  \
     template <class N, detail::if_number<N> = 0> Tensor name(N n, const Tensor &t) {                   \
-        return detail::make(                                                                           \
-            [&](bc_tensor **out) { return bc_binary_rscalar(code, detail::number(n), t.get(), out); }); \
+        return detail::make([&](bc_tensor **out) {                                                     \
+            return bc_binary_rscalar(code, detail::number(n), detail::handle(t), out);                 \
+        });                                                                                            \
     }                                                                                                  \
     template <class N, detail::if_number<N> = 0> void name##_inplace(Tensor &t, N n) {                 \
-        detail::check(bc_binary_scalar_inplace(code, t.get(), detail::number(n)));                     \
+        detail::check(bc_binary_scalar_inplace(code, detail::handle(t), detail::number(n)));           \
     }
 #define BC_HPP_NUMBER_OPERATOR(op, name)                                                               \
     template <class N, detail::if_number<N> = 0> Tensor operator op(const Tensor &t, N n) {            \
@@ -640,7 +715,8 @@ namespace detail {
 
 inline bc_geometry geometry(const Geometry &g) {
     if (g.strides && g.strides->size() != g.shape.size())
-        throw std::invalid_argument("bc::Geometry: strides and shape differ in length");
+        fail(BC_ERR_INVALID_ARG, BC_ERROR_KIND_INVALID_ARGUMENT,
+             "bc::Geometry: strides and shape differ in length");
     return bc_geometry{static_cast<int32_t>(g.dtype), g.shape.size(), data_or_null(g.shape),
                        g.strides ? data_or_null(*g.strides) : nullptr};
 }
@@ -735,7 +811,7 @@ inline std::vector<Tensor>
 broadcast_tensors(const std::vector<std::reference_wrapper<const Tensor>> &tensors) {
     std::vector<const bc_tensor *> in;
     in.reserve(tensors.size());
-    for (const Tensor &t : tensors) in.push_back(t.get());
+    for (const Tensor &t : tensors) in.push_back(detail::handle(t));
     std::vector<bc_tensor *> out(tensors.size(), nullptr);
     int32_t status = bc_tensor_broadcast_tensors(in.empty() ? nullptr : in.data(), in.size(),
                                                  out.empty() ? nullptr : out.data());
@@ -755,14 +831,14 @@ broadcast_tensors(const std::vector<std::reference_wrapper<const Tensor>> &tenso
 /// `op` (a BC_REDUCE_* code) of `t` over `dims` (bc_reduce).
 inline Tensor reduce(int32_t op, const Tensor &t, const Shape &dims = {}, bool keepdim = false) {
     return detail::make([&](bc_tensor **out) {
-        return bc_reduce(op, t.get(), detail::data_or_null(dims), dims.size(), keepdim, out);
+        return bc_reduce(op, detail::handle(t), detail::data_or_null(dims), dims.size(), keepdim, out);
     });
 }
-#define BC_HPP_REDUCTION(name)                                                                     \
-    inline Tensor name(const Tensor &t, const Shape &dims = {}, bool keepdim = false) {            \
-        return detail::make([&](bc_tensor **out) {                                                 \
-            return bc_##name(t.get(), detail::data_or_null(dims), dims.size(), keepdim, out);      \
-        });                                                                                        \
+#define BC_HPP_REDUCTION(name)                                                                         \
+    inline Tensor name(const Tensor &t, const Shape &dims = {}, bool keepdim = false) {                \
+        return detail::make([&](bc_tensor **out) {                                                     \
+            return bc_##name(detail::handle(t), detail::data_or_null(dims), dims.size(), keepdim, out);\
+        });                                                                                            \
     }
 BC_HPP_REDUCTION(sum)
 BC_HPP_REDUCTION(mean)
@@ -775,14 +851,15 @@ BC_HPP_REDUCTION(amin)
 /// t.sum_to_size(shape)); a view of `t` when nothing is summed.
 inline Tensor sum_to_size(const Tensor &t, const Shape &shape) {
     return detail::make([&](bc_tensor **out) {
-        return bc_tensor_sum_to_size(t.get(), detail::data_or_null(shape), shape.size(), out);
+        return bc_tensor_sum_to_size(detail::handle(t), detail::data_or_null(shape), shape.size(), out);
     });
 }
 
 /// sum_to_size(a op b, shape) for a BC_OP_* code, without making `a op b` (bc_binary_sum_to).
 inline Tensor binary_sum_to(int32_t op, const Tensor &a, const Tensor &b, const Shape &shape) {
     return detail::make([&](bc_tensor **out) {
-        return bc_binary_sum_to(op, a.get(), b.get(), detail::data_or_null(shape), shape.size(), out);
+        return bc_binary_sum_to(op, detail::handle(a), detail::handle(b), detail::data_or_null(shape),
+                                shape.size(), out);
     });
 }
 
@@ -827,12 +904,15 @@ inline bool is_broadcastable(const Shape &a, const Shape &b) {
 /// three broadcast together; the result type promotes a and b only; cond is bool, or uint8
 /// (accepted with PyTorch's deprecation warning).
 inline Tensor where(const Tensor &cond, const Tensor &a, const Tensor &b) {
-    return detail::make([&](bc_tensor **out) { return bc_where(cond.get(), a.get(), b.get(), out); });
+    return detail::make([&](bc_tensor **out) {
+        return bc_where(detail::handle(cond), detail::handle(a), detail::handle(b), out);
+    });
 }
 /// where(cond, a, b) into out, which must have exactly the broadcast shape and the result type
 /// (bc_where_out).
 inline void where(const Tensor &cond, const Tensor &a, const Tensor &b, Tensor &out) {
-    detail::check(bc_where_out(cond.get(), a.get(), b.get(), out.get()));
+    detail::check(
+        bc_where_out(detail::handle(cond), detail::handle(a), detail::handle(b), detail::handle(out)));
 }
 
 /// An elementwise expression over numbered input tensors, evaluated in one pass over memory
@@ -876,7 +956,7 @@ class Expr {
     void eval(const std::vector<std::reference_wrapper<const Tensor>> &inputs, Tensor &out) const {
         std::vector<const bc_tensor *> in = handles(inputs);
         detail::check(bc_expr_eval_out(steps_.data(), steps_.size(), in.empty() ? nullptr : in.data(),
-                                       in.size(), out.get()));
+                                       in.size(), detail::handle(out)));
     }
 
     /// What eval(inputs) would do for inputs of these geometries (bc_plan_expr), or the
@@ -921,7 +1001,7 @@ class Expr {
     handles(const std::vector<std::reference_wrapper<const Tensor>> &inputs) {
         std::vector<const bc_tensor *> in;
         in.reserve(inputs.size());
-        for (const Tensor &t : inputs) in.push_back(t.get());
+        for (const Tensor &t : inputs) in.push_back(detail::handle(t));
         return in;
     }
 
