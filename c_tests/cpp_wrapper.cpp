@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -696,9 +697,11 @@ void more_operations_against_pytorch_rows() {
     e = EXPECT_ERROR(bc::Tensor(std::vector<int8_t>{44}, {}) << bc::Tensor(std::vector<float>{-8}, {}));
     CHECK(e.status() == BC_ERR_DTYPE && e.kind() == BC_ERROR_KIND_NOT_IMPLEMENTED);
     CHECK(std::string(e.what()) == "\"lshift_cpu\" not implemented for 'Float'");
-    // Comparisons have no operators (a Tensor converts to bool only to say it holds a handle).
-    static_assert(!std::is_invocable_v<std::equal_to<>, const bc::Tensor &, const bc::Tensor &>);
-    static_assert(!std::is_invocable_v<std::less<>, const bc::Tensor &, const bc::Tensor &>);
+    // Comparison operators give tensors, and a tensor does not convert to bool.
+    static_assert(std::is_same_v<std::invoke_result_t<std::equal_to<>, const bc::Tensor &, const bc::Tensor &>,
+                                 bc::Tensor>);
+    static_assert(std::is_same_v<std::invoke_result_t<std::less<>, const bc::Tensor &, int>, bc::Tensor>);
+    static_assert(!std::is_constructible_v<bool, std::invoke_result_t<std::less<>, bc::Tensor, bc::Tensor>>);
 }
 
 void where_against_pytorch_rows() {
@@ -776,6 +779,109 @@ void expressions_match_separate_calls() {
     CHECK(err.status() == BC_ERR_INVALID_ARG);
 }
 
+// ---- C++ idioms: printing, comparison and % operators, where with numbers ------------------------
+
+void printing_to_a_stream() {
+    std::ostringstream os;
+    os << bc::Tensor({1, 2, 3, 4}, {2, 2}) << "|" << bc::Tensor({0.5f, 1.5f}, {2});
+    // PyTorch 2.x: str(torch.tensor([[1, 2], [3, 4]], dtype=torch.int32)), str(torch.tensor([0.5, 1.5])).
+    CHECK(os.str() == "tensor([[1, 2],\n        [3, 4]], dtype=torch.int32)|tensor([0.5000, 1.5000])");
+    std::ostringstream empty;
+    empty << bc::Tensor::zeros(bc::DType::Float64, {0, 3});
+    CHECK(empty.str() == "tensor([], size=(0, 3), dtype=torch.float64)");
+    bc::Tensor gone = ones({1});
+    bc::Tensor taker = std::move(gone);
+    std::ostringstream none;
+    bc::Error e = EXPECT_ERROR(none << gone);
+    CHECK(e.status() == BC_ERR_NULL_ARG && none.str().empty());
+}
+
+std::vector<bool> bools(const bc::Tensor &t) {
+    if (t.dtype() != bc::DType::Bool) return {};
+    return t.to_vector<bool>();
+}
+
+void comparison_and_remainder_operators() {
+    using B = std::vector<bool>;
+    bc::Tensor a({int32_t{1}, int32_t{5}, int32_t{3}}, {3});
+    bc::Tensor b({int32_t{2}, int32_t{5}, int32_t{1}}, {3});
+    CHECK(bools(a == b) == (B{false, true, false}));
+    CHECK(bools(a != b) == (B{true, false, true}));
+    CHECK(bools(a < b) == (B{true, false, false}));
+    CHECK(bools(a <= b) == (B{true, true, false}));
+    CHECK(bools(a > b) == (B{false, false, true}));
+    CHECK(bools(a >= b) == (B{false, true, true}));
+    // With numbers, both orders: 3 < a is a > 3.
+    CHECK(bools(a == 3) == (B{false, false, true}) && bools(3 != a) == (B{true, true, false}));
+    CHECK(bools(3 < a) == (B{false, true, false}) && bools(a >= 3.0) == (B{false, true, true}));
+    CHECK(bools(2.5 > a) == (B{true, false, false}) && bools(a <= 1) == (B{true, false, false}));
+    // They broadcast: (3,1) < (3,) is (3,3).
+    bc::Tensor lt = a.view({3, 1}) < b;
+    CHECK(lt.shape() == (bc::Shape{3, 3}) &&
+          bools(lt) == (B{true, true, false, false, false, false, false, true, false}));
+    // Float comparisons: NaN is unequal to everything, itself included.
+    bc::Tensor f({NAN, 1.0f}, {2});
+    CHECK(bools(f == f) == (B{false, true}) && bools(f != f) == (B{true, false}));
+
+    // % is Python's (the divisor's sign), not C++'s: -7 % 3 is 2, 7 % -3 is -2.
+    using I = std::vector<int32_t>;
+    bc::Tensor x({int32_t{-7}, int32_t{7}}, {2});
+    CHECK((x % 3).to_vector<int32_t>() == (I{2, 1}) && (x % -3).to_vector<int32_t>() == (I{-1, -2}));
+    CHECK((-7 % bc::Tensor({int32_t{3}, int32_t{-3}}, {2})).to_vector<int32_t>() == (I{2, -1}));
+    CHECK((x % bc::Tensor({int32_t{-3}}, {1})).to_vector<int32_t>() == (I{-1, -2}));
+    bc::Tensor r = bc::Tensor(std::vector<float>{5.5f}, {1}) % -4;
+    CHECK(r.dtype() == bc::DType::Float32 && r.to_vector<float>() == std::vector<float>{-2.5f});
+    x %= 3;
+    CHECK(x.to_vector<int32_t>() == (I{2, 1}));
+    x %= bc::Tensor({int32_t{-2}}, {});
+    CHECK(x.to_vector<int32_t>() == (I{0, -1}));
+    bc::Error e = EXPECT_ERROR(x % 0); // an integer zero divisor: ZeroDivisionError
+    CHECK(e.status() == BC_ERR_VALUE && e.kind() == BC_ERROR_KIND_ZERO_DIVISION);
+
+    // The same operators in expressions.
+    bc::Expr p = bc::Expr::input(0), q = bc::Expr::input(1);
+    CHECK(bools((p < q).eval({a, b})) == (B{true, false, false}));
+    CHECK(bools((p == q).eval({a, b})) == (B{false, true, false}));
+    CHECK(((p % q).eval({a, b})).to_vector<int32_t>() == (I{1, 0, 0}));
+}
+
+void where_with_numbers() {
+    bc::Tensor cond(std::vector<bool>{true, false, true}, {3});
+    // int32 with a float number: float32 (PyTorch: torch.where(cond, int32 tensor, 2.5) is float32).
+    bc::Tensor r = bc::where(cond, bc::Tensor({int32_t{1}, int32_t{2}, int32_t{3}}, {3}), 2.5);
+    CHECK(r.dtype() == bc::DType::Float32 && r.to_vector<float>() == (std::vector<float>{1, 2.5f, 3}));
+    // A number first; int8 with an int stays int8.
+    r = bc::where(cond, 7, bc::Tensor(std::vector<int8_t>{-1, -2, -3}, {3}));
+    CHECK(r.dtype() == bc::DType::Int8 && r.to_vector<int8_t>() == (std::vector<int8_t>{7, -2, 7}));
+    // bool with an int: int64.
+    r = bc::where(cond, bc::Tensor(std::vector<bool>{true, true, false}, {3}), 5);
+    CHECK(r.dtype() == bc::DType::Int64 && r.to_vector<int64_t>() == (std::vector<int64_t>{1, 5, 0}));
+    // float16 with a float stays float16: 0.1 rounds to float16's 0.0999755859375 (bits 0x2e66).
+    r = bc::where(cond, half(bc::DType::Float16, {0x3c00, 0x3c00, 0x3c00}, {3}), 0.1);
+    CHECK(r.dtype() == bc::DType::Float16);
+    std::vector<uint16_t> bits(3);
+    r.copy_to(bits.data(), 6);
+    CHECK(bits == (std::vector<uint16_t>{0x3c00, 0x2e66, 0x3c00}));
+    // A 0-d tensor beside a float64 number: float32 0-d stays float32.
+    r = bc::where(cond, bc::Tensor::scalar(1.5f), -1.0);
+    CHECK(r.dtype() == bc::DType::Float32 && r.to_vector<float>() == (std::vector<float>{1.5f, -1, 1.5f}));
+    // An int64 beyond 2^53 goes in exactly (not through a double).
+    r = bc::where(cond, bc::Tensor::zeros(bc::DType::Int64, {3}), int64_t{9007199254740993});
+    CHECK(r.to_vector<int64_t>() == (std::vector<int64_t>{0, 9007199254740993, 0}));
+    // Two numbers: result_type(int, int) is int64, (int, float) float32, (bool, bool) bool.
+    r = bc::where(cond, 1, 0);
+    CHECK(r.dtype() == bc::DType::Int64 && r.to_vector<int64_t>() == (std::vector<int64_t>{1, 0, 1}));
+    r = bc::where(cond, 1, 0.5);
+    CHECK(r.dtype() == bc::DType::Float32 && r.to_vector<float>() == (std::vector<float>{1, 0.5f, 1}));
+    r = bc::where(cond, false, true);
+    CHECK(r.dtype() == bc::DType::Bool && r.to_vector<bool>() == (std::vector<bool>{false, true, false}));
+    r = bc::where(cond.view({3, 1}), 2.0f, bc::Tensor({0.0f, 1.0f}, {2})); // broadcast (3,1) with (2,)
+    CHECK(r.shape() == (bc::Shape{3, 2}) && r.to_vector<float>() == (std::vector<float>{2, 2, 0, 1, 2, 2}));
+    // The C library's errors: a float condition.
+    bc::Error e = EXPECT_ERROR(bc::where(bc::Tensor({1.0f}, {1}), 1, 0));
+    CHECK(e.status() == BC_ERR_DTYPE && e.kind() == BC_ERROR_KIND_WHERE_CONDITION);
+}
+
 struct Test {
     const char *name;
     void (*run)();
@@ -807,6 +913,9 @@ int main() {
         {"more_operations_against_pytorch_rows", more_operations_against_pytorch_rows},
         {"where_against_pytorch_rows", where_against_pytorch_rows},
         {"expressions_match_separate_calls", expressions_match_separate_calls},
+        {"printing_to_a_stream", printing_to_a_stream},
+        {"comparison_and_remainder_operators", comparison_and_remainder_operators},
+        {"where_with_numbers", where_with_numbers},
     };
     std::size_t live = bc::live_count();
     int failed_tests = 0;

@@ -17,13 +17,13 @@
  *  - a + b, a - b, a * b, a / b make new tensors (bc_add, ...); a += b ... write into a
  *    (bc_add_inplace, ...); bc::add(a, b, out) writes into out (bc_add_out). The other operations
  *    of the C API have the same three forms under their C names (bc::pow, bc::maximum, bc::eq,
- *    bc::bitwise_and, ...); & | ^ << >> (and &= ...) are the bitwise ones; comparisons have no
- *    operators (bc::eq(a, b) is a bool tensor). bc::where(cond, a, b) chooses elements, and
- *    bc::Expr evaluates a whole expression in one pass (bc_expr_eval). Integer / gives
- *    float32, as in the C API. A number may be an operand (t + 2.5, 2 * t, t -= 1, t << 1,
- *    bc::pow(t, 2), bc::lt(2, t)): it promotes as a Python number does in PyTorch
- *    (bc_binary_scalar); bc::Tensor::scalar(2.0f) is a 0-d tensor instead, which promotes as a
- *    tensor.
+ *    bc::bitwise_and, ...); % (and %=) is bc::remainder, Python's %; & | ^ << >> (and &= ...) are
+ *    the bitwise ones; == != < <= > >= are bc::eq ... bc::ge, giving bool tensors.
+ *    bc::where(cond, a, b) chooses elements, and bc::Expr evaluates a whole expression in one
+ *    pass (bc_expr_eval). Integer / gives float32, as in the C API. A number may be an operand
+ *    (t + 2.5, 2 * t, t -= 1, t << 1, t > 0, bc::pow(t, 2), bc::where(c, t, 0)): it promotes as a
+ *    Python number does in PyTorch (bc_binary_scalar); bc::Tensor::scalar(2.0f) is a 0-d tensor
+ *    instead, which promotes as a tensor. std::ostream << t writes PyTorch's str(t).
  *  - bc::plan_binary(op, a, b) (and _inplace, _out; a number for a or b: the number forms),
  *    bc::plan_where(cond, a, b) (and with out), bc::plan_reduce(op, t, dims), bc::plan_sum_to_size,
  *    bc::plan_binary_sum_to and bc::Expr::plan(inputs) (and with out) report what a call would do
@@ -50,6 +50,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -506,6 +507,9 @@ namespace detail {
 inline bc_tensor *handle(const Tensor &t) { return t.h(); }
 } // namespace detail
 
+/// Writes PyTorch's str(tensor), as to_string() (bc_tensor_format).
+inline std::ostream &operator<<(std::ostream &os, const Tensor &t) { return os << t.to_string(); }
+
 namespace detail {
 
 /// Runs a C call that creates a tensor into `*out`. The result is owned before anything can
@@ -569,7 +573,8 @@ inline void binary_out(OutFn fn, const Tensor &a, const Tensor &b, Tensor &out) 
  *   bc::name(a, b)            a new tensor                  (bc_name)
  *   bc::name(a, b, out)       into an existing tensor       (bc_name_out)
  *   bc::name_inplace(x, y)    into x                        (bc_name_inplace)
- * and BC_HPP_OPERATOR(op, name) the operators `a op b` and `x op= y`.
+ * and BC_HPP_OPERATOR(op, name) the operators `a op b` and `x op= y`, BC_HPP_COMPARISON(op, name)
+ * the operator `a op b`.
  */
 #define BC_HPP_BINARY(name, code)                                                                      \
     inline Tensor name(const Tensor &a, const Tensor &b) { return detail::binary(bc_##name, a, b); }  \
@@ -585,12 +590,15 @@ inline void binary_out(OutFn fn, const Tensor &a, const Tensor &b, Tensor &out) 
         name##_inplace(self, other);                                                                   \
         return self;                                                                                   \
     }
+#define BC_HPP_COMPARISON(op, name)                                                                    \
+    inline Tensor operator op(const Tensor &a, const Tensor &b) { return name(a, b); }
 
 BC_HPP_OPERATIONS(BC_HPP_BINARY)
 
-// Bitwise operators and shifts are elementwise, as + - * / are. Comparisons have no operators:
-// Tensor's explicit operator bool (it holds a handle) would let `if (a == b)` compile and mean
-// something else; use bc::eq, bc::lt, ... (a bool tensor).
+// The operators of PyTorch's (and libtorch's) tensors. All are elementwise: bitwise operators and
+// shifts too, % is Python's (bc::remainder: the divisor's sign, not C++'s truncation), and a
+// comparison gives a bool tensor (a Tensor does not convert to bool, so `if (a == b)` does not
+// compile).
 BC_HPP_OPERATOR(&, bitwise_and)
 BC_HPP_OPERATOR(|, bitwise_or)
 BC_HPP_OPERATOR(^, bitwise_xor)
@@ -600,6 +608,13 @@ BC_HPP_OPERATOR(+, add)
 BC_HPP_OPERATOR(-, sub)
 BC_HPP_OPERATOR(*, mul)
 BC_HPP_OPERATOR(/, div)
+BC_HPP_OPERATOR(%, remainder)
+BC_HPP_COMPARISON(==, eq)
+BC_HPP_COMPARISON(!=, ne)
+BC_HPP_COMPARISON(<, lt)
+BC_HPP_COMPARISON(<=, le)
+BC_HPP_COMPARISON(>, gt)
+BC_HPP_COMPARISON(>=, ge)
 
 namespace detail {
 
@@ -624,7 +639,8 @@ template <class N> using if_number = std::enable_if_t<std::is_arithmetic_v<N>, i
  * gives
  *   bc::name(t, n), bc::name(n, t)   new tensors                  (bc_binary_scalar, _rscalar)
  *   bc::name_inplace(t, n)           into t                       (bc_binary_scalar_inplace)
- * and BC_HPP_NUMBER_OPERATOR(op, name) the operators `t op n`, `n op t` and `t op= n`. `n op t`
+ * and BC_HPP_NUMBER_OPERATOR(op, name) the operators `t op n`, `n op t` and `t op= n`
+ * (BC_HPP_NUMBER_COMPARISON(op, name): `t op n` and `n op t`). `n op t`
  * is what PyTorch computes for Python's `n op t` (bc::lt(2, t) is t > 2; bc::pow(2, t) is
  * torch.pow(2, t)). maximum, minimum, atan2, hypot and the logical operations take no number in
  * PyTorch and have no number form here.
@@ -643,13 +659,15 @@ template <class N> using if_number = std::enable_if_t<std::is_arithmetic_v<N>, i
     template <class N, detail::if_number<N> = 0> void name##_inplace(Tensor &t, N n) {                 \
         detail::check(bc_binary_scalar_inplace(code, detail::handle(t), detail::number(n)));           \
     }
-#define BC_HPP_NUMBER_OPERATOR(op, name)                                                               \
+#define BC_HPP_NUMBER_COMPARISON(op, name)                                                             \
     template <class N, detail::if_number<N> = 0> Tensor operator op(const Tensor &t, N n) {            \
         return name(t, n);                                                                             \
     }                                                                                                  \
     template <class N, detail::if_number<N> = 0> Tensor operator op(N n, const Tensor &t) {            \
         return name(n, t);                                                                             \
-    }                                                                                                  \
+    }
+#define BC_HPP_NUMBER_OPERATOR(op, name)                                                               \
+    BC_HPP_NUMBER_COMPARISON(op, name)                                                                 \
     template <class N, detail::if_number<N> = 0> Tensor &operator op##=(Tensor &t, N n) {              \
         name##_inplace(t, n);                                                                          \
         return t;                                                                                      \
@@ -684,10 +702,19 @@ BC_HPP_NUMBER_OPERATOR(|, bitwise_or)
 BC_HPP_NUMBER_OPERATOR(^, bitwise_xor)
 BC_HPP_NUMBER_OPERATOR(<<, bitwise_left_shift)
 BC_HPP_NUMBER_OPERATOR(>>, bitwise_right_shift)
+BC_HPP_NUMBER_OPERATOR(%, remainder)
+BC_HPP_NUMBER_COMPARISON(==, eq)
+BC_HPP_NUMBER_COMPARISON(!=, ne)
+BC_HPP_NUMBER_COMPARISON(<, lt)
+BC_HPP_NUMBER_COMPARISON(<=, le)
+BC_HPP_NUMBER_COMPARISON(>, gt)
+BC_HPP_NUMBER_COMPARISON(>=, ge)
 
 #undef BC_HPP_BINARY
 #undef BC_HPP_OPERATOR
+#undef BC_HPP_COMPARISON
 #undef BC_HPP_NUMBER
+#undef BC_HPP_NUMBER_COMPARISON
 #undef BC_HPP_NUMBER_OPERATOR
 
 /// An operand described without memory, for the planner: a type, a shape, and strides in
@@ -915,6 +942,52 @@ inline void where(const Tensor &cond, const Tensor &a, const Tensor &b, Tensor &
         bc_where_out(detail::handle(cond), detail::handle(a), detail::handle(b), detail::handle(out)));
 }
 
+namespace detail {
+
+/// The type a number `n` takes beside an operand of type `dtype`, as PyTorch gives a Python number
+/// (section 6 of docs/semantics.md): the result type the library plans for a 0-d `dtype` tensor
+/// plus `n` (bc_plan_binary_scalar with BC_OP_ADD, whose result type is its operands' promotion).
+template <class N> DType number_type(DType dtype, N n) {
+    bc_geometry g{static_cast<int32_t>(dtype), 0, nullptr, nullptr};
+    bc_plan p;
+    check(bc_plan_binary_scalar(BC_OP_ADD, &g, number(n), &p));
+    return static_cast<DType>(p.dtype);
+}
+
+/// `n` as a 0-d tensor of `dtype`: made in the type bc_scalar holds it in (bool, int64 or double)
+/// and converted with C casts (bc_tensor_to_dtype), as PyTorch converts a Python number.
+template <class N> Tensor number_tensor(N n, DType dtype) {
+    Tensor t;
+    if constexpr (std::is_same_v<N, bool>) {
+        t = Tensor::scalar(n);
+    } else if constexpr (std::is_integral_v<N>) {
+        t = Tensor::scalar(static_cast<int64_t>(n));
+    } else {
+        t = Tensor::scalar(static_cast<double>(n));
+    }
+    return t.dtype() == dtype ? t : t.to(dtype);
+}
+
+} // namespace detail
+
+/// where(cond, a, n) with a number for `b` (PyTorch's torch.where(cond, a, 0)): the number takes
+/// the type it takes beside `a` in `a + n` (int32 with 2.5: float32; float16 with 2.5: float16) and
+/// goes in as a 0-d tensor of that type, so the result type is that type too.
+template <class N, detail::if_number<N> = 0> Tensor where(const Tensor &cond, const Tensor &a, N b) {
+    return where(cond, a, detail::number_tensor(b, detail::number_type(a.dtype(), b)));
+}
+/// where(cond, n, b), with a number for `a`, as where(cond, a, n).
+template <class N, detail::if_number<N> = 0> Tensor where(const Tensor &cond, N a, const Tensor &b) {
+    return where(cond, detail::number_tensor(a, detail::number_type(b.dtype(), a)), b);
+}
+/// where(cond, n, m) with two numbers: both take the type of PyTorch's result_type(n, m) (an
+/// integer and a float: float32), found from the library's promotion as above.
+template <class N, class M, detail::if_number<N> = 0, detail::if_number<M> = 0>
+Tensor where(const Tensor &cond, N a, M b) {
+    DType type = detail::number_type(detail::number_type(DType::Bool, a), b);
+    return where(cond, detail::number_tensor(a, type), detail::number_tensor(b, type));
+}
+
 /// An elementwise expression over numbered input tensors, evaluated in one pass over memory
 /// (bc_expr_eval) with exactly the separate calls' results: types, rounding at each step, errors
 /// and warnings. Built from Expr::input, Expr::constant and Expr::constant_int with the same
@@ -1027,6 +1100,13 @@ BC_HPP_EXPR_OPERATOR(|, bitwise_or)
 BC_HPP_EXPR_OPERATOR(^, bitwise_xor)
 BC_HPP_EXPR_OPERATOR(<<, bitwise_left_shift)
 BC_HPP_EXPR_OPERATOR(>>, bitwise_right_shift)
+BC_HPP_EXPR_OPERATOR(%, remainder)
+BC_HPP_EXPR_OPERATOR(==, eq)
+BC_HPP_EXPR_OPERATOR(!=, ne)
+BC_HPP_EXPR_OPERATOR(<, lt)
+BC_HPP_EXPR_OPERATOR(<=, le)
+BC_HPP_EXPR_OPERATOR(>, gt)
+BC_HPP_EXPR_OPERATOR(>=, ge)
 #undef BC_HPP_EXPR
 #undef BC_HPP_EXPR_OPERATOR
 #undef BC_HPP_OPERATIONS

@@ -400,6 +400,53 @@ fn cpp_wrapper() {
     );
 }
 
+/// c_tests/cpp_wrapper.cpp again as C++20, where comparison operators also meet rewritten
+/// (reversed) candidates.
+#[test]
+fn cpp_wrapper_cxx20() {
+    let p = paths();
+    let exe = build(
+        &p,
+        "cpp_wrapper_cxx20",
+        &["c_tests/cpp_wrapper.cpp", "c_tests/cpp_wrapper_other.cpp"],
+        true,
+        &["-Wpedantic", "-std=c++20"],
+    );
+    run(&p, &exe);
+}
+
+/// A bc::Tensor does not convert to bool, so `if (a == b)` (a bool tensor) and `if (t)` do not
+/// compile; the same code with `defined()` does, so the refusals are the conversion's.
+#[test]
+fn cpp_tensor_is_not_a_bool() {
+    let p = paths();
+    let prefix = "#include \"broadcast.hpp\"\nbool f(const bc::Tensor &a, const bc::Tensor &b);\n";
+    let (ok, said) = compile_only(
+        &p,
+        "cpp_not_bool_ok",
+        &format!("{prefix}bool f(const bc::Tensor &a, const bc::Tensor &b) {{ return a.defined() && (a == b).defined(); }}\n"),
+        true,
+        &["-Wpedantic"],
+    );
+    assert!(ok, "the control does not compile:\n{said}");
+    for body in [
+        "if (a == b) return true; return false;",
+        "return a ? true : b < a;",
+    ] {
+        let (ok, said) = compile_only(
+            &p,
+            "cpp_not_bool",
+            &format!("{prefix}bool f(const bc::Tensor &a, const bc::Tensor &b) {{ {body} }}\n"),
+            true,
+            &["-Wpedantic"],
+        );
+        assert!(
+            !ok && said.contains("deleted"),
+            "a tensor converted to bool in `{body}`:\n{said}"
+        );
+    }
+}
+
 /// include/broadcast.hpp compiles alone, warning-free, in C++17 and C++20.
 #[test]
 fn cpp_header_compiles_alone() {
