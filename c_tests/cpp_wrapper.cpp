@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -184,7 +185,14 @@ void constructors_and_reading_back() {
     CHECK(a.dtype() == bc::DType::Int32 && a.ndim() == 2 && a.numel() == 6);
     CHECK(a.shape() == (bc::Shape{2, 3}) && a.strides() == (bc::Shape{3, 1}) && a.is_contiguous());
     CHECK(a.to_vector<int32_t>() == (std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
-    CHECK(a.to_vector<double>() == (std::vector<double>{1, 2, 3, 4, 5, 6})); // through bc_tensor_to_dtype
+    // to_vector<T> takes the element type only; cast_to_vector<T> converts (bc_tensor_to_dtype).
+    bc::Error wrong_type = EXPECT_ERROR(a.to_vector<double>());
+    CHECK(wrong_type.status() == BC_ERR_DTYPE &&
+          std::string(wrong_type.what()) == "bc::Tensor::to_vector: the tensor's elements are int32, not float64");
+    CHECK(EXPECT_ERROR(a.to_vector<int64_t>()).status() == BC_ERR_DTYPE);
+    CHECK(EXPECT_ERROR(a.to_vector<bool>()).status() == BC_ERR_DTYPE);
+    CHECK(a.cast_to_vector<double>() == (std::vector<double>{1, 2, 3, 4, 5, 6}));
+    CHECK(bc::Tensor({-1.5f, 2.75f}, {2}).cast_to_vector<int32_t>() == (std::vector<int32_t>{-1, 2})); // C casts
 
     const double raw[3] = {0.5, 1.5, 2.5};
     bc::Tensor d(raw, {3});
@@ -195,7 +203,7 @@ void constructors_and_reading_back() {
 
     const uint16_t half_bits[2] = {0x3c00, 0xc000}; // float16 1.0 and -2.0
     bc::Tensor h = bc::Tensor::from_data(bc::DType::Float16, half_bits, sizeof half_bits, {2});
-    CHECK(h.dtype() == bc::DType::Float16 && h.to_vector<float>() == (std::vector<float>{1.0f, -2.0f}));
+    CHECK(h.dtype() == bc::DType::Float16 && h.cast_to_vector<float>() == (std::vector<float>{1.0f, -2.0f}));
 
     bc::Tensor s = bc::Tensor::scalar(int64_t{7});
     CHECK(s.ndim() == 0 && s.numel() == 1 && s.dtype() == bc::DType::Int64);
@@ -643,7 +651,7 @@ bc::Tensor half(bc::DType dtype, const std::vector<uint16_t> &bits, const bc::Sh
 void more_operations_against_pytorch_rows() {
     // ops_values.jsonl:3333: float16 5.5 % int32 -4 -> float16 -2.5 (the divisor's sign).
     bc::Tensor r = bc::remainder(half(bc::DType::Float16, {0x4580}, {}), bc::Tensor(std::vector<int32_t>{-4}, {}));
-    CHECK(r.dtype() == bc::DType::Float16 && r.ndim() == 0 && r.to_vector<float>() == std::vector<float>{-2.5f});
+    CHECK(r.dtype() == bc::DType::Float16 && r.ndim() == 0 && r.cast_to_vector<float>() == std::vector<float>{-2.5f});
     // :3779: fmod_ in place, float32 [-7, 9, -4, 9] fmod [-5] (the dividend's sign).
     bc::Tensor x(std::vector<float>{-7, 9, -4, 9}, {4});
     bc::fmod_inplace(x, bc::Tensor(std::vector<float>{-5}, {1}));
@@ -687,7 +695,7 @@ void more_operations_against_pytorch_rows() {
     // :2967: pow_ in place: bfloat16 3 ** int32 -2 -> bfloat16 0.111328125.
     bc::Tensor b16 = half(bc::DType::BFloat16, {0x4040}, {});
     bc::pow_inplace(b16, bc::Tensor(std::vector<int32_t>{-2}, {}));
-    CHECK(b16.dtype() == bc::DType::BFloat16 && b16.to_vector<float>() == std::vector<float>{0.111328125f});
+    CHECK(b16.dtype() == bc::DType::BFloat16 && b16.cast_to_vector<float>() == std::vector<float>{0.111328125f});
     // :2244: maximum into a bool from float16: the cast is refused, the target unchanged.
     bc::Tensor flag(std::vector<bool>{true}, {});
     e = EXPECT_ERROR(bc::maximum_inplace(flag, half(bc::DType::Float16, {0xc700}, {})));
@@ -711,14 +719,14 @@ void where_against_pytorch_rows() {
     bc::Tensor b = half(bc::DType::Float16, {0xc200}, {1});
     bc::Tensor r = bc::where(cond, a, b);
     CHECK(r.dtype() == bc::DType::Float16 && r.shape() == (bc::Shape{4, 1}));
-    CHECK(r.to_vector<float>() == (std::vector<float>{3.5f, 3.5f, -3.0f, -7.0f}));
+    CHECK(r.cast_to_vector<float>() == (std::vector<float>{3.5f, 3.5f, -3.0f, -7.0f}));
     bc::Tensor out = bc::Tensor::zeros(bc::DType::Float16, {4, 1});
     bc::where(cond, a, b, out);
-    CHECK(out.to_vector<float>() == (std::vector<float>{3.5f, 3.5f, -3.0f, -7.0f}));
+    CHECK(out.cast_to_vector<float>() == (std::vector<float>{3.5f, 3.5f, -3.0f, -7.0f}));
     // :60: bool (2,), float16 [inf], uint8 128 (0-d) -> float16 [inf, inf].
     r = bc::where(bc::Tensor(std::vector<bool>{true, true}, {2}), half(bc::DType::Float16, {0x7c00}, {1}),
                   bc::Tensor(std::vector<uint8_t>{128}, {}));
-    CHECK(r.dtype() == bc::DType::Float16 && r.to_vector<float>() == std::vector<float>(2, INFINITY));
+    CHECK(r.dtype() == bc::DType::Float16 && r.cast_to_vector<float>() == std::vector<float>(2, INFINITY));
     // :7: bool, float64 1e10, int64 -8 (all 0-d) -> float64 1e10.
     r = bc::where(bc::Tensor(std::vector<bool>{true}, {}), bc::Tensor(std::vector<double>{1e10}, {}),
                   bc::Tensor(std::vector<int64_t>{-8}, {}));
@@ -737,7 +745,7 @@ void where_against_pytorch_rows() {
 }
 
 bool same(const bc::Tensor &x, const bc::Tensor &y) {
-    return x.dtype() == y.dtype() && x.shape() == y.shape() && x.to_vector<double>() == y.to_vector<double>();
+    return x.dtype() == y.dtype() && x.shape() == y.shape() && x.cast_to_vector<double>() == y.cast_to_vector<double>();
 }
 
 void expressions_match_separate_calls() {
@@ -882,6 +890,87 @@ void where_with_numbers() {
     CHECK(e.status() == BC_ERR_DTYPE && e.kind() == BC_ERROR_KIND_WHERE_CONDITION);
 }
 
+// ---- typed access to the elements ---------------------------------------------------------------
+
+void typed_element_access() {
+    using I = std::vector<int32_t>;
+    bc::Tensor a({1, 2, 3, 4, 5, 6}, {2, 3}); // int32
+    int32_t *p = a.data<int32_t>();
+    CHECK(p[0] == 1 && p[5] == 6);
+    p[4] = 50; // written through the pointer: the tensor's memory
+    CHECK(a.to_vector<int32_t>() == (I{1, 2, 3, 4, 50, 6}));
+    const int32_t *cp = a.data<const int32_t>();
+    CHECK(cp == p);
+    bc::Error e = EXPECT_ERROR(a.data<float>());
+    CHECK(e.status() == BC_ERR_DTYPE && std::string(e.what()) == "bc::Tensor::data: the tensor's elements are int32, not float32");
+    CHECK(EXPECT_ERROR(a.data<const int64_t>()).status() == BC_ERR_DTYPE);
+    CHECK(EXPECT_ERROR(a.data<uint8_t>()).status() == BC_ERR_DTYPE);
+
+    // at: one index per dimension, negative from the end, through the strides and offset.
+    CHECK(a.at<int32_t>(1, 2) == 6 && a.at<int32_t>(0, 0) == 1 && a.at<int32_t>(-1, -3) == 4);
+    a.at<int32_t>(0, 1) = 20;
+    CHECK(a.to_vector<int32_t>() == (I{1, 20, 3, 4, 50, 6}));
+    bc::Tensor t = a.transpose(0, 1); // t[2][1] is a[1][2]
+    CHECK(t.at<const int32_t>(2, 1) == 6 && t.at<int32_t>(1, 0) == 20);
+    bc::Tensor s = a.slice(1, 1, 3); // [[20, 3], [50, 6]], offset 1
+    CHECK(s.at<int32_t>(1, 0) == 50 && s.at<int32_t>(0, -1) == 3);
+    e = EXPECT_ERROR(a.at<int32_t>(2, 0));
+    CHECK(e.status() == BC_ERR_INVALID_ARG && std::string(e.what()) == "index 2 is out of bounds for dimension 0 with size 2");
+    e = EXPECT_ERROR(a.at<int32_t>(0, -4));
+    CHECK(std::string(e.what()) == "index -4 is out of bounds for dimension 1 with size 3");
+    e = EXPECT_ERROR(a.at<int32_t>(1));
+    CHECK(e.status() == BC_ERR_INVALID_ARG &&
+          std::string(e.what()) == "bc::Tensor::at: a tensor of 2 dimensions takes as many indices, not 1");
+    e = EXPECT_ERROR(a.at<float>(0, 0));
+    CHECK(e.status() == BC_ERR_DTYPE && std::string(e.what()) == "bc::Tensor::at: the tensor's elements are int32, not float32");
+    CHECK(bc::Tensor::scalar(2.5).at<double>() == 2.5); // a 0-d tensor takes no index
+    CHECK(EXPECT_ERROR(bc::Tensor::zeros(bc::DType::Float32, {0}).at<float>(0)).status() == BC_ERR_INVALID_ARG);
+
+    // A tensor that must not be written gives only const access.
+    bc::Tensor ex = bc::Tensor({1.0f, 2.0f}, {2}).expand({3, 2});
+    e = EXPECT_ERROR(ex.data<float>());
+    CHECK(e.status() == BC_ERR_READ_ONLY && e.kind() == BC_ERROR_KIND_READ_ONLY);
+    CHECK(EXPECT_ERROR(ex.at<float>(0, 0)).status() == BC_ERR_READ_ONLY);
+    CHECK(ex.at<const float>(2, 1) == 2.0f && ex.data<const float>()[1] == 2.0f);
+
+    // bool elements are one byte, 0 or 1.
+    bc::Tensor flags(std::vector<bool>{true, false}, {2});
+    CHECK(flags.at<bool>(0) && !flags.at<bool>(1));
+    flags.data<bool>()[1] = true;
+    CHECK(flags.to_vector<bool>() == (std::vector<bool>{true, true}));
+}
+
+void iterating_over_elements() {
+    bc::Tensor a({1.0f, 2.0f, 3.0f, 4.0f}, {2, 2});
+    float total = 0;
+    for (float x : a.elements<const float>()) total += x;
+    CHECK(total == 10.0f);
+    for (float &x : a.elements<float>()) x *= 2;
+    CHECK(a.to_vector<float>() == (std::vector<float>{2, 4, 6, 8}));
+    bc::Elements<float> el = a.elements<float>();
+    CHECK(el.size() == 4 && !el.empty() && el[3] == 8.0f && el.end() - el.begin() == 4);
+    CHECK(std::accumulate(el.begin(), el.end(), 0.0f) == 20.0f);
+    CHECK(el.tensor().data().address == a.data().address);
+    // The range holds the memory: a temporary tensor's elements stay valid through the loop.
+    std::vector<float> seen;
+    for (float x : (a + 1.0f).elements<const float>()) seen.push_back(x);
+    CHECK(seen == (std::vector<float>{3, 5, 7, 9}));
+    // Checked: the type, and the layout (row-major only).
+    bc::Error e = EXPECT_ERROR(a.elements<double>());
+    CHECK(e.status() == BC_ERR_DTYPE);
+    e = EXPECT_ERROR(a.transpose(0, 1).elements<const float>());
+    CHECK(e.status() == BC_ERR_INVALID_ARG &&
+          std::string(e.what()) ==
+              "bc::Tensor::elements: the tensor is not contiguous; iterate over contiguous(), a row-major copy");
+    seen.clear();
+    for (float x : a.transpose(0, 1).contiguous().elements<const float>()) seen.push_back(x);
+    CHECK(seen == (std::vector<float>{2, 6, 4, 8}));
+    CHECK(bc::Tensor::zeros(bc::DType::Float32, {0, 3}).elements<const float>().empty());
+    std::vector<int64_t> longs;
+    for (int64_t v : bc::sum(bc::Tensor({1, 2, 3, 4}, {2, 2}), {0}).elements<const int64_t>()) longs.push_back(v);
+    CHECK(longs == (std::vector<int64_t>{4, 6})); // sum of int32 is int64, as in PyTorch
+}
+
 struct Test {
     const char *name;
     void (*run)();
@@ -916,6 +1005,8 @@ int main() {
         {"printing_to_a_stream", printing_to_a_stream},
         {"comparison_and_remainder_operators", comparison_and_remainder_operators},
         {"where_with_numbers", where_with_numbers},
+        {"typed_element_access", typed_element_access},
+        {"iterating_over_elements", iterating_over_elements},
     };
     std::size_t live = bc::live_count();
     int failed_tests = 0;

@@ -24,6 +24,11 @@
  *    (t + 2.5, 2 * t, t -= 1, t << 1, t > 0, bc::pow(t, 2), bc::where(c, t, 0)): it promotes as a
  *    Python number does in PyTorch (bc_binary_scalar); bc::Tensor::scalar(2.0f) is a 0-d tensor
  *    instead, which promotes as a tensor. std::ostream << t writes PyTorch's str(t).
+ *  - Reading and writing elements: to_vector<T>() copies them out as T, which must be the
+ *    element type (cast_to_vector<T>() converts); data<T>() is the first element's address,
+ *    at<T>(i, j, ...) one element, and elements<T>() a range (begin/end) over a contiguous
+ *    tensor, each for T the element type (bc::Error otherwise) and, unless T is const, a tensor
+ *    that may be written.
  *  - bc::plan_binary(op, a, b) (and _inplace, _out; a number for a or b: the number forms),
  *    bc::plan_where(cond, a, b) (and with out), bc::plan_reduce(op, t, dims), bc::plan_sum_to_size,
  *    bc::plan_binary_sum_to and bc::Expr::plan(inputs) (and with out) report what a call would do
@@ -196,6 +201,7 @@ template <class Owner> void release_owner(void *owner) noexcept { delete static_
 } // namespace detail
 
 class Tensor;
+template <class T> class Elements;
 
 namespace detail {
 template <class Call> Tensor make(Call &&call);
@@ -346,10 +352,10 @@ class Tensor {
     /// Strides in elements; broadcast dimensions have stride 0.
     Shape strides() const { return sizes(bc_tensor_strides); }
 
-    /// The elements in row-major order as T; converted as to() converts when T is not the
-    /// tensor's element type.
+    /// The elements in row-major order as T, which must be the tensor's element type
+    /// (dtype_of<T>()): another T throws bc::Error (BC_ERR_DTYPE) instead of converting.
     template <class T> std::vector<T> to_vector() const {
-        if (dtype() != dtype_of<T>()) return to(dtype_of<T>()).template to_vector<T>();
+        check_dtype<T>("to_vector");
         std::size_t n = static_cast<std::size_t>(numel());
         if constexpr (std::is_same_v<T, bool>) {
             std::vector<unsigned char> bytes(n);
@@ -360,6 +366,13 @@ class Tensor {
             copy_to(values.data(), n * sizeof(T));
             return values;
         }
+    }
+    /// The elements in row-major order converted to T with C casts, as to() converts
+    /// (bc_tensor_to_dtype), whatever the tensor's element type: float16 and bfloat16 read as
+    /// float, say.
+    template <class T> std::vector<T> cast_to_vector() const {
+        if (dtype() == dtype_of<T>()) return to_vector<T>();
+        return to(dtype_of<T>()).template to_vector<T>();
     }
     /// PyTorch's str(tensor) (bc_tensor_format).
     std::string to_string() const {
@@ -382,6 +395,47 @@ class Tensor {
         detail::check(bc_tensor_data(h(), &d.address, &d.nbytes, &d.writable));
         return d;
     }
+    /// The first element's address (see data()) as T *. T must be the tensor's element type
+    /// (dtype_of<T>(), const or not; else bc::Error, BC_ERR_DTYPE). A non-const T also needs a
+    /// tensor that may be written (Data::writable; else bc::Error, BC_ERR_READ_ONLY): read a
+    /// broadcast view, or memory shared read-only, through data<const T>(). Element (i, j, ...) is
+    /// at index i * strides()[0] + j * strides()[1] + ... from it. Valid while any tensor sharing
+    /// the memory lives.
+    template <class T> T *data() const { return static_cast<T *>(typed_data<T>("data").address); }
+    /// Element (i, j, ...) as T &, one index per dimension; a negative index counts from the end,
+    /// as in Python. T as for data<T>(). Another number of indices than ndim(), or an index out
+    /// of range, throws bc::Error (BC_ERR_INVALID_ARG; PyTorch's IndexError text, `index 3 is out
+    /// of bounds for dimension 0 with size 3`). Each call asks the library for the geometry: in
+    /// loops, prefer data<T>() with strides(), or elements<T>().
+    template <class T, class... I> T &at(I... index) const {
+        static_assert((std::is_integral_v<I> && ...), "bc::Tensor::at takes integer indices");
+        Data d = typed_data<T>("at");
+        const int64_t indices[sizeof...(I) + 1] = {static_cast<int64_t>(index)..., 0};
+        Shape sizes = shape(), steps = strides();
+        if (sizes.size() != sizeof...(I)) {
+            detail::fail(BC_ERR_INVALID_ARG, BC_ERROR_KIND_INVALID_ARGUMENT,
+                         "bc::Tensor::at: a tensor of " + std::to_string(sizes.size()) +
+                             " dimensions takes as many indices, not " + std::to_string(sizeof...(I)));
+        }
+        int64_t element = 0;
+        for (std::size_t dim = 0; dim < sizes.size(); dim++) {
+            int64_t i = indices[dim], size = sizes[dim];
+            if (i < -size || i >= size) {
+                detail::fail(BC_ERR_INVALID_ARG, BC_ERROR_KIND_INVALID_ARGUMENT,
+                             "index " + std::to_string(i) + " is out of bounds for dimension " +
+                                 std::to_string(dim) + " with size " + std::to_string(size));
+            }
+            element += (i < 0 ? i + size : i) * steps[dim];
+        }
+        return static_cast<T *>(d.address)[element];
+    }
+    /// The elements of a contiguous tensor as a range of T (begin(), end(), size(), [i]) in
+    /// row-major order: `for (float x : t.elements<const float>())`. T as for data<T>(); a tensor
+    /// that is not contiguous throws bc::Error (BC_ERR_INVALID_ARG): iterate over contiguous(),
+    /// a row-major copy, instead. The range holds a copy of the tensor (sharing the memory), so
+    /// it stays valid however long the tensor it came from lives.
+    template <class T> Elements<T> elements() const;
+
     /// Copies the elements, row-major, into `nbytes` bytes at `buffer` (bc_tensor_copy_to).
     void copy_to(void *buffer, std::size_t nbytes) const {
         detail::check(bc_tensor_copy_to(h(), buffer, nbytes));
@@ -456,6 +510,29 @@ class Tensor {
         }
         return handle_;
     }
+    /// Throws bc::Error (BC_ERR_DTYPE) unless T is the element type; `what` names the caller.
+    template <class T> void check_dtype(const char *what) const {
+        DType want = dtype_of<std::remove_const_t<T>>(), have = dtype();
+        if (have != want) {
+            detail::fail(BC_ERR_DTYPE, BC_ERROR_KIND_INVALID_ARGUMENT,
+                         std::string("bc::Tensor::") + what + ": the tensor's elements are " + dtype_name(have) +
+                             ", not " + dtype_name(want));
+        }
+    }
+    /// data(), after checking T (the element type, const for a tensor that may not be written).
+    template <class T> Data typed_data(const char *what) const {
+        static_assert(!std::is_same_v<std::remove_const_t<T>, bool> || sizeof(bool) == 1,
+                      "bool elements are one byte");
+        check_dtype<T>(what);
+        Data d = data();
+        if (!std::is_const_v<T> && !d.writable) {
+            detail::fail(BC_ERR_READ_ONLY, BC_ERROR_KIND_READ_ONLY,
+                         std::string("bc::Tensor::") + what +
+                             ": the tensor must not be written (a broadcast view, or memory shared "
+                             "read-only); read it through a const element type");
+        }
+        return d;
+    }
     /// A new handle to a view of all of this tensor: every size kept (-1), so the strides and
     /// offset are this tensor's.
     Tensor view_of_all() const {
@@ -509,6 +586,38 @@ inline bc_tensor *handle(const Tensor &t) { return t.h(); }
 
 /// Writes PyTorch's str(tensor), as to_string() (bc_tensor_format).
 inline std::ostream &operator<<(std::ostream &os, const Tensor &t) { return os << t.to_string(); }
+
+/// The elements of a contiguous tensor as a range of T, from Tensor::elements<T>(). It holds a
+/// tensor sharing the memory, which keeps the elements alive.
+template <class T> class Elements {
+  public:
+    T *begin() const noexcept { return begin_; }
+    T *end() const noexcept { return begin_ + size_; }
+    std::size_t size() const noexcept { return size_; }
+    bool empty() const noexcept { return size_ == 0; }
+    T &operator[](std::size_t i) const noexcept { return begin_[i]; }
+    /// The tensor the range holds (a view sharing the elements).
+    const Tensor &tensor() const noexcept { return tensor_; }
+
+  private:
+    friend class Tensor;
+    Elements(Tensor tensor, T *begin, std::size_t size) noexcept
+        : tensor_(std::move(tensor)), begin_(begin), size_(size) {}
+    Tensor tensor_;
+    T *begin_;
+    std::size_t size_;
+};
+
+template <class T> Elements<T> Tensor::elements() const {
+    Data d = typed_data<T>("elements");
+    if (!is_contiguous()) {
+        detail::fail(BC_ERR_INVALID_ARG, BC_ERROR_KIND_INVALID_ARGUMENT,
+                     "bc::Tensor::elements: the tensor is not contiguous; iterate over contiguous(), a "
+                     "row-major copy");
+    }
+    std::size_t n = static_cast<std::size_t>(numel());
+    return Elements<T>(*this, n == 0 ? nullptr : static_cast<T *>(d.address), n);
+}
 
 namespace detail {
 
