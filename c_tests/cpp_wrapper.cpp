@@ -585,6 +585,19 @@ void reductions() {
     CHECK(bc::amax(a, {0}).to_vector<float>() == (std::vector<float>{4, 5, 6}));
     CHECK(bc::amin(a).to_vector<float>() == std::vector<float>{1});
     CHECK(bc::reduce(BC_REDUCE_PROD, a, {0}).to_vector<float>() == (std::vector<float>{4, 10, 18}));
+    // One dimension as an integer (PyTorch's a.sum(0)); a braced list is still the list form, and
+    // an empty one still reduces everything.
+    CHECK(bc::sum(a, 0).to_vector<float>() == (std::vector<float>{5, 7, 9}));
+    CHECK(bc::sum(a, -1).to_vector<float>() == (std::vector<float>{6, 15}));
+    CHECK(bc::sum(a, 1, true).shape() == (bc::Shape{2, 1}));
+    CHECK(bc::sum(a, int64_t{0}).shape() == bc::Shape{3} && bc::sum(a, std::size_t{1}).shape() == bc::Shape{2});
+    CHECK(bc::sum(a, {}).ndim() == 0 && bc::sum(a, {}).to_vector<float>() == std::vector<float>{21});
+    CHECK(bc::mean(a, 0).to_vector<float>() == (std::vector<float>{2.5f, 3.5f, 4.5f}));
+    CHECK(bc::prod(a, 1).to_vector<float>() == (std::vector<float>{6, 120}));
+    CHECK(bc::amax(a, 1).to_vector<float>() == (std::vector<float>{3, 6}) && bc::amin(a, 0, true).shape() == (bc::Shape{1, 3}));
+    CHECK(bc::reduce(BC_REDUCE_SUM, a, 1).to_vector<float>() == (std::vector<float>{6, 15}));
+    bc::Error dim = EXPECT_ERROR(bc::sum(a, 2)); // the C library's range check
+    CHECK(dim.status() == BC_ERR_INVALID_ARG && dim.kind() == BC_ERROR_KIND_DIM_OUT_OF_RANGE);
 
     // PyTorch's types: integer sums are int64, integer means are refused.
     bc::Tensor ints({int32_t{1}, int32_t{2}, int32_t{3}}, {3});

@@ -35,8 +35,9 @@
  *    from bc::Geometry values (type, shape, strides), without tensors, or throw the bc::Error the
  *    call would throw.
  *  - bc::sum, bc::mean, bc::prod, bc::amax, bc::amin (and bc::reduce with a BC_REDUCE_* code)
- *    reduce over a list of dimensions; bc::sum_to_size undoes a broadcast, and
- *    bc::binary_sum_to(BC_OP_*, a, b, shape) sums a op b to shape without making a op b.
+ *    reduce over a list of dimensions or one (bc::sum(t, {0, 1}), bc::sum(t, 0));
+ *    bc::sum_to_size undoes a broadcast, and bc::binary_sum_to(BC_OP_*, a, b, shape) sums a op b
+ *    to shape without making a op b.
  *  - Warnings go to bc::set_warning_handler's function; an exception it throws is caught before
  *    it could cross the C library and rethrown from the bc:: call that emitted the warning.
  *
@@ -960,7 +961,8 @@ broadcast_tensors(const std::vector<std::reference_wrapper<const Tensor>> &tenso
 
 /*
  * Reductions (docs/semantics.md, section 14): over `dims`, negative ones counting from the end, or
- * every dimension when `dims` is empty (PyTorch's dim=None); `keepdim` keeps each reduced
+ * every dimension when `dims` is empty (PyTorch's dim=None), or over one dimension given as an
+ * integer (bc::sum(t, 0), PyTorch's t.sum(0)); `keepdim` keeps each reduced
  * dimension as size 1. Result types as PyTorch's: sum and prod of bool and integers are int64,
  * mean of them is refused, amax and amin keep the type.
  */
@@ -970,11 +972,27 @@ inline Tensor reduce(int32_t op, const Tensor &t, const Shape &dims = {}, bool k
         return bc_reduce(op, detail::handle(t), detail::data_or_null(dims), dims.size(), keepdim, out);
     });
 }
+
+namespace detail {
+/// An integer other than bool, for the one-dimension forms of the reductions. A template, so that
+/// a braced list (`{0}`, `{}`) still means the list form: `bc::sum(t, {})` reduces everything.
+template <class D>
+using if_dim = std::enable_if_t<std::is_integral_v<D> && !std::is_same_v<D, bool>, int>;
+} // namespace detail
+
+/// `op` of `t` over the one dimension `dim` (PyTorch's t.sum(dim)): reduce(op, t, {dim}, keepdim).
+template <class D, detail::if_dim<D> = 0>
+Tensor reduce(int32_t op, const Tensor &t, D dim, bool keepdim = false) {
+    return reduce(op, t, Shape{static_cast<int64_t>(dim)}, keepdim);
+}
 #define BC_HPP_REDUCTION(name)                                                                         \
     inline Tensor name(const Tensor &t, const Shape &dims = {}, bool keepdim = false) {                \
         return detail::make([&](bc_tensor **out) {                                                     \
             return bc_##name(detail::handle(t), detail::data_or_null(dims), dims.size(), keepdim, out);\
         });                                                                                            \
+    }                                                                                                  \
+    template <class D, detail::if_dim<D> = 0> Tensor name(const Tensor &t, D dim, bool keepdim = false) {\
+        return name(t, Shape{static_cast<int64_t>(dim)}, keepdim);                                     \
     }
 BC_HPP_REDUCTION(sum)
 BC_HPP_REDUCTION(mean)
