@@ -984,6 +984,76 @@ void iterating_over_elements() {
     CHECK(longs == (std::vector<int64_t>{4, 6})); // sum of int32 is int64, as in PyTorch
 }
 
+// ---- DLPack ---------------------------------------------------------------------------------------
+
+void dlpack_exports_and_imports() {
+    int released = 0;
+    float *memory = nullptr;
+    {
+        std::vector<float> values{1, 2, 3, 4, 5, 6};
+        memory = values.data();
+        bc::Tensor t = bc::Tensor::wrap(bc::DType::Float32, memory, 6 * sizeof(float), {2, 3}, {}, 0,
+                                        CountedOwner(&released, std::move(values)));
+        bc::DLPackTensor m = t.slice(1, 1, 3).to_dlpack(); // [[2, 3], [5, 6]]: strides (3, 1)
+        CHECK(m != nullptr && m->version.major == 1 && (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY) == 0);
+        CHECK(m->dl_tensor.ndim == 2 && m->dl_tensor.shape[0] == 2 && m->dl_tensor.shape[1] == 2);
+        CHECK(m->dl_tensor.strides[0] == 3 && m->dl_tensor.strides[1] == 1 && m->dl_tensor.byte_offset == 0);
+        CHECK(m->dl_tensor.dtype.code == kDLFloat && m->dl_tensor.dtype.bits == 32 && m->dl_tensor.device.device_type == kDLCPU);
+        CHECK(m->dl_tensor.data == memory + 1);
+        t = bc::Tensor(); // the export keeps the memory
+        CHECK(released == 0);
+        // Imported back: a tensor over the same memory, which takes the export.
+        bc::Tensor u = bc::Tensor::from_dlpack(std::move(m));
+        CHECK(m == nullptr && u.shape() == (bc::Shape{2, 2}) && u.data().address == memory + 1);
+        u += 10.0f;
+        CHECK(memory[1] == 12.0f && memory[5] == 16.0f && memory[3] == 4.0f);
+        CHECK(released == 0);
+    }
+    CHECK(released == 1); // the import freed with u, its deleter released the memory
+
+    // A broadcast view is exported read-only, and the import refuses writes; the unversioned
+    // struct, which cannot say read-only, refuses it.
+    bc::Tensor e = bc::Tensor({1.0f, 2.0f}, {2}).expand({3, 2});
+    bc::DLPackTensor ro = e.to_dlpack();
+    CHECK((ro->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0 && ro->dl_tensor.strides[0] == 0);
+    bc::Tensor imported = bc::Tensor::from_dlpack(std::move(ro));
+    bc::Error err = EXPECT_ERROR(imported += 1.0f);
+    CHECK(err.status() == BC_ERR_READ_ONLY && err.kind() == BC_ERROR_KIND_READ_ONLY);
+    // Contiguous memory shared read-only: typed access is const only.
+    bc::DLPackTensor flagged = bc::Tensor({1.0f, 2.0f}, {2}).to_dlpack();
+    flagged->flags |= DLPACK_FLAG_BITMASK_READ_ONLY;
+    bc::Tensor frozen = bc::Tensor::from_dlpack(std::move(flagged));
+    CHECK(EXPECT_ERROR(frozen.elements<float>()).status() == BC_ERR_READ_ONLY);
+    CHECK(EXPECT_ERROR(frozen.at<float>(0)).status() == BC_ERR_READ_ONLY);
+    CHECK(frozen.elements<const float>().size() == 2 && frozen.at<const float>(1) == 2.0f);
+    err = EXPECT_ERROR(e.to_dlpack_unversioned());
+    CHECK(err.status() == BC_ERR_READ_ONLY && err.kind() == BC_ERROR_KIND_READ_ONLY_LEGACY_EXPORT);
+
+    // The unversioned struct, both ways.
+    bc::Tensor w({int64_t{7}, int64_t{8}}, {2});
+    bc::DLPackTensorUnversioned old = w.to_dlpack_unversioned();
+    CHECK(old->dl_tensor.dtype.code == kDLInt && old->dl_tensor.dtype.bits == 64 && old->dl_tensor.shape[0] == 2);
+    bc::Tensor back = bc::Tensor::from_dlpack(std::move(old));
+    CHECK(old == nullptr && back.to_vector<int64_t>() == (std::vector<int64_t>{7, 8}));
+
+    // A refused import leaves the export with the caller, whose deleter still runs once.
+    int kept = 0;
+    {
+        std::vector<float> values{1, 2};
+        float *p = values.data();
+        bc::DLPackTensor m = bc::Tensor::wrap(bc::DType::Float32, p, 2 * sizeof(float), {2}, {}, 0,
+                                              CountedOwner(&kept, std::move(values)))
+                                 .to_dlpack();
+        m->version.major = 2; // a version this library does not take
+        err = EXPECT_ERROR(bc::Tensor::from_dlpack(std::move(m)));
+        CHECK(err.status() == BC_ERR_INVALID_ARG && m != nullptr && kept == 0);
+    }
+    CHECK(kept == 1);
+    // A moved-from tensor is refused as elsewhere.
+    bc::Tensor gone = std::move(back);
+    CHECK(EXPECT_ERROR(back.to_dlpack()).status() == BC_ERR_NULL_ARG);
+}
+
 struct Test {
     const char *name;
     void (*run)();
@@ -1020,6 +1090,7 @@ int main() {
         {"where_with_numbers", where_with_numbers},
         {"typed_element_access", typed_element_access},
         {"iterating_over_elements", iterating_over_elements},
+        {"dlpack_exports_and_imports", dlpack_exports_and_imports},
     };
     std::size_t live = bc::live_count();
     int failed_tests = 0;

@@ -29,6 +29,9 @@
  *    at<T>(i, j, ...) one element, and elements<T>() a range (begin/end) over a contiguous
  *    tensor, each for T the element type (bc::Error otherwise) and, unless T is const, a tensor
  *    that may be written.
+ *  - DLPack without copies: t.to_dlpack() (and to_dlpack_unversioned()) gives a bc::DLPackTensor,
+ *    a std::unique_ptr that runs the export's deleter; bc::Tensor::from_dlpack(std::move(m))
+ *    takes one from another producer.
  *  - bc::plan_binary(op, a, b) (and _inplace, _out; a number for a or b: the number forms),
  *    bc::plan_where(cond, a, b) (and with out), bc::plan_reduce(op, t, dims), bc::plan_sum_to_size,
  *    bc::plan_binary_sum_to and bc::Expr::plan(inputs) (and with out) report what a call would do
@@ -201,6 +204,24 @@ template <class Owner> void release_owner(void *owner) noexcept { delete static_
 
 } // namespace detail
 
+namespace detail {
+/// Deletes a DLPack export through its own deleter (none: nothing to do).
+struct DLPackDeleter {
+    void operator()(DLManagedTensorVersioned *m) const noexcept {
+        if (m != nullptr && m->deleter != nullptr) m->deleter(m);
+    }
+    void operator()(DLManagedTensor *m) const noexcept {
+        if (m != nullptr && m->deleter != nullptr) m->deleter(m);
+    }
+};
+} // namespace detail
+
+/// A DLPack 1.x tensor, owned: its deleter runs when this is destroyed, unless release() hands it
+/// to a consumer first (a Python capsule, another library) or Tensor::from_dlpack takes it.
+using DLPackTensor = std::unique_ptr<DLManagedTensorVersioned, detail::DLPackDeleter>;
+/// The older, unversioned DLPack struct, owned as DLPackTensor.
+using DLPackTensorUnversioned = std::unique_ptr<DLManagedTensor, detail::DLPackDeleter>;
+
 class Tensor;
 template <class T> class Elements;
 
@@ -312,6 +333,48 @@ class Tensor {
         void *elements = data.data();
         std::size_t nbytes = data.size() * sizeof(T);
         return wrap(dtype_of<T>(), elements, nbytes, shape, Shape{}, 0, std::move(data));
+    }
+
+    /// A tensor over the memory a DLPack 1.x producer shares, without a copy
+    /// (bc_tensor_from_dlpack_versioned). On success the tensor takes the export (its deleter runs
+    /// when the last tensor over the memory is freed) and `m` is left empty; on failure `m` keeps
+    /// it. With DLPACK_FLAG_BITMASK_READ_ONLY set the tensor refuses writes (BC_ERR_READ_ONLY).
+    static Tensor from_dlpack(DLPackTensor &&m) {
+        bc_tensor *out = nullptr;
+        int32_t status = bc_tensor_from_dlpack_versioned(m.get(), &out);
+        if (status == BC_OK) (void)m.release(); // the library owns it now
+        Tensor t = adopt(out);
+        detail::check(status);
+        return t;
+    }
+    /// As from_dlpack, for the older unversioned struct (bc_tensor_from_dlpack): always writable.
+    static Tensor from_dlpack(DLPackTensorUnversioned &&m) {
+        bc_tensor *out = nullptr;
+        int32_t status = bc_tensor_from_dlpack(m.get(), &out);
+        if (status == BC_OK) (void)m.release();
+        Tensor t = adopt(out);
+        detail::check(status);
+        return t;
+    }
+    /// Shares the elements through DLPack 1.x without a copy (bc_tensor_to_dlpack_versioned): the
+    /// export keeps the memory alive until its deleter runs, even after this tensor is freed. Its
+    /// flags have DLPACK_FLAG_BITMASK_READ_ONLY when the tensor must not be written (a broadcast
+    /// view, memory shared read-only).
+    DLPackTensor to_dlpack() const {
+        DLManagedTensorVersioned *out = nullptr;
+        int32_t status = bc_tensor_to_dlpack_versioned(h(), &out);
+        DLPackTensor owned(out);
+        detail::check(status);
+        return owned;
+    }
+    /// As to_dlpack, through the older unversioned struct (bc_tensor_to_dlpack), which cannot say
+    /// read-only: a tensor that must not be written is refused (BC_ERR_READ_ONLY).
+    DLPackTensorUnversioned to_dlpack_unversioned() const {
+        DLManagedTensor *out = nullptr;
+        int32_t status = bc_tensor_to_dlpack(h(), &out);
+        DLPackTensorUnversioned owned(out);
+        detail::check(status);
+        return owned;
     }
 
     /// Takes ownership of a handle from the C API (NULL gives an empty Tensor).
