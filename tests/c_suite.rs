@@ -520,6 +520,71 @@ fn quickstart_cpp_example() {
     );
 }
 
+/// examples/standardize.cpp (C++) compiles warning-free and runs; the count of values above 2 and
+/// the first rows it prints are those computed here in f64 from the same matrix: columns
+/// standardised with the population standard deviation, values above 2 set to 0.
+#[test]
+fn standardize_example() {
+    let p = paths();
+    let exe = build(
+        &p,
+        "standardize",
+        &["examples/standardize.cpp"],
+        true,
+        &["-Wpedantic"],
+    );
+    run(&p, &exe);
+    let printed = std::fs::read_to_string(exe.with_extension("log")).expect("example's output");
+
+    let (rows, cols) = (1000usize, 8usize);
+    let x = |i: usize, j: usize| {
+        let u = ((53 * i + 13 * j) % 101) as f64 - 50.0;
+        u * u * u / 512.0 * (j + 1) as f64 + j as f64
+    };
+    let mut z = vec![vec![0.0f64; cols]; rows];
+    for j in 0..cols {
+        let mean = (0..rows).map(|i| x(i, j)).sum::<f64>() / rows as f64;
+        let var = (0..rows).map(|i| (x(i, j) - mean).powi(2)).sum::<f64>() / rows as f64;
+        for (i, row) in z.iter_mut().enumerate() {
+            row[j] = (x(i, j) - mean) / var.sqrt();
+        }
+    }
+    let above = z.iter().flatten().filter(|&&v| v > 2.0).count();
+    assert!(
+        printed.contains(&format!(
+            "standardised 1000x8 float32; values above 2 set to 0: {above}\n"
+        )),
+        "the count of values above 2 is not {above}:\n{printed}"
+    );
+
+    // The printed rows: PyTorch's text of masked[0:4], 4 digits (fixed or scientific).
+    let text = printed
+        .split_once("tensor(")
+        .and_then(|(_, rest)| rest.rsplit_once(')'))
+        .map(|(inside, _)| inside)
+        .unwrap_or_else(|| panic!("no tensor printed:\n{printed}"));
+    let shown: Vec<f64> = text
+        .replace(['[', ']'], " ")
+        .split(',')
+        .map(|v| {
+            v.trim()
+                .parse::<f64>()
+                .unwrap_or_else(|e| panic!("{v:?}: {e}"))
+        })
+        .collect();
+    assert_eq!(shown.len(), 4 * cols, "{printed}");
+    for (k, got) in shown.iter().enumerate() {
+        let v = z[k / cols][k % cols];
+        let want = if v > 2.0 { 0.0 } else { v };
+        assert!(
+            (got - want).abs() <= 6e-5 + 1e-4 * want.abs(),
+            "row {} column {}: printed {got}, computed {want}\n{printed}",
+            k / cols,
+            k % cols
+        );
+    }
+}
+
 /// Compiles `source` (no linking) as C11 or C++17 with warnings as errors; returns whether it
 /// compiled and what the compiler said.
 fn compile_only(p: &Paths, name: &str, source: &str, cpp: bool, extra: &[&str]) -> (bool, String) {
