@@ -931,6 +931,9 @@ void typed_element_access() {
     CHECK(e.status() == BC_ERR_INVALID_ARG && std::string(e.what()) == "index 2 is out of bounds for dimension 0 with size 2");
     e = EXPECT_ERROR(a.at<int32_t>(0, -4));
     CHECK(std::string(e.what()) == "index -4 is out of bounds for dimension 1 with size 3");
+    e = EXPECT_ERROR(a.at<int32_t>(std::size_t{0}, ~std::size_t{0})); // not -1 after a cast
+    CHECK(std::string(e.what()) == "index 18446744073709551615 is out of bounds for dimension 1 with size 3");
+    CHECK(a.at<int32_t>(std::size_t{1}, uint8_t{2}) == 6);
     e = EXPECT_ERROR(a.at<int32_t>(1));
     CHECK(e.status() == BC_ERR_INVALID_ARG &&
           std::string(e.what()) == "bc::Tensor::at: a tensor of 2 dimensions takes as many indices, not 1");

@@ -202,9 +202,6 @@ inline const int64_t *data_or_null(const Shape &s) noexcept { return s.empty() ?
 /// thread that frees the last view.
 template <class Owner> void release_owner(void *owner) noexcept { delete static_cast<Owner *>(owner); }
 
-} // namespace detail
-
-namespace detail {
 /// Deletes a DLPack export through its own deleter (none: nothing to do).
 struct DLPackDeleter {
     void operator()(DLManagedTensorVersioned *m) const noexcept {
@@ -475,6 +472,8 @@ class Tensor {
         static_assert((std::is_integral_v<I> && ...), "bc::Tensor::at takes integer indices");
         Data d = typed_data<T>("at");
         const int64_t indices[sizeof...(I) + 1] = {static_cast<int64_t>(index)..., 0};
+        const bool wrapped[sizeof...(I) + 1] = {(std::is_unsigned_v<I> && index_too_large(index))...,
+                                                false};
         Shape sizes = shape(), steps = strides();
         if (sizes.size() != sizeof...(I)) {
             detail::fail(BC_ERR_INVALID_ARG, BC_ERROR_KIND_INVALID_ARGUMENT,
@@ -484,9 +483,11 @@ class Tensor {
         int64_t element = 0;
         for (std::size_t dim = 0; dim < sizes.size(); dim++) {
             int64_t i = indices[dim], size = sizes[dim];
-            if (i < -size || i >= size) {
+            if (wrapped[dim] || i < -size || i >= size) {
                 detail::fail(BC_ERR_INVALID_ARG, BC_ERROR_KIND_INVALID_ARGUMENT,
-                             "index " + std::to_string(i) + " is out of bounds for dimension " +
+                             "index " +
+                                 (wrapped[dim] ? std::to_string(static_cast<uint64_t>(i)) : std::to_string(i)) +
+                                 " is out of bounds for dimension " +
                                  std::to_string(dim) + " with size " + std::to_string(size));
             }
             element += (i < 0 ? i + size : i) * steps[dim];
@@ -574,13 +575,17 @@ class Tensor {
         }
         return handle_;
     }
+    /// Whether an index of an unsigned type is too large for int64_t (it would wrap to negative).
+    template <class I> static bool index_too_large(I index) noexcept {
+        return static_cast<uint64_t>(index) > static_cast<uint64_t>(INT64_MAX);
+    }
     /// Throws bc::Error (BC_ERR_DTYPE) unless T is the element type; `what` names the caller.
     template <class T> void check_dtype(const char *what) const {
         DType want = dtype_of<std::remove_const_t<T>>(), have = dtype();
         if (have != want) {
             detail::fail(BC_ERR_DTYPE, BC_ERROR_KIND_INVALID_ARGUMENT,
-                         std::string("bc::Tensor::") + what + ": the tensor's elements are " + dtype_name(have) +
-                             ", not " + dtype_name(want));
+                         std::string("bc::Tensor::") + what + ": the tensor's elements are " +
+                             dtype_name(have) + ", not " + dtype_name(want));
         }
     }
     /// data(), after checking T (the element type, const for a tensor that may not be written).
