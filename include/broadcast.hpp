@@ -122,7 +122,10 @@ template <class T> constexpr DType dtype_of() {
 }
 
 /// A failed call: the status, the error as data (bc_error_info), the shapes it involves, and the
-/// library's message, exactly, as what().
+/// library's message, exactly, as what(). Every failure of a bc:: call is one; those the wrapper
+/// finds before calling the library (a moved-from tensor, a wrong element type for data<T>(), ...)
+/// carry the status and kind the C API has for them, -1 in the other fields, no shapes, and the
+/// wrapper's message, which names the bc:: function or says what the C API would.
 class Error : public std::runtime_error {
   public:
     Error(int32_t status, const bc_error_info &info, Shape shape_a, Shape shape_b,
