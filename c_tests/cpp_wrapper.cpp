@@ -1,12 +1,16 @@
 // cpp_wrapper.cpp: include/broadcast.hpp, the C++ interface, over the C library. Built as C++17
-// with -Wall -Wextra -Wpedantic -Werror together with cpp_wrapper_other.cpp (a second translation
-// unit including the header), and run under AddressSanitizer/UBSan and valgrind by
+// and as C++20 with -Wall -Wextra -Wpedantic -Werror together with cpp_wrapper_other.cpp (a second
+// translation unit including the header), and run under AddressSanitizer/UBSan and valgrind by
 // scripts/sanitizers.sh like every C program of the suite.
 //
 // It checks the twelve documented examples of docs/semantics.md (section 3) through the C++ API,
 // that errors carry the library's status, kind, shapes and exact message, ownership (every handle
-// freed: bc::live_count() is back where it started), the operators and views, wrapped memory
-// released exactly once, exceptions from a warning handler, and the reductions.
+// freed: bc::live_count() is back where it started; copies share the elements; a moved-from
+// tensor says so), the operators (comparisons and % too, with numbers) and views, wrapped memory
+// released exactly once, exceptions from a warning handler, the reductions, printing, where with
+// numbers, typed element access and iteration, and DLPack. Expected values are PyTorch's (its data
+// rows, its documented behaviour) or worked out by hand; the expression tests compare the fused
+// form with the separate calls.
 #include "broadcast.hpp"
 
 #include <cmath>

@@ -234,8 +234,9 @@ bc_tensor *handle(const Tensor &t);
 ///
 /// Copying is cheap and shares the elements, as copying a libtorch tensor does: the copy is a new
 /// handle to a view of the same memory with the same shape, strides and offset (bc_tensor_expand
-/// to the tensor's own sizes), so a write through either is seen by both. clone() is the deep
-/// copy. Moving transfers the handle.
+/// to the tensor's own sizes), so a write through either is seen by both (and, as for any views,
+/// writing through one while another thread reads through another is a data race). clone() is
+/// the deep copy. Moving transfers the handle.
 ///
 /// A default-constructed, moved-from or released Tensor holds no handle (defined() is false);
 /// using it in a call throws bc::Error (BC_ERR_NULL_ARG, BC_ERROR_KIND_NULL_ARG) whose message
