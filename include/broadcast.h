@@ -1282,7 +1282,8 @@ int32_t bc_tensor_data(const struct bc_tensor *t,
 
 /**
  * Writes `t` as text, exactly as PyTorch's `str(tensor)` with its default print options: for
- * example `tensor([[1, 2],\n        [3, 4]], dtype=torch.int32)`. Floats get 4 decimals, or
+ * example the two lines `tensor([[1, 2],` and `[3, 4]], dtype=torch.int32)`, the second indented
+ * by 8 spaces. Floats get 4 decimals, or
  * scientific notation when their magnitudes call for it (`1.0000e-05`), integer-valued floats
  * end in "." (`tensor([1., 2.])`), `nan` and `inf` as Python writes them; rows wrap at 80
  * columns; over 1000 elements only 3 at each edge of every dimension are shown, around `...`.
@@ -3323,8 +3324,8 @@ int32_t bc_tensor_from_data(int32_t dtype,
  * ownership of the memory.
  *
  * Go: memory from Go's heap may not be kept by C past the call (cgo pointer rules); wrap C memory
- * (C.malloc) or pinned memory only. Julia: keep the array rooted (`GC.@preserve`, or a release
- * callback that drops a reference) for as long as the tensor lives.
+ * (C.malloc) or pinned memory only. Julia: keep the array rooted (a preserve block of Julia's
+ * `GC` module, or a release callback that drops a reference) for as long as the tensor lives.
  *
  * # Returns
  * `BC_OK`; `BC_ERR_NULL_ARG` (`out` NULL, `data` NULL with `nbytes` > 0, or `shape` NULL with

@@ -4,29 +4,43 @@
  * It adds C++ idioms and no rules of its own: every shape, type and overlap decision, and every
  * message, is the C library's (docs/semantics.md).
  *
- *  - bc::Tensor owns one handle: move-only, freed by its destructor. clone() is the explicit deep
- *    copy; get(), release() and Tensor::adopt() reach the C handle.
- *  - A failing call throws bc::Error (a std::runtime_error whose what() is the library's exact
- *    message) carrying the status, the error kind and both shapes, read from the thread's last
- *    error record right after the failing call, before anything else can replace it.
+ *  - bc::Tensor owns one handle, freed by its destructor. Copying it is cheap and shares the
+ *    elements, as in libtorch (a new handle to a view of the same geometry); clone() is the deep
+ *    copy; get(), release() and Tensor::adopt() reach the C handle. A moved-from Tensor holds no
+ *    handle, and using it throws bc::Error saying so. A Tensor does not convert to bool
+ *    (defined() says whether it holds a handle).
+ *  - Every failure throws bc::Error (a std::runtime_error). For a failing C call, what() is the
+ *    library's exact message and the status, the error kind and both shapes are read from the
+ *    thread's last error record right after the call, before anything else can replace it. The
+ *    few failures found before any C call (a moved-from tensor, strides and shape of different
+ *    lengths, ...) carry the status and kind the C API uses for them.
  *  - a + b, a - b, a * b, a / b make new tensors (bc_add, ...); a += b ... write into a
  *    (bc_add_inplace, ...); bc::add(a, b, out) writes into out (bc_add_out). The other operations
  *    of the C API have the same three forms under their C names (bc::pow, bc::maximum, bc::eq,
- *    bc::bitwise_and, ...); & | ^ << >> (and &= ...) are the bitwise ones; comparisons have no
- *    operators (bc::eq(a, b) is a bool tensor). bc::where(cond, a, b) chooses elements, and
- *    bc::Expr evaluates a whole expression in one pass (bc_expr_eval). Integer / gives
- *    float32, as in the C API. A number may be an operand (t + 2.5, 2 * t, t -= 1, t << 1,
- *    bc::pow(t, 2), bc::lt(2, t)): it promotes as a Python number does in PyTorch
- *    (bc_binary_scalar); bc::Tensor::scalar(2.0f) is a 0-d tensor instead, which promotes as a
- *    tensor.
+ *    bc::bitwise_and, ...); % (and %=) is bc::remainder, Python's %; & | ^ << >> (and &= ...) are
+ *    the bitwise ones; == != < <= > >= are bc::eq ... bc::ge, giving bool tensors.
+ *    bc::where(cond, a, b) chooses elements, and bc::Expr evaluates a whole expression in one
+ *    pass (bc_expr_eval). Integer / gives float32, as in the C API. A number may be an operand
+ *    (t + 2.5, 2 * t, t -= 1, t << 1, t > 0, bc::pow(t, 2), bc::where(c, t, 0)): it promotes as a
+ *    Python number does in PyTorch (bc_binary_scalar); bc::Tensor::scalar(2.0f) is a 0-d tensor
+ *    instead, which promotes as a tensor. std::ostream << t writes PyTorch's str(t).
+ *  - Reading and writing elements: to_vector<T>() copies them out as T, which must be the
+ *    element type (cast_to_vector<T>() converts); data<T>() is the first element's address,
+ *    at<T>(i, j, ...) one element, and elements<T>() a range (begin/end) over a contiguous
+ *    tensor, each for T the element type (bc::Error otherwise) and, unless T is const, a tensor
+ *    that may be written.
+ *  - DLPack without copies: t.to_dlpack() (and to_dlpack_unversioned()) gives a bc::DLPackTensor,
+ *    a std::unique_ptr that runs the export's deleter; bc::Tensor::from_dlpack(std::move(m))
+ *    takes one from another producer.
  *  - bc::plan_binary(op, a, b) (and _inplace, _out; a number for a or b: the number forms),
  *    bc::plan_where(cond, a, b) (and with out), bc::plan_reduce(op, t, dims), bc::plan_sum_to_size,
  *    bc::plan_binary_sum_to and bc::Expr::plan(inputs) (and with out) report what a call would do
  *    from bc::Geometry values (type, shape, strides), without tensors, or throw the bc::Error the
  *    call would throw.
  *  - bc::sum, bc::mean, bc::prod, bc::amax, bc::amin (and bc::reduce with a BC_REDUCE_* code)
- *    reduce over a list of dimensions; bc::sum_to_size undoes a broadcast, and
- *    bc::binary_sum_to(BC_OP_*, a, b, shape) sums a op b to shape without making a op b.
+ *    reduce over a list of dimensions or one (bc::sum(t, {0, 1}), bc::sum(t, 0));
+ *    bc::sum_to_size undoes a broadcast, and bc::binary_sum_to(BC_OP_*, a, b, shape) sums a op b
+ *    to shape without making a op b.
  *  - Warnings go to bc::set_warning_handler's function; an exception it throws is caught before
  *    it could cross the C library and rethrown from the bc:: call that emitted the warning.
  *
@@ -45,6 +59,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -107,7 +122,10 @@ template <class T> constexpr DType dtype_of() {
 }
 
 /// A failed call: the status, the error as data (bc_error_info), the shapes it involves, and the
-/// library's message, exactly, as what().
+/// library's message, exactly, as what(). Every failure of a bc:: call is one; those the wrapper
+/// finds before calling the library (a moved-from tensor, a wrong element type for data<T>(), ...)
+/// carry the status and kind the C API has for them, -1 in the other fields, no shapes, and the
+/// wrapper's message, which names the bc:: function or says what the C API would.
 class Error : public std::runtime_error {
   public:
     Error(int32_t status, const bc_error_info &info, Shape shape_a, Shape shape_b,
@@ -160,6 +178,15 @@ inline Shape last_error_shape(int32_t which) {
     throw Error(status, info, std::move(a), std::move(b), message);
 }
 
+/// Throws a bc::Error for a failure the wrapper finds before any C call (an argument the C API
+/// cannot be given, such as a moved-from Tensor): `status` and `kind` are the library's codes for
+/// that failure, the other fields of the info -1, no shapes. The thread's last error record is
+/// left as it was.
+[[noreturn]] inline void fail(int32_t status, int32_t kind, const std::string &message) {
+    bc_error_info info{status, kind, -1, -1, -1, -1, -1, -1, -1, -1};
+    throw Error(status, info, {}, {}, message);
+}
+
 /// After every C call: a failure throws bc::Error; after a success, an exception the warning
 /// handler threw during the call goes on from here.
 inline void check(int32_t status) {
@@ -178,30 +205,66 @@ inline const int64_t *data_or_null(const Shape &s) noexcept { return s.empty() ?
 /// thread that frees the last view.
 template <class Owner> void release_owner(void *owner) noexcept { delete static_cast<Owner *>(owner); }
 
+/// Deletes a DLPack export through its own deleter (none: nothing to do).
+struct DLPackDeleter {
+    void operator()(DLManagedTensorVersioned *m) const noexcept {
+        if (m != nullptr && m->deleter != nullptr) m->deleter(m);
+    }
+    void operator()(DLManagedTensor *m) const noexcept {
+        if (m != nullptr && m->deleter != nullptr) m->deleter(m);
+    }
+};
 } // namespace detail
 
+/// A DLPack 1.x tensor, owned: its deleter runs when this is destroyed, unless release() hands it
+/// to a consumer first (a Python capsule, another library) or Tensor::from_dlpack takes it.
+using DLPackTensor = std::unique_ptr<DLManagedTensorVersioned, detail::DLPackDeleter>;
+/// The older, unversioned DLPack struct, owned as DLPackTensor.
+using DLPackTensorUnversioned = std::unique_ptr<DLManagedTensor, detail::DLPackDeleter>;
+
 class Tensor;
+template <class T> class Elements;
 
 namespace detail {
 template <class Call> Tensor make(Call &&call);
+bc_tensor *handle(const Tensor &t);
 } // namespace detail
 
-/// One libbroadcast tensor handle, owned. Move-only; the destructor frees it (bc_tensor_free).
-/// A default-constructed or moved-from Tensor holds no handle; the C API refuses it with
-/// BC_ERR_NULL_ARG.
+/// One libbroadcast tensor handle, owned; the destructor frees it (bc_tensor_free).
+///
+/// Copying is cheap and shares the elements, as copying a libtorch tensor does: the copy is a new
+/// handle to a view of the same memory with the same shape, strides and offset (bc_tensor_expand
+/// to the tensor's own sizes), so a write through either is seen by both (and, as for any views,
+/// writing through one while another thread reads through another is a data race). clone() is
+/// the deep copy. Moving transfers the handle.
+///
+/// A default-constructed, moved-from or released Tensor holds no handle (defined() is false);
+/// using it in a call throws bc::Error (BC_ERR_NULL_ARG, BC_ERROR_KIND_NULL_ARG) whose message
+/// says which of the three it is. A Tensor does not convert to bool: `if (a == b)` would test
+/// the handle, not the elements (a == b is a bool tensor), so it does not compile.
 class Tensor {
   public:
     Tensor() noexcept = default;
-    Tensor(Tensor &&other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+    Tensor(Tensor &&other) noexcept
+        : handle_(std::exchange(other.handle_, nullptr)),
+          emptied_(std::exchange(other.emptied_, Emptied::Moved)) {}
     Tensor &operator=(Tensor &&other) noexcept {
         if (this != &other) {
             reset();
             handle_ = std::exchange(other.handle_, nullptr);
+            emptied_ = std::exchange(other.emptied_, Emptied::Moved);
         }
         return *this;
     }
-    Tensor(const Tensor &) = delete;
-    Tensor &operator=(const Tensor &) = delete;
+    /// A new handle sharing `other`'s elements (a view of the same geometry); copying a Tensor
+    /// that holds no handle gives one that holds none, in the same state.
+    Tensor(const Tensor &other) : emptied_(other.emptied_) {
+        if (other.handle_ != nullptr) handle_ = other.view_of_all().release();
+    }
+    Tensor &operator=(const Tensor &other) {
+        if (this != &other) *this = Tensor(other);
+        return *this;
+    }
     ~Tensor() { reset(); }
 
     /// A copy of `data` (row-major) with `shape`; the element type follows T (dtype_of).
@@ -249,8 +312,10 @@ class Tensor {
     template <class Owner>
     static Tensor wrap(DType dtype, void *data, std::size_t nbytes, const Shape &shape,
                        const Shape &strides, int64_t offset, Owner owner) {
-        if (!strides.empty() && strides.size() != shape.size())
-            throw std::invalid_argument("bc::Tensor::wrap: strides and shape differ in length");
+        if (!strides.empty() && strides.size() != shape.size()) {
+            detail::fail(BC_ERR_INVALID_ARG, BC_ERROR_KIND_INVALID_ARGUMENT,
+                         "bc::Tensor::wrap: strides and shape differ in length");
+        }
         auto held = std::make_unique<Owner>(std::move(owner));
         bc_tensor *out = nullptr;
         int32_t status = bc_tensor_wrap(static_cast<int32_t>(dtype), data, nbytes,
@@ -271,17 +336,67 @@ class Tensor {
         return wrap(dtype_of<T>(), elements, nbytes, shape, Shape{}, 0, std::move(data));
     }
 
+    /// A tensor over the memory a DLPack 1.x producer shares, without a copy
+    /// (bc_tensor_from_dlpack_versioned). On success the tensor takes the export (its deleter runs
+    /// when the last tensor over the memory is freed) and `m` is left empty; on failure `m` keeps
+    /// it. With DLPACK_FLAG_BITMASK_READ_ONLY set the tensor refuses writes (BC_ERR_READ_ONLY).
+    static Tensor from_dlpack(DLPackTensor &&m) {
+        bc_tensor *out = nullptr;
+        int32_t status = bc_tensor_from_dlpack_versioned(m.get(), &out);
+        if (status == BC_OK) (void)m.release(); // the library owns it now
+        Tensor t = adopt(out);
+        detail::check(status);
+        return t;
+    }
+    /// As from_dlpack, for the older unversioned struct (bc_tensor_from_dlpack): always writable.
+    static Tensor from_dlpack(DLPackTensorUnversioned &&m) {
+        bc_tensor *out = nullptr;
+        int32_t status = bc_tensor_from_dlpack(m.get(), &out);
+        if (status == BC_OK) (void)m.release();
+        Tensor t = adopt(out);
+        detail::check(status);
+        return t;
+    }
+    /// Shares the elements through DLPack 1.x without a copy (bc_tensor_to_dlpack_versioned): the
+    /// export keeps the memory alive until its deleter runs, even after this tensor is freed. Its
+    /// flags have DLPACK_FLAG_BITMASK_READ_ONLY when the tensor must not be written (a broadcast
+    /// view, memory shared read-only).
+    DLPackTensor to_dlpack() const {
+        DLManagedTensorVersioned *out = nullptr;
+        int32_t status = bc_tensor_to_dlpack_versioned(h(), &out);
+        DLPackTensor owned(out);
+        detail::check(status);
+        return owned;
+    }
+    /// As to_dlpack, through the older unversioned struct (bc_tensor_to_dlpack), which cannot say
+    /// read-only: a tensor that must not be written is refused (BC_ERR_READ_ONLY).
+    DLPackTensorUnversioned to_dlpack_unversioned() const {
+        DLManagedTensor *out = nullptr;
+        int32_t status = bc_tensor_to_dlpack(h(), &out);
+        DLPackTensorUnversioned owned(out);
+        detail::check(status);
+        return owned;
+    }
+
     /// Takes ownership of a handle from the C API (NULL gives an empty Tensor).
     static Tensor adopt(bc_tensor *handle) noexcept {
         Tensor t;
         t.handle_ = handle;
         return t;
     }
-    /// The C handle, still owned by this Tensor.
+    /// The C handle, still owned by this Tensor (NULL when it holds none).
     bc_tensor *get() const noexcept { return handle_; }
     /// Gives up the handle: the caller frees it with bc_tensor_free.
-    bc_tensor *release() noexcept { return std::exchange(handle_, nullptr); }
-    explicit operator bool() const noexcept { return handle_ != nullptr; }
+    bc_tensor *release() noexcept {
+        if (handle_ != nullptr) emptied_ = Emptied::Released;
+        return std::exchange(handle_, nullptr);
+    }
+    /// Whether this Tensor holds a handle.
+    bool defined() const noexcept { return handle_ != nullptr; }
+    /// No conversion to bool: `if (t)` and `if (a == b)` do not compile. Use defined() for
+    /// whether a handle is held, and the elements (bc::eq(a, b).to_vector<bool>(), ...) for
+    /// comparisons.
+    explicit operator bool() const = delete;
 
     /// A deep copy in new row-major storage (bc_tensor_clone).
     Tensor clone() const { return unary(bc_tensor_clone); }
@@ -290,7 +405,7 @@ class Tensor {
     /// A row-major copy converted to `dtype` with C casts (bc_tensor_to_dtype).
     Tensor to(DType dtype) const {
         return detail::make(
-            [&](bc_tensor **out) { return bc_tensor_to_dtype(handle_, static_cast<int32_t>(dtype), out); });
+            [&](bc_tensor **out) { return bc_tensor_to_dtype(h(), static_cast<int32_t>(dtype), out); });
     }
 
     DType dtype() const { return static_cast<DType>(query<int32_t>(bc_tensor_dtype)); }
@@ -302,10 +417,10 @@ class Tensor {
     /// Strides in elements; broadcast dimensions have stride 0.
     Shape strides() const { return sizes(bc_tensor_strides); }
 
-    /// The elements in row-major order as T; converted as to() converts when T is not the
-    /// tensor's element type.
+    /// The elements in row-major order as T, which must be the tensor's element type
+    /// (dtype_of<T>()): another T throws bc::Error (BC_ERR_DTYPE) instead of converting.
     template <class T> std::vector<T> to_vector() const {
-        if (dtype() != dtype_of<T>()) return to(dtype_of<T>()).template to_vector<T>();
+        check_dtype<T>("to_vector");
         std::size_t n = static_cast<std::size_t>(numel());
         if constexpr (std::is_same_v<T, bool>) {
             std::vector<unsigned char> bytes(n);
@@ -317,12 +432,19 @@ class Tensor {
             return values;
         }
     }
+    /// The elements in row-major order converted to T with C casts, as to() converts
+    /// (bc_tensor_to_dtype), whatever the tensor's element type: float16 and bfloat16 read as
+    /// float, say.
+    template <class T> std::vector<T> cast_to_vector() const {
+        if (dtype() == dtype_of<T>()) return to_vector<T>();
+        return to(dtype_of<T>()).template to_vector<T>();
+    }
     /// PyTorch's str(tensor) (bc_tensor_format).
     std::string to_string() const {
         std::size_t length = 0;
-        detail::check(bc_tensor_format(handle_, nullptr, 0, &length));
+        detail::check(bc_tensor_format(h(), nullptr, 0, &length));
         std::string text(length, '\0');
-        detail::check(bc_tensor_format(handle_, text.data(), length + 1, &length));
+        detail::check(bc_tensor_format(h(), text.data(), length + 1, &length));
         return text;
     }
     /// Where the elements are (bc_tensor_data): the first element's address, the bytes of memory
@@ -335,12 +457,57 @@ class Tensor {
     };
     Data data() const {
         Data d{nullptr, 0, false};
-        detail::check(bc_tensor_data(handle_, &d.address, &d.nbytes, &d.writable));
+        detail::check(bc_tensor_data(h(), &d.address, &d.nbytes, &d.writable));
         return d;
     }
+    /// The first element's address (see data()) as T *. T must be the tensor's element type
+    /// (dtype_of<T>(), const or not; else bc::Error, BC_ERR_DTYPE). A non-const T also needs a
+    /// tensor that may be written (Data::writable; else bc::Error, BC_ERR_READ_ONLY): read a
+    /// broadcast view, or memory shared read-only, through data<const T>(). Element (i, j, ...) is
+    /// at index i * strides()[0] + j * strides()[1] + ... from it. Valid while any tensor sharing
+    /// the memory lives.
+    template <class T> T *data() const { return static_cast<T *>(typed_data<T>("data").address); }
+    /// Element (i, j, ...) as T &, one index per dimension; a negative index counts from the end,
+    /// as in Python. T as for data<T>(). Another number of indices than ndim(), or an index out
+    /// of range, throws bc::Error (BC_ERR_INVALID_ARG; PyTorch's IndexError text, `index 3 is out
+    /// of bounds for dimension 0 with size 3`). Each call asks the library for the geometry: in
+    /// loops, prefer data<T>() with strides(), or elements<T>().
+    template <class T, class... I> T &at(I... index) const {
+        static_assert((std::is_integral_v<I> && ...), "bc::Tensor::at takes integer indices");
+        Data d = typed_data<T>("at");
+        const int64_t indices[sizeof...(I) + 1] = {static_cast<int64_t>(index)..., 0};
+        const bool wrapped[sizeof...(I) + 1] = {(std::is_unsigned_v<I> && index_too_large(index))...,
+                                                false};
+        Shape sizes = shape(), steps = strides();
+        if (sizes.size() != sizeof...(I)) {
+            detail::fail(BC_ERR_INVALID_ARG, BC_ERROR_KIND_INVALID_ARGUMENT,
+                         "bc::Tensor::at: a tensor of " + std::to_string(sizes.size()) +
+                             " dimensions takes as many indices, not " + std::to_string(sizeof...(I)));
+        }
+        int64_t element = 0;
+        for (std::size_t dim = 0; dim < sizes.size(); dim++) {
+            int64_t i = indices[dim], size = sizes[dim];
+            if (wrapped[dim] || i < -size || i >= size) {
+                detail::fail(BC_ERR_INVALID_ARG, BC_ERROR_KIND_INVALID_ARGUMENT,
+                             "index " +
+                                 (wrapped[dim] ? std::to_string(static_cast<uint64_t>(i)) : std::to_string(i)) +
+                                 " is out of bounds for dimension " +
+                                 std::to_string(dim) + " with size " + std::to_string(size));
+            }
+            element += (i < 0 ? i + size : i) * steps[dim];
+        }
+        return static_cast<T *>(d.address)[element];
+    }
+    /// The elements of a contiguous tensor as a range of T (begin(), end(), size(), [i]) in
+    /// row-major order: `for (float x : t.elements<const float>())`. T as for data<T>(); a tensor
+    /// that is not contiguous throws bc::Error (BC_ERR_INVALID_ARG): iterate over contiguous(),
+    /// a row-major copy, instead. The range holds a copy of the tensor (sharing the memory), so
+    /// it stays valid however long the tensor it came from lives.
+    template <class T> Elements<T> elements() const;
+
     /// Copies the elements, row-major, into `nbytes` bytes at `buffer` (bc_tensor_copy_to).
     void copy_to(void *buffer, std::size_t nbytes) const {
-        detail::check(bc_tensor_copy_to(handle_, buffer, nbytes));
+        detail::check(bc_tensor_copy_to(h(), buffer, nbytes));
     }
 
     // Views: no element is copied (docs/semantics.md, section 7).
@@ -348,16 +515,16 @@ class Tensor {
     Tensor broadcast_to(const Shape &shape) const { return with_shape(bc_tensor_broadcast_to, shape); }
     Tensor expand_as(const Tensor &other) const {
         return detail::make(
-            [&](bc_tensor **out) { return bc_tensor_expand_as(handle_, other.handle_, out); });
+            [&](bc_tensor **out) { return bc_tensor_expand_as(h(), other.h(), out); });
     }
     Tensor permute(const Shape &dims) const { return with_shape(bc_tensor_permute, dims); }
     Tensor transpose(int64_t dim0, int64_t dim1) const {
-        return detail::make([&](bc_tensor **out) { return bc_tensor_transpose(handle_, dim0, dim1, out); });
+        return detail::make([&](bc_tensor **out) { return bc_tensor_transpose(h(), dim0, dim1, out); });
     }
     /// t[..., start:stop:step, ...] along `dim`, with Python's rules.
     Tensor slice(int64_t dim, int64_t start, int64_t stop, int64_t step = 1) const {
         return detail::make(
-            [&](bc_tensor **out) { return bc_tensor_slice(handle_, dim, start, stop, step, out); });
+            [&](bc_tensor **out) { return bc_tensor_slice(h(), dim, start, stop, step, out); });
     }
     /// `sizes` (one may be -1) over the same elements, as a view or PyTorch's error (bc_tensor_view).
     Tensor view(const Shape &sizes) const { return with_shape(bc_tensor_view, sizes); }
@@ -365,34 +532,85 @@ class Tensor {
     /// which (bc_tensor_reshape).
     Tensor reshape(const Shape &sizes, bool *copied = nullptr) const {
         return detail::make([&](bc_tensor **out) {
-            return bc_tensor_reshape(handle_, detail::data_or_null(sizes), sizes.size(), copied, out);
+            return bc_tensor_reshape(h(), detail::data_or_null(sizes), sizes.size(), copied, out);
         });
     }
     Tensor unsqueeze(int64_t dim) const {
-        return detail::make([&](bc_tensor **out) { return bc_tensor_unsqueeze(handle_, dim, out); });
+        return detail::make([&](bc_tensor **out) { return bc_tensor_unsqueeze(h(), dim, out); });
     }
     Tensor squeeze(int64_t dim) const {
-        return detail::make([&](bc_tensor **out) { return bc_tensor_squeeze(handle_, dim, out); });
+        return detail::make([&](bc_tensor **out) { return bc_tensor_squeeze(h(), dim, out); });
     }
     /// Every size-1 dimension removed (bc_tensor_squeeze_all).
     Tensor squeeze() const { return unary(bc_tensor_squeeze_all); }
     /// Dimensions `start` to `end` merged into one (bc_tensor_flatten).
     Tensor flatten(int64_t start = 0, int64_t end = -1, bool *copied = nullptr) const {
         return detail::make(
-            [&](bc_tensor **out) { return bc_tensor_flatten(handle_, start, end, copied, out); });
+            [&](bc_tensor **out) { return bc_tensor_flatten(h(), start, end, copied, out); });
     }
     Tensor as_strided(const Shape &shape, const Shape &strides, int64_t offset) const {
-        if (strides.size() != shape.size())
-            throw std::invalid_argument("bc::Tensor::as_strided: strides and shape differ in length");
+        if (strides.size() != shape.size()) {
+            detail::fail(BC_ERR_INVALID_ARG, BC_ERROR_KIND_INVALID_ARGUMENT,
+                         "bc::Tensor::as_strided: strides and shape differ in length");
+        }
         return detail::make([&](bc_tensor **out) {
-            return bc_tensor_as_strided(handle_, detail::data_or_null(shape), detail::data_or_null(strides),
+            return bc_tensor_as_strided(h(), detail::data_or_null(shape), detail::data_or_null(strides),
                                         shape.size(), offset, out);
         });
     }
 
   private:
+    friend bc_tensor *detail::handle(const Tensor &t);
+
+    /// Why a Tensor holds no handle.
+    enum class Emptied : unsigned char { Never, Moved, Released };
+
     void reset() noexcept {
         if (handle_ != nullptr) bc_tensor_free(std::exchange(handle_, nullptr));
+    }
+    /// This tensor's handle for a C call; throws bc::Error when it holds none.
+    bc_tensor *h() const {
+        if (handle_ == nullptr) {
+            const char *why = emptied_ == Emptied::Moved      ? "it was moved from"
+                              : emptied_ == Emptied::Released ? "its handle was given up with release()"
+                                                              : "it was default-constructed or adopted NULL";
+            detail::fail(BC_ERR_NULL_ARG, BC_ERROR_KIND_NULL_ARG,
+                         std::string("bc::Tensor used while it holds no tensor: ") + why);
+        }
+        return handle_;
+    }
+    /// Whether an index of an unsigned type is too large for int64_t (it would wrap to negative).
+    template <class I> static bool index_too_large(I index) noexcept {
+        return static_cast<uint64_t>(index) > static_cast<uint64_t>(INT64_MAX);
+    }
+    /// Throws bc::Error (BC_ERR_DTYPE) unless T is the element type; `what` names the caller.
+    template <class T> void check_dtype(const char *what) const {
+        DType want = dtype_of<std::remove_const_t<T>>(), have = dtype();
+        if (have != want) {
+            detail::fail(BC_ERR_DTYPE, BC_ERROR_KIND_INVALID_ARGUMENT,
+                         std::string("bc::Tensor::") + what + ": the tensor's elements are " +
+                             dtype_name(have) + ", not " + dtype_name(want));
+        }
+    }
+    /// data(), after checking T (the element type, const for a tensor that may not be written).
+    template <class T> Data typed_data(const char *what) const {
+        static_assert(!std::is_same_v<std::remove_const_t<T>, bool> || sizeof(bool) == 1,
+                      "bool elements are one byte");
+        check_dtype<T>(what);
+        Data d = data();
+        if (!std::is_const_v<T> && !d.writable) {
+            detail::fail(BC_ERR_READ_ONLY, BC_ERROR_KIND_READ_ONLY,
+                         std::string("bc::Tensor::") + what +
+                             ": the tensor must not be written (a broadcast view, or memory shared "
+                             "read-only); read it through a const element type");
+        }
+        return d;
+    }
+    /// A new handle to a view of all of this tensor: every size kept (-1), so the strides and
+    /// offset are this tensor's.
+    Tensor view_of_all() const {
+        Shape keep(ndim(), -1);
+        return with_shape(bc_tensor_expand, keep);
     }
     /// The number of elements of `shape`, for the byte count of a copy. Negative sizes count as 0
     /// and a product that overflows saturates: the C API then refuses the shape itself.
@@ -412,26 +630,67 @@ class Tensor {
     }
     using UnaryFn = int32_t (*)(const bc_tensor *, bc_tensor **);
     Tensor unary(UnaryFn fn) const {
-        return detail::make([&](bc_tensor **out) { return fn(handle_, out); });
+        return detail::make([&](bc_tensor **out) { return fn(h(), out); });
     }
     using ShapeFn = int32_t (*)(const bc_tensor *, const int64_t *, std::size_t, bc_tensor **);
     Tensor with_shape(ShapeFn fn, const Shape &shape) const {
         return detail::make(
-            [&](bc_tensor **out) { return fn(handle_, detail::data_or_null(shape), shape.size(), out); });
+            [&](bc_tensor **out) { return fn(h(), detail::data_or_null(shape), shape.size(), out); });
     }
     template <class T> T query(int32_t (*fn)(const bc_tensor *, T *)) const {
         T value{};
-        detail::check(fn(handle_, &value));
+        detail::check(fn(h(), &value));
         return value;
     }
     Shape sizes(int32_t (*fn)(const bc_tensor *, int64_t *, std::size_t)) const {
         Shape s(ndim());
-        detail::check(fn(handle_, s.empty() ? nullptr : s.data(), s.size()));
+        detail::check(fn(h(), s.empty() ? nullptr : s.data(), s.size()));
         return s;
     }
 
     bc_tensor *handle_ = nullptr;
+    Emptied emptied_ = Emptied::Never;
 };
+
+namespace detail {
+/// `t`'s handle for a C call; throws bc::Error when it holds none (moved from, ...).
+inline bc_tensor *handle(const Tensor &t) { return t.h(); }
+} // namespace detail
+
+/// Writes PyTorch's str(tensor), as to_string() (bc_tensor_format).
+inline std::ostream &operator<<(std::ostream &os, const Tensor &t) { return os << t.to_string(); }
+
+/// The elements of a contiguous tensor as a range of T, from Tensor::elements<T>(). It holds a
+/// tensor sharing the memory, which keeps the elements alive.
+template <class T> class Elements {
+  public:
+    T *begin() const noexcept { return begin_; }
+    T *end() const noexcept { return begin_ + size_; }
+    std::size_t size() const noexcept { return size_; }
+    bool empty() const noexcept { return size_ == 0; }
+    T &operator[](std::size_t i) const noexcept { return begin_[i]; }
+    /// The tensor the range holds (a view sharing the elements).
+    const Tensor &tensor() const noexcept { return tensor_; }
+
+  private:
+    friend class Tensor;
+    Elements(Tensor tensor, T *begin, std::size_t size) noexcept
+        : tensor_(std::move(tensor)), begin_(begin), size_(size) {}
+    Tensor tensor_;
+    T *begin_;
+    std::size_t size_;
+};
+
+template <class T> Elements<T> Tensor::elements() const {
+    Data d = typed_data<T>("elements");
+    if (!is_contiguous()) {
+        detail::fail(BC_ERR_INVALID_ARG, BC_ERROR_KIND_INVALID_ARGUMENT,
+                     "bc::Tensor::elements: the tensor is not contiguous; iterate over contiguous(), a "
+                     "row-major copy");
+    }
+    std::size_t n = static_cast<std::size_t>(numel());
+    return Elements<T>(*this, n == 0 ? nullptr : static_cast<T *>(d.address), n);
+}
 
 namespace detail {
 
@@ -450,13 +709,13 @@ using InplaceFn = int32_t (*)(bc_tensor *, const bc_tensor *);
 using OutFn = int32_t (*)(const bc_tensor *, const bc_tensor *, bc_tensor *);
 
 inline Tensor binary(BinaryFn fn, const Tensor &a, const Tensor &b) {
-    return make([&](bc_tensor **out) { return fn(a.get(), b.get(), out); });
+    return make([&](bc_tensor **out) { return fn(detail::handle(a), detail::handle(b), out); });
 }
 inline void binary_inplace(InplaceFn fn, Tensor &self, const Tensor &other) {
-    check(fn(self.get(), other.get()));
+    check(fn(detail::handle(self), detail::handle(other)));
 }
 inline void binary_out(OutFn fn, const Tensor &a, const Tensor &b, Tensor &out) {
-    check(fn(a.get(), b.get(), out.get()));
+    check(fn(detail::handle(a), detail::handle(b), detail::handle(out)));
 }
 
 } // namespace detail
@@ -496,7 +755,8 @@ inline void binary_out(OutFn fn, const Tensor &a, const Tensor &b, Tensor &out) 
  *   bc::name(a, b)            a new tensor                  (bc_name)
  *   bc::name(a, b, out)       into an existing tensor       (bc_name_out)
  *   bc::name_inplace(x, y)    into x                        (bc_name_inplace)
- * and BC_HPP_OPERATOR(op, name) the operators `a op b` and `x op= y`.
+ * and BC_HPP_OPERATOR(op, name) the operators `a op b` and `x op= y`, BC_HPP_COMPARISON(op, name)
+ * the operator `a op b`.
  */
 #define BC_HPP_BINARY(name, code)                                                                      \
     inline Tensor name(const Tensor &a, const Tensor &b) { return detail::binary(bc_##name, a, b); }  \
@@ -512,12 +772,15 @@ inline void binary_out(OutFn fn, const Tensor &a, const Tensor &b, Tensor &out) 
         name##_inplace(self, other);                                                                   \
         return self;                                                                                   \
     }
+#define BC_HPP_COMPARISON(op, name)                                                                    \
+    inline Tensor operator op(const Tensor &a, const Tensor &b) { return name(a, b); }
 
 BC_HPP_OPERATIONS(BC_HPP_BINARY)
 
-// Bitwise operators and shifts are elementwise, as + - * / are. Comparisons have no operators:
-// Tensor's explicit operator bool (it holds a handle) would let `if (a == b)` compile and mean
-// something else; use bc::eq, bc::lt, ... (a bool tensor).
+// The operators of PyTorch's (and libtorch's) tensors. All are elementwise: bitwise operators and
+// shifts too, % is Python's (bc::remainder: the divisor's sign, not C++'s truncation), and a
+// comparison gives a bool tensor (a Tensor does not convert to bool, so `if (a == b)` does not
+// compile).
 BC_HPP_OPERATOR(&, bitwise_and)
 BC_HPP_OPERATOR(|, bitwise_or)
 BC_HPP_OPERATOR(^, bitwise_xor)
@@ -527,6 +790,13 @@ BC_HPP_OPERATOR(+, add)
 BC_HPP_OPERATOR(-, sub)
 BC_HPP_OPERATOR(*, mul)
 BC_HPP_OPERATOR(/, div)
+BC_HPP_OPERATOR(%, remainder)
+BC_HPP_COMPARISON(==, eq)
+BC_HPP_COMPARISON(!=, ne)
+BC_HPP_COMPARISON(<, lt)
+BC_HPP_COMPARISON(<=, le)
+BC_HPP_COMPARISON(>, gt)
+BC_HPP_COMPARISON(>=, ge)
 
 namespace detail {
 
@@ -551,30 +821,35 @@ template <class N> using if_number = std::enable_if_t<std::is_arithmetic_v<N>, i
  * gives
  *   bc::name(t, n), bc::name(n, t)   new tensors                  (bc_binary_scalar, _rscalar)
  *   bc::name_inplace(t, n)           into t                       (bc_binary_scalar_inplace)
- * and BC_HPP_NUMBER_OPERATOR(op, name) the operators `t op n`, `n op t` and `t op= n`. `n op t`
+ * and BC_HPP_NUMBER_OPERATOR(op, name) the operators `t op n`, `n op t` and `t op= n`
+ * (BC_HPP_NUMBER_COMPARISON(op, name): `t op n` and `n op t`). `n op t`
  * is what PyTorch computes for Python's `n op t` (bc::lt(2, t) is t > 2; bc::pow(2, t) is
  * torch.pow(2, t)). maximum, minimum, atan2, hypot and the logical operations take no number in
  * PyTorch and have no number form here.
  */
 #define BC_HPP_NUMBER(name, code)                                                                      \
     template <class N, detail::if_number<N> = 0> Tensor name(const Tensor &t, N n) {                   \
-        return detail::make(                                                                           \
-            [&](bc_tensor **out) { return bc_binary_scalar(code, t.get(), detail::number(n), out); }); \
+        return detail::make([&](bc_tensor **out) {                                                     \
+            return bc_binary_scalar(code, detail::handle(t), detail::number(n), out);                  \
+        });                                                                                            \
     }                                                                                                  \
     template <class N, detail::if_number<N> = 0> Tensor name(N n, const Tensor &t) {                   \
-        return detail::make(                                                                           \
-            [&](bc_tensor **out) { return bc_binary_rscalar(code, detail::number(n), t.get(), out); }); \
+        return detail::make([&](bc_tensor **out) {                                                     \
+            return bc_binary_rscalar(code, detail::number(n), detail::handle(t), out);                 \
+        });                                                                                            \
     }                                                                                                  \
     template <class N, detail::if_number<N> = 0> void name##_inplace(Tensor &t, N n) {                 \
-        detail::check(bc_binary_scalar_inplace(code, t.get(), detail::number(n)));                     \
+        detail::check(bc_binary_scalar_inplace(code, detail::handle(t), detail::number(n)));           \
     }
-#define BC_HPP_NUMBER_OPERATOR(op, name)                                                               \
+#define BC_HPP_NUMBER_COMPARISON(op, name)                                                             \
     template <class N, detail::if_number<N> = 0> Tensor operator op(const Tensor &t, N n) {            \
         return name(t, n);                                                                             \
     }                                                                                                  \
     template <class N, detail::if_number<N> = 0> Tensor operator op(N n, const Tensor &t) {            \
         return name(n, t);                                                                             \
-    }                                                                                                  \
+    }
+#define BC_HPP_NUMBER_OPERATOR(op, name)                                                               \
+    BC_HPP_NUMBER_COMPARISON(op, name)                                                                 \
     template <class N, detail::if_number<N> = 0> Tensor &operator op##=(Tensor &t, N n) {              \
         name##_inplace(t, n);                                                                          \
         return t;                                                                                      \
@@ -609,10 +884,19 @@ BC_HPP_NUMBER_OPERATOR(|, bitwise_or)
 BC_HPP_NUMBER_OPERATOR(^, bitwise_xor)
 BC_HPP_NUMBER_OPERATOR(<<, bitwise_left_shift)
 BC_HPP_NUMBER_OPERATOR(>>, bitwise_right_shift)
+BC_HPP_NUMBER_OPERATOR(%, remainder)
+BC_HPP_NUMBER_COMPARISON(==, eq)
+BC_HPP_NUMBER_COMPARISON(!=, ne)
+BC_HPP_NUMBER_COMPARISON(<, lt)
+BC_HPP_NUMBER_COMPARISON(<=, le)
+BC_HPP_NUMBER_COMPARISON(>, gt)
+BC_HPP_NUMBER_COMPARISON(>=, ge)
 
 #undef BC_HPP_BINARY
 #undef BC_HPP_OPERATOR
+#undef BC_HPP_COMPARISON
 #undef BC_HPP_NUMBER
+#undef BC_HPP_NUMBER_COMPARISON
 #undef BC_HPP_NUMBER_OPERATOR
 
 /// An operand described without memory, for the planner: a type, a shape, and strides in
@@ -640,7 +924,8 @@ namespace detail {
 
 inline bc_geometry geometry(const Geometry &g) {
     if (g.strides && g.strides->size() != g.shape.size())
-        throw std::invalid_argument("bc::Geometry: strides and shape differ in length");
+        fail(BC_ERR_INVALID_ARG, BC_ERROR_KIND_INVALID_ARGUMENT,
+             "bc::Geometry: strides and shape differ in length");
     return bc_geometry{static_cast<int32_t>(g.dtype), g.shape.size(), data_or_null(g.shape),
                        g.strides ? data_or_null(*g.strides) : nullptr};
 }
@@ -735,7 +1020,7 @@ inline std::vector<Tensor>
 broadcast_tensors(const std::vector<std::reference_wrapper<const Tensor>> &tensors) {
     std::vector<const bc_tensor *> in;
     in.reserve(tensors.size());
-    for (const Tensor &t : tensors) in.push_back(t.get());
+    for (const Tensor &t : tensors) in.push_back(detail::handle(t));
     std::vector<bc_tensor *> out(tensors.size(), nullptr);
     int32_t status = bc_tensor_broadcast_tensors(in.empty() ? nullptr : in.data(), in.size(),
                                                  out.empty() ? nullptr : out.data());
@@ -748,21 +1033,38 @@ broadcast_tensors(const std::vector<std::reference_wrapper<const Tensor>> &tenso
 
 /*
  * Reductions (docs/semantics.md, section 14): over `dims`, negative ones counting from the end, or
- * every dimension when `dims` is empty (PyTorch's dim=None); `keepdim` keeps each reduced
+ * every dimension when `dims` is empty (PyTorch's dim=None), or over one dimension given as an
+ * integer (bc::sum(t, 0), PyTorch's t.sum(0)); `keepdim` keeps each reduced
  * dimension as size 1. Result types as PyTorch's: sum and prod of bool and integers are int64,
  * mean of them is refused, amax and amin keep the type.
  */
 /// `op` (a BC_REDUCE_* code) of `t` over `dims` (bc_reduce).
 inline Tensor reduce(int32_t op, const Tensor &t, const Shape &dims = {}, bool keepdim = false) {
     return detail::make([&](bc_tensor **out) {
-        return bc_reduce(op, t.get(), detail::data_or_null(dims), dims.size(), keepdim, out);
+        return bc_reduce(op, detail::handle(t), detail::data_or_null(dims), dims.size(), keepdim, out);
     });
 }
-#define BC_HPP_REDUCTION(name)                                                                     \
-    inline Tensor name(const Tensor &t, const Shape &dims = {}, bool keepdim = false) {            \
-        return detail::make([&](bc_tensor **out) {                                                 \
-            return bc_##name(t.get(), detail::data_or_null(dims), dims.size(), keepdim, out);      \
-        });                                                                                        \
+
+namespace detail {
+/// An integer other than bool, for the one-dimension forms of the reductions. A template, so that
+/// a braced list (`{0}`, `{}`) still means the list form: `bc::sum(t, {})` reduces everything.
+template <class D>
+using if_dim = std::enable_if_t<std::is_integral_v<D> && !std::is_same_v<D, bool>, int>;
+} // namespace detail
+
+/// `op` of `t` over the one dimension `dim` (PyTorch's t.sum(dim)): reduce(op, t, {dim}, keepdim).
+template <class D, detail::if_dim<D> = 0>
+Tensor reduce(int32_t op, const Tensor &t, D dim, bool keepdim = false) {
+    return reduce(op, t, Shape{static_cast<int64_t>(dim)}, keepdim);
+}
+#define BC_HPP_REDUCTION(name)                                                                         \
+    inline Tensor name(const Tensor &t, const Shape &dims = {}, bool keepdim = false) {                \
+        return detail::make([&](bc_tensor **out) {                                                     \
+            return bc_##name(detail::handle(t), detail::data_or_null(dims), dims.size(), keepdim, out);\
+        });                                                                                            \
+    }                                                                                                  \
+    template <class D, detail::if_dim<D> = 0> Tensor name(const Tensor &t, D dim, bool keepdim = false) {\
+        return name(t, Shape{static_cast<int64_t>(dim)}, keepdim);                                     \
     }
 BC_HPP_REDUCTION(sum)
 BC_HPP_REDUCTION(mean)
@@ -775,14 +1077,15 @@ BC_HPP_REDUCTION(amin)
 /// t.sum_to_size(shape)); a view of `t` when nothing is summed.
 inline Tensor sum_to_size(const Tensor &t, const Shape &shape) {
     return detail::make([&](bc_tensor **out) {
-        return bc_tensor_sum_to_size(t.get(), detail::data_or_null(shape), shape.size(), out);
+        return bc_tensor_sum_to_size(detail::handle(t), detail::data_or_null(shape), shape.size(), out);
     });
 }
 
 /// sum_to_size(a op b, shape) for a BC_OP_* code, without making `a op b` (bc_binary_sum_to).
 inline Tensor binary_sum_to(int32_t op, const Tensor &a, const Tensor &b, const Shape &shape) {
     return detail::make([&](bc_tensor **out) {
-        return bc_binary_sum_to(op, a.get(), b.get(), detail::data_or_null(shape), shape.size(), out);
+        return bc_binary_sum_to(op, detail::handle(a), detail::handle(b), detail::data_or_null(shape),
+                                shape.size(), out);
     });
 }
 
@@ -827,12 +1130,61 @@ inline bool is_broadcastable(const Shape &a, const Shape &b) {
 /// three broadcast together; the result type promotes a and b only; cond is bool, or uint8
 /// (accepted with PyTorch's deprecation warning).
 inline Tensor where(const Tensor &cond, const Tensor &a, const Tensor &b) {
-    return detail::make([&](bc_tensor **out) { return bc_where(cond.get(), a.get(), b.get(), out); });
+    return detail::make([&](bc_tensor **out) {
+        return bc_where(detail::handle(cond), detail::handle(a), detail::handle(b), out);
+    });
 }
 /// where(cond, a, b) into out, which must have exactly the broadcast shape and the result type
 /// (bc_where_out).
 inline void where(const Tensor &cond, const Tensor &a, const Tensor &b, Tensor &out) {
-    detail::check(bc_where_out(cond.get(), a.get(), b.get(), out.get()));
+    detail::check(
+        bc_where_out(detail::handle(cond), detail::handle(a), detail::handle(b), detail::handle(out)));
+}
+
+namespace detail {
+
+/// The type a number `n` takes beside an operand of type `dtype`, as PyTorch gives a Python number
+/// (section 6 of docs/semantics.md): the result type the library plans for a 0-d `dtype` tensor
+/// plus `n` (bc_plan_binary_scalar with BC_OP_ADD, whose result type is its operands' promotion).
+template <class N> DType number_type(DType dtype, N n) {
+    bc_geometry g{static_cast<int32_t>(dtype), 0, nullptr, nullptr};
+    bc_plan p;
+    check(bc_plan_binary_scalar(BC_OP_ADD, &g, number(n), &p));
+    return static_cast<DType>(p.dtype);
+}
+
+/// `n` as a 0-d tensor of `dtype`: made in the type bc_scalar holds it in (bool, int64 or double)
+/// and converted with C casts (bc_tensor_to_dtype), as PyTorch converts a Python number.
+template <class N> Tensor number_tensor(N n, DType dtype) {
+    Tensor t;
+    if constexpr (std::is_same_v<N, bool>) {
+        t = Tensor::scalar(n);
+    } else if constexpr (std::is_integral_v<N>) {
+        t = Tensor::scalar(static_cast<int64_t>(n));
+    } else {
+        t = Tensor::scalar(static_cast<double>(n));
+    }
+    return t.dtype() == dtype ? t : t.to(dtype);
+}
+
+} // namespace detail
+
+/// where(cond, a, n) with a number for `b` (PyTorch's torch.where(cond, a, 0)): the number takes
+/// the type it takes beside `a` in `a + n` (int32 with 2.5: float32; float16 with 2.5: float16) and
+/// goes in as a 0-d tensor of that type, so the result type is that type too.
+template <class N, detail::if_number<N> = 0> Tensor where(const Tensor &cond, const Tensor &a, N b) {
+    return where(cond, a, detail::number_tensor(b, detail::number_type(a.dtype(), b)));
+}
+/// where(cond, n, b), with a number for `a`, as where(cond, a, n).
+template <class N, detail::if_number<N> = 0> Tensor where(const Tensor &cond, N a, const Tensor &b) {
+    return where(cond, detail::number_tensor(a, detail::number_type(b.dtype(), a)), b);
+}
+/// where(cond, n, m) with two numbers: both take the type of PyTorch's result_type(n, m) (an
+/// integer and a float: float32), found from the library's promotion as above.
+template <class N, class M, detail::if_number<N> = 0, detail::if_number<M> = 0>
+Tensor where(const Tensor &cond, N a, M b) {
+    DType type = detail::number_type(detail::number_type(DType::Bool, a), b);
+    return where(cond, detail::number_tensor(a, type), detail::number_tensor(b, type));
 }
 
 /// An elementwise expression over numbered input tensors, evaluated in one pass over memory
@@ -876,7 +1228,7 @@ class Expr {
     void eval(const std::vector<std::reference_wrapper<const Tensor>> &inputs, Tensor &out) const {
         std::vector<const bc_tensor *> in = handles(inputs);
         detail::check(bc_expr_eval_out(steps_.data(), steps_.size(), in.empty() ? nullptr : in.data(),
-                                       in.size(), out.get()));
+                                       in.size(), detail::handle(out)));
     }
 
     /// What eval(inputs) would do for inputs of these geometries (bc_plan_expr), or the
@@ -921,7 +1273,7 @@ class Expr {
     handles(const std::vector<std::reference_wrapper<const Tensor>> &inputs) {
         std::vector<const bc_tensor *> in;
         in.reserve(inputs.size());
-        for (const Tensor &t : inputs) in.push_back(t.get());
+        for (const Tensor &t : inputs) in.push_back(detail::handle(t));
         return in;
     }
 
@@ -947,6 +1299,13 @@ BC_HPP_EXPR_OPERATOR(|, bitwise_or)
 BC_HPP_EXPR_OPERATOR(^, bitwise_xor)
 BC_HPP_EXPR_OPERATOR(<<, bitwise_left_shift)
 BC_HPP_EXPR_OPERATOR(>>, bitwise_right_shift)
+BC_HPP_EXPR_OPERATOR(%, remainder)
+BC_HPP_EXPR_OPERATOR(==, eq)
+BC_HPP_EXPR_OPERATOR(!=, ne)
+BC_HPP_EXPR_OPERATOR(<, lt)
+BC_HPP_EXPR_OPERATOR(<=, le)
+BC_HPP_EXPR_OPERATOR(>, gt)
+BC_HPP_EXPR_OPERATOR(>=, ge)
 #undef BC_HPP_EXPR
 #undef BC_HPP_EXPR_OPERATOR
 #undef BC_HPP_OPERATIONS

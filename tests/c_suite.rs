@@ -400,6 +400,53 @@ fn cpp_wrapper() {
     );
 }
 
+/// c_tests/cpp_wrapper.cpp again as C++20, where comparison operators also meet rewritten
+/// (reversed) candidates.
+#[test]
+fn cpp_wrapper_cxx20() {
+    let p = paths();
+    let exe = build(
+        &p,
+        "cpp_wrapper_cxx20",
+        &["c_tests/cpp_wrapper.cpp", "c_tests/cpp_wrapper_other.cpp"],
+        true,
+        &["-Wpedantic", "-std=c++20"],
+    );
+    run(&p, &exe);
+}
+
+/// A bc::Tensor does not convert to bool, so `if (a == b)` (a bool tensor) and `if (t)` do not
+/// compile; the same code with `defined()` does, so the refusals are the conversion's.
+#[test]
+fn cpp_tensor_is_not_a_bool() {
+    let p = paths();
+    let prefix = "#include \"broadcast.hpp\"\nbool f(const bc::Tensor &a, const bc::Tensor &b);\n";
+    let (ok, said) = compile_only(
+        &p,
+        "cpp_not_bool_ok",
+        &format!("{prefix}bool f(const bc::Tensor &a, const bc::Tensor &b) {{ return a.defined() && (a == b).defined(); }}\n"),
+        true,
+        &["-Wpedantic"],
+    );
+    assert!(ok, "the control does not compile:\n{said}");
+    for body in [
+        "if (a == b) return true; return false;",
+        "return a ? true : b < a;",
+    ] {
+        let (ok, said) = compile_only(
+            &p,
+            "cpp_not_bool",
+            &format!("{prefix}bool f(const bc::Tensor &a, const bc::Tensor &b) {{ {body} }}\n"),
+            true,
+            &["-Wpedantic"],
+        );
+        assert!(
+            !ok && said.contains("deleted"),
+            "a tensor converted to bool in `{body}`:\n{said}"
+        );
+    }
+}
+
 /// include/broadcast.hpp compiles alone, warning-free, in C++17 and C++20.
 #[test]
 fn cpp_header_compiles_alone() {
@@ -471,6 +518,71 @@ fn quickstart_cpp_example() {
          error 3: The expanded size of the tensor (1) must match the existing size (4) at \
          non-singleton dimension 1.",
     );
+}
+
+/// examples/standardize.cpp (C++) compiles warning-free and runs; the count of values above 2 and
+/// the first rows it prints are those computed here in f64 from the same matrix: columns
+/// standardised with the population standard deviation, values above 2 set to 0.
+#[test]
+fn standardize_example() {
+    let p = paths();
+    let exe = build(
+        &p,
+        "standardize",
+        &["examples/standardize.cpp"],
+        true,
+        &["-Wpedantic"],
+    );
+    run(&p, &exe);
+    let printed = std::fs::read_to_string(exe.with_extension("log")).expect("example's output");
+
+    let (rows, cols) = (1000usize, 8usize);
+    let x = |i: usize, j: usize| {
+        let u = ((53 * i + 13 * j) % 101) as f64 - 50.0;
+        u * u * u / 512.0 * (j + 1) as f64 + j as f64
+    };
+    let mut z = vec![vec![0.0f64; cols]; rows];
+    for j in 0..cols {
+        let mean = (0..rows).map(|i| x(i, j)).sum::<f64>() / rows as f64;
+        let var = (0..rows).map(|i| (x(i, j) - mean).powi(2)).sum::<f64>() / rows as f64;
+        for (i, row) in z.iter_mut().enumerate() {
+            row[j] = (x(i, j) - mean) / var.sqrt();
+        }
+    }
+    let above = z.iter().flatten().filter(|&&v| v > 2.0).count();
+    assert!(
+        printed.contains(&format!(
+            "standardised 1000x8 float32; values above 2 set to 0: {above}\n"
+        )),
+        "the count of values above 2 is not {above}:\n{printed}"
+    );
+
+    // The printed rows: PyTorch's text of masked[0:4], 4 digits (fixed or scientific).
+    let text = printed
+        .split_once("tensor(")
+        .and_then(|(_, rest)| rest.rsplit_once(')'))
+        .map(|(inside, _)| inside)
+        .unwrap_or_else(|| panic!("no tensor printed:\n{printed}"));
+    let shown: Vec<f64> = text
+        .replace(['[', ']'], " ")
+        .split(',')
+        .map(|v| {
+            v.trim()
+                .parse::<f64>()
+                .unwrap_or_else(|e| panic!("{v:?}: {e}"))
+        })
+        .collect();
+    assert_eq!(shown.len(), 4 * cols, "{printed}");
+    for (k, got) in shown.iter().enumerate() {
+        let v = z[k / cols][k % cols];
+        let want = if v > 2.0 { 0.0 } else { v };
+        assert!(
+            (got - want).abs() <= 6e-5 + 1e-4 * want.abs(),
+            "row {} column {}: printed {got}, computed {want}\n{printed}",
+            k / cols,
+            k % cols
+        );
+    }
 }
 
 /// Compiles `source` (no linking) as C11 or C++17 with warnings as errors; returns whether it

@@ -87,7 +87,8 @@ impl fmt::Write for Truncating<'_> {
 }
 
 /// Writes `t` as text, exactly as PyTorch's `str(tensor)` with its default print options: for
-/// example `tensor([[1, 2],\n        [3, 4]], dtype=torch.int32)`. Floats get 4 decimals, or
+/// example the two lines `tensor([[1, 2],` and `[3, 4]], dtype=torch.int32)`, the second indented
+/// by 8 spaces. Floats get 4 decimals, or
 /// scientific notation when their magnitudes call for it (`1.0000e-05`), integer-valued floats
 /// end in "." (`tensor([1., 2.])`), `nan` and `inf` as Python writes them; rows wrap at 80
 /// columns; over 1000 elements only 3 at each edge of every dimension are shown, around `...`.

@@ -170,8 +170,8 @@ pub unsafe extern "C" fn bc_tensor_from_data(
 /// ownership of the memory.
 ///
 /// Go: memory from Go's heap may not be kept by C past the call (cgo pointer rules); wrap C memory
-/// (C.malloc) or pinned memory only. Julia: keep the array rooted (`GC.@preserve`, or a release
-/// callback that drops a reference) for as long as the tensor lives.
+/// (C.malloc) or pinned memory only. Julia: keep the array rooted (a preserve block of Julia's
+/// `GC` module, or a release callback that drops a reference) for as long as the tensor lives.
 ///
 /// # Returns
 /// `BC_OK`; `BC_ERR_NULL_ARG` (`out` NULL, `data` NULL with `nbytes` > 0, or `shape` NULL with
