@@ -13,15 +13,15 @@ import "C"
 //
 // An Expr is a value: building never changes its operands, and one Expr may be evaluated any
 // number of times, from any goroutine. The library checks the program when it is evaluated
-// (BC_EXPR_MAX_STEPS steps, BC_EXPR_MAX_DEPTH values waiting, input numbers in range).
+// (ExprMaxSteps steps, ExprMaxDepth values waiting, input numbers in range).
 type Expr struct {
 	steps []C.bc_expr_step // postfix, as bc_expr_step arrays are
 }
 
-// The most steps an expression may have, and the most values it may have waiting at once.
+// The limits the library puts on an expression.
 const (
-	ExprMaxSteps = C.BC_EXPR_MAX_STEPS
-	ExprMaxDepth = C.BC_EXPR_MAX_DEPTH
+	ExprMaxSteps = 64 // the most steps an expression may have
+	ExprMaxDepth = 16 // the most values an expression may have waiting at once
 )
 
 func step(kind C.int32_t, arg C.int32_t, i int64, f float64) Expr {
