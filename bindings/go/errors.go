@@ -23,7 +23,8 @@ const (
 	// that would change the shape of its target.
 	ErrShape Status = 3
 	// ErrDType: a result type that cannot be cast to the written-to tensor's, an operation not
-	// defined for the element types (bool subtraction, bitwise operations on floats, ...).
+	// defined for the element types (bool subtraction, bitwise operations on floats, ...), or
+	// elements read as a Go type that is not the tensor's.
 	ErrDType Status = 4
 	// ErrOverlap: a written-to tensor whose elements share memory, or that partly overlaps an
 	// input.
@@ -37,7 +38,7 @@ const (
 	ErrBufferTooSmall Status = 8
 	// ErrInternal: the library caught an internal error (a panic); it remains usable.
 	ErrInternal Status = 9
-	// ErrInvalidHandle: a tensor handle that is no longer live.
+	// ErrInvalidHandle: a tensor that is no longer live (closed).
 	ErrInvalidHandle Status = 10
 	// ErrValue: types and shapes are fine but the values are refused: an integer division,
 	// remainder or fmod by zero.
@@ -181,7 +182,9 @@ func (k ErrorKind) String() string {
 
 // Error is a failed call: the library's status, its error as data and its exact message, all
 // read in the same cgo call as the failing function. Fields that do not apply to Kind are -1
-// (numbers) or nil (shapes).
+// (numbers) or nil (shapes). Failures the package finds itself before calling the library (a
+// closed tensor, elements read as the wrong Go type, arguments of mismatched lengths) are
+// *Error values too, with the status and kind the library would give.
 type Error struct {
 	Status         Status    // the kind of failure; also what errors.Is compares
 	Kind           ErrorKind // exactly what went wrong; it says which fields below apply
@@ -198,3 +201,10 @@ func (e *Error) Error() string { return e.Message }
 
 // Unwrap returns the status, so that errors.Is matches the Err* sentinels.
 func (e *Error) Unwrap() error { return e.Status }
+
+// goError is a failure found by the package itself, before any call to the library: every
+// field that does not apply is -1 or nil, as in the library's own errors.
+func goError(s Status, k ErrorKind, msg string) *Error {
+	return &Error{Status: s, Kind: k, Dim: -1, SizeA: -1, SizeB: -1, Arg: -1, DTypeA: -1,
+		DTypeB: -1, Message: msg}
+}

@@ -64,7 +64,11 @@ func (op Op) String() string {
 
 // Apply returns a op b in a new tensor of the broadcast shape and PyTorch's result type.
 func (op Op) Apply(a, b *Tensor) (*Tensor, error) {
-	r := C.gobc_binary(C.int32_t(op), a.handle(), b.handle())
+	hs, err := refs(a, b)
+	if err != nil {
+		return nil, err
+	}
+	r := C.gobc_binary(C.int32_t(op), hs[0], hs[1])
 	keep(a, b)
 	return owned(r)
 }
@@ -73,7 +77,11 @@ func (op Op) Apply(a, b *Tensor) (*Tensor, error) {
 // broadcasts to target's shape and the result type can be cast to target's; when it fails,
 // target is unchanged.
 func (op Op) InPlace(target, other *Tensor) error {
-	r := C.gobc_binary_inplace(C.int32_t(op), target.handle(), other.handle())
+	hs, err := refs(target, other)
+	if err != nil {
+		return err
+	}
+	r := C.gobc_binary_inplace(C.int32_t(op), hs[0], hs[1])
 	keep(target, other)
 	return check(r)
 }
@@ -81,7 +89,11 @@ func (op Op) InPlace(target, other *Tensor) error {
 // Out writes a op b into out (destination first, as in math/big), which must have exactly the
 // broadcast shape and a type the result type can be cast to; when it fails, out is unchanged.
 func (op Op) Out(out, a, b *Tensor) error {
-	r := C.gobc_binary_out(C.int32_t(op), a.handle(), b.handle(), out.handle())
+	hs, err := refs(out, a, b)
+	if err != nil {
+		return err
+	}
+	r := C.gobc_binary_out(C.int32_t(op), hs[1], hs[2], hs[0])
 	keep(out, a, b)
 	return check(r)
 }
@@ -90,7 +102,11 @@ func (op Op) Out(out, a, b *Tensor) error {
 // (torch.where). The three operands broadcast together; the result type promotes a and b only;
 // cond is Bool, or Uint8 (accepted with PyTorch's deprecation warning).
 func Where(cond, a, b *Tensor) (*Tensor, error) {
-	r := C.gobc_where(cond.handle(), a.handle(), b.handle())
+	hs, err := refs(cond, a, b)
+	if err != nil {
+		return nil, err
+	}
+	r := C.gobc_where(hs[0], hs[1], hs[2])
 	keep(cond, a, b)
 	return owned(r)
 }
@@ -98,7 +114,11 @@ func Where(cond, a, b *Tensor) (*Tensor, error) {
 // WhereOut writes where(cond, a, b) into out (destination first, as Op.Out), which must have
 // exactly the broadcast shape and the result type; when it fails, out is unchanged.
 func WhereOut(out, cond, a, b *Tensor) error {
-	r := C.gobc_where_out(cond.handle(), a.handle(), b.handle(), out.handle())
+	hs, err := refs(out, cond, a, b)
+	if err != nil {
+		return err
+	}
+	r := C.gobc_where_out(hs[1], hs[2], hs[3], hs[0])
 	keep(out, cond, a, b)
 	return check(r)
 }

@@ -160,8 +160,9 @@ func flatten(gs []Geometry) (flat, error) {
 	var f flat
 	for _, g := range gs {
 		if g.Strides != nil && len(g.Strides) != len(g.Shape) {
-			return f, fmt.Errorf("broadcast: a Geometry with %d sizes and %d strides: %w",
-				len(g.Shape), len(g.Strides), ErrInvalidArg)
+			return f, goError(ErrInvalidArg, KindInvalidArgument, fmt.Sprintf(
+				"a Geometry takes one stride per size (or nil strides): %d sizes and %d strides",
+				len(g.Shape), len(g.Strides)))
 		}
 		f.dtypes = append(f.dtypes, C.int32_t(g.DType))
 		f.ndims = append(f.ndims, C.size_t(len(g.Shape)))

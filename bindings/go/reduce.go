@@ -34,8 +34,12 @@ func (r Reduction) String() string {
 // means every dimension, as PyTorch's dim=None), keeping each reduced dimension as size 1 when
 // keepdim is true (bc_reduce).
 func (r Reduction) Apply(t *Tensor, keepdim bool, over ...int) (*Tensor, error) {
+	h, err := t.ref()
+	if err != nil {
+		return nil, err
+	}
 	p, n := dims(over)
-	res := C.gobc_reduce(C.int32_t(r), t.handle(), p, n, C.bool(keepdim))
+	res := C.gobc_reduce(C.int32_t(r), h, p, n, C.bool(keepdim))
 	keep(t)
 	return owned(res)
 }
@@ -43,8 +47,12 @@ func (r Reduction) Apply(t *Tensor, keepdim bool, over ...int) (*Tensor, error) 
 // SumToSize returns t summed back to shape, undoing a broadcast (PyTorch's t.sum_to_size(shape),
 // bc_tensor_sum_to_size): a view of t when nothing is summed.
 func (t *Tensor) SumToSize(shape ...int) (*Tensor, error) {
+	h, err := t.ref()
+	if err != nil {
+		return nil, err
+	}
 	p, n := dims(shape)
-	res := C.gobc_sum_to_size(t.handle(), p, n)
+	res := C.gobc_sum_to_size(h, p, n)
 	keep(t)
 	return owned(res)
 }
@@ -52,8 +60,12 @@ func (t *Tensor) SumToSize(shape ...int) (*Tensor, error) {
 // SumTo returns a op b summed to shape without making a op b (bc_binary_sum_to): what Apply
 // followed by SumToSize gives, errors and bits, reading the inputs once.
 func (op Op) SumTo(a, b *Tensor, shape ...int) (*Tensor, error) {
+	hs, err := refs(a, b)
+	if err != nil {
+		return nil, err
+	}
 	p, n := dims(shape)
-	res := C.gobc_binary_sum_to(C.int32_t(op), a.handle(), b.handle(), p, n)
+	res := C.gobc_binary_sum_to(C.int32_t(op), hs[0], hs[1], p, n)
 	keep(a, b)
 	return owned(res)
 }

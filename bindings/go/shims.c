@@ -203,6 +203,43 @@ gobc_res gobc_view(int what, uintptr_t t, const int64_t *a, const int64_t *b, si
 	return done(s, o, 0);
 }
 
+gobc_res gobc_format(uintptr_t t, size_t max, char **text) {
+	size_t n = 0;
+	*text = NULL;
+	int32_t s = bc_tensor_format(H(t), NULL, 0, &n);
+	if (s != BC_OK || n > max) return done(s, NULL, (int64_t)n);
+	char *buf = shim_malloc(n + 1);
+	if (buf == NULL) {
+		/* The shim's own failure: the library's error record is not this call's. */
+		gobc_res r = {BC_ERR_ALLOC, 0, 0, NULL};
+		return r;
+	}
+	s = bc_tensor_format(H(t), buf, n + 1, &n);
+	if (s != BC_OK) {
+		free(buf);
+		buf = NULL;
+	}
+	*text = buf;
+	return done(s, NULL, (int64_t)n);
+}
+
+gobc_res gobc_at(uintptr_t t, const int64_t *idx, size_t n, void *out) {
+	int64_t strides[BC_MAX_NDIM];
+	int32_t dtype = 0;
+	void *data = NULL;
+	int32_t s = bc_tensor_dtype(H(t), &dtype);
+	if (s == BC_OK) s = bc_tensor_strides(H(t), strides, BC_MAX_NDIM);
+	if (s == BC_OK) s = bc_tensor_data(H(t), &data, NULL, NULL);
+	if (s == BC_OK) {
+		size_t size = bc_dtype_size(dtype);
+		int64_t at = 0;
+		for (size_t i = 0; i < n; i++) at += idx[i] * strides[i];
+		memcpy(out, (const char *)data + at * (int64_t)size, size);
+	}
+	return done(s, NULL, 0);
+}
+
+
 gobc_res gobc_expand_as(uintptr_t t, uintptr_t other) {
 	bc_tensor *o = NULL;
 	int32_t s = bc_tensor_expand_as(H(t), H(other), &o);

@@ -83,6 +83,11 @@ gobc_res gobc_copy_to(uintptr_t t, void *buf, size_t nbytes);
 gobc_res gobc_view(int what, uintptr_t t, const int64_t *a, const int64_t *b, size_t ndim,
                    int64_t offset);
 gobc_res gobc_expand_as(uintptr_t t, uintptr_t other);
+// bc_tensor_format: val is the text's length; *text is a malloc'd copy (the caller frees it)
+// when that length is at most max, else NULL.
+gobc_res gobc_format(uintptr_t t, size_t max, char **text);
+// Copies the element at idx (n indices, checked by the caller against the shape) into out.
+gobc_res gobc_at(uintptr_t t, const int64_t *idx, size_t n, void *out);
 gobc_res gobc_transpose(uintptr_t t, int64_t dim0, int64_t dim1);
 gobc_res gobc_slice(uintptr_t t, int64_t dim, int64_t start, int64_t stop, int64_t step);
 gobc_res gobc_broadcast_tensors(const uintptr_t *ins, size_t n, uintptr_t *outs);
