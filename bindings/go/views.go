@@ -13,8 +13,9 @@ import "fmt"
 // stride 0, new leading dimensions may be added, and -1 keeps a size.
 func (t *Tensor) Expand(sizes ...int) (*Tensor, error) { return t.view(0, sizes, nil, 0) }
 
-// BroadcastTo is Expand under NumPy's name.
-func (t *Tensor) BroadcastTo(shape ...int) (*Tensor, error) { return t.Expand(shape...) }
+// BroadcastTo returns a view of t expanded to shape, as Expand (NumPy's and PyTorch's
+// broadcast_to).
+func (t *Tensor) BroadcastTo(shape ...int) (*Tensor, error) { return t.view(3, shape, nil, 0) }
 
 // Permute returns a view whose dimension i is dimension dims[i] of t (negative counts from the
 // end); dims lists every dimension of t once.
@@ -30,6 +31,16 @@ func (t *Tensor) AsStrided(shape, strides []int, offset int) (*Tensor, error) {
 	return t.view(2, shape, strides, offset)
 }
 
+// View returns a view of t with the shape sizes (PyTorch's view): the same elements in
+// row-major order, without a copy. One size may be -1, inferred from the number of elements.
+// When t's strides do not allow such a view (a transposed tensor flattened), the *Error has
+// kind KindViewStrides: use Reshape.
+func (t *Tensor) View(sizes ...int) (*Tensor, error) { return t.view(4, sizes, nil, 0) }
+
+// Reshape returns t with the shape sizes (PyTorch's reshape): a view, as View, when t's strides
+// allow one, else a row-major copy that no longer shares t's elements. One size may be -1.
+func (t *Tensor) Reshape(sizes ...int) (*Tensor, error) { return t.view(5, sizes, nil, 0) }
+
 func (t *Tensor) view(what C.int, a, b []int, offset int) (*Tensor, error) {
 	h, err := t.ref()
 	if err != nil {
@@ -38,6 +49,32 @@ func (t *Tensor) view(what C.int, a, b []int, offset int) (*Tensor, error) {
 	pa, n := dims(a)
 	pb, _ := dims(b)
 	r := C.gobc_view(what, h, pa, pb, n, C.int64_t(offset))
+	keep(t)
+	return owned(r)
+}
+
+// Unsqueeze returns a view of t with a dimension of size 1 inserted at dim (PyTorch's
+// unsqueeze), from -(NDim+1) to NDim, negative counting from the end of the result.
+func (t *Tensor) Unsqueeze(dim int) (*Tensor, error) { return t.dimView(0, dim, 0) }
+
+// Squeeze returns a view of t without dimension dim when its size is 1, else a view of t as it
+// is (PyTorch's squeeze(dim)); negative dim counts from the end.
+func (t *Tensor) Squeeze(dim int) (*Tensor, error) { return t.dimView(1, dim, 0) }
+
+// SqueezeAll returns a view of t without any of its size-1 dimensions (PyTorch's squeeze()).
+func (t *Tensor) SqueezeAll() (*Tensor, error) { return t.dimView(2, 0, 0) }
+
+// Flatten returns t with dimensions start to end (both included; negative counts from the end)
+// merged into one (PyTorch's flatten): a view when t's strides allow one, else a copy, as
+// Reshape. A 0-d tensor becomes 1-d.
+func (t *Tensor) Flatten(start, end int) (*Tensor, error) { return t.dimView(3, start, end) }
+
+func (t *Tensor) dimView(what C.int, d0, d1 int) (*Tensor, error) {
+	h, err := t.ref()
+	if err != nil {
+		return nil, err
+	}
+	r := C.gobc_dim_view(what, h, C.int64_t(d0), C.int64_t(d1))
 	keep(t)
 	return owned(r)
 }
