@@ -64,7 +64,7 @@ func (op Op) String() string {
 
 // Apply returns a op b in a new tensor of the broadcast shape and PyTorch's result type.
 func (op Op) Apply(a, b *Tensor) (*Tensor, error) {
-	hs, err := refs(a, b)
+	hs, err := refs4(a, b)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (op Op) Apply(a, b *Tensor) (*Tensor, error) {
 // broadcasts to target's shape and the result type can be cast to target's; when it fails,
 // target is unchanged.
 func (op Op) InPlace(target, other *Tensor) error {
-	hs, err := refs(target, other)
+	hs, err := refs4(target, other)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (op Op) InPlace(target, other *Tensor) error {
 // Out writes a op b into out (destination first, as in math/big), which must have exactly the
 // broadcast shape and a type the result type can be cast to; when it fails, out is unchanged.
 func (op Op) Out(out, a, b *Tensor) error {
-	hs, err := refs(out, a, b)
+	hs, err := refs4(out, a, b)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func (op Op) Out(out, a, b *Tensor) error {
 // (torch.where). The three operands broadcast together; the result type promotes a and b only;
 // cond is Bool, or Uint8 (accepted with PyTorch's deprecation warning).
 func Where(cond, a, b *Tensor) (*Tensor, error) {
-	hs, err := refs(cond, a, b)
+	hs, err := refs4(cond, a, b)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func Where(cond, a, b *Tensor) (*Tensor, error) {
 // WhereOut writes where(cond, a, b) into out (destination first, as Op.Out), which must have
 // exactly the broadcast shape and the result type; when it fails, out is unchanged.
 func WhereOut(out, cond, a, b *Tensor) error {
-	hs, err := refs(out, cond, a, b)
+	hs, err := refs4(out, cond, a, b)
 	if err != nil {
 		return err
 	}

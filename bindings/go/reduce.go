@@ -60,7 +60,7 @@ func (t *Tensor) SumToSize(shape ...int) (*Tensor, error) {
 // SumTo returns a op b summed to shape without making a op b (bc_binary_sum_to): what Apply
 // followed by SumToSize gives, errors and bits, reading the inputs once.
 func (op Op) SumTo(a, b *Tensor, shape ...int) (*Tensor, error) {
-	hs, err := refs(a, b)
+	hs, err := refs4(a, b)
 	if err != nil {
 		return nil, err
 	}

@@ -97,6 +97,16 @@ func refs(ts ...*Tensor) ([]C.uintptr_t, error) {
 	return hs, nil
 }
 
+// refs4 is refs for the fixed operands of one operation (at most four), without an allocation.
+func refs4(ts ...*Tensor) (hs [4]C.uintptr_t, err error) {
+	for i, t := range ts {
+		if hs[i], err = t.ref(); err != nil {
+			return hs, err
+		}
+	}
+	return hs, nil
+}
+
 // Empty returns a new tensor whose elements are unspecified (bc_tensor_empty).
 func Empty(dtype DType, shape ...int) (*Tensor, error) { return create(0, dtype, shape, 0) }
 

@@ -81,7 +81,7 @@ func (t *Tensor) dimView(what C.int, d0, d1 int) (*Tensor, error) {
 
 // ExpandAs returns a view of t expanded to other's shape.
 func (t *Tensor) ExpandAs(other *Tensor) (*Tensor, error) {
-	hs, err := refs(t, other)
+	hs, err := refs4(t, other)
 	if err != nil {
 		return nil, err
 	}
