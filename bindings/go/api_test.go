@@ -191,13 +191,13 @@ func TestCopyToAndData(t *testing.T) {
 		t.Errorf("CopyTo into 12 bytes: %v (%+v)", err, e)
 	}
 	_, err := bc.Data[float64](x)
-	e = checkErr(t, err, bc.ErrDType, "elements of a float32 tensor read as float64")
+	e = checkErr(t, err, bc.ErrDType, "cannot read float32 elements as float64")
 	if e.DTypeA != bc.Float32 || e.DTypeB != bc.Float64 || e.Kind != bc.KindNone {
 		t.Errorf("Data of the wrong type as data: %+v", *e)
 	}
-	checkErr(t, bc.CopyTo(x, make([]int32, 4)), bc.ErrDType, "elements of a float32 tensor read as int32")
+	checkErr(t, bc.CopyTo(x, make([]int32, 4)), bc.ErrDType, "cannot read float32 elements as int32")
 	_, err = bc.At[int32](x, 0, 0)
-	checkErr(t, err, bc.ErrDType, "elements of a float32 tensor read as int32")
+	checkErr(t, err, bc.ErrDType, "cannot read float32 elements as int32")
 	empty := must(bc.FromSlice[float32]([]int{0, 3}, nil))(t)
 	checkShape(t, empty, 0, 3)
 	if got := must(bc.Data[float32](empty))(t); len(got) != 0 {

@@ -319,7 +319,7 @@ func checkElem[T Elem](t *Tensor) error {
 	if have < 0 {
 		return errClosed() // closed since the check above
 	}
-	e := goError(ErrDType, KindNone, fmt.Sprintf("elements of a %s tensor read as %s", have, want))
+	e := goError(ErrDType, KindNone, fmt.Sprintf("cannot read %s elements as %s", have, want))
 	e.DTypeA, e.DTypeB = have, want
 	return e
 }
