@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	bc "libbroadcast/broadcast"
+	"libbroadcast/broadcast/internal/cmem"
 )
 
 func TestShapeViews(t *testing.T) {
@@ -191,6 +192,35 @@ func TestWrapC(t *testing.T) {
 	_, err = bc.WrapC(bc.Float32, ptr, n, []int{2}, []int{1, 1}, 0, nil, nil)
 	checkErr(t, err, bc.ErrInvalidArg, "WrapC takes one stride per size (or nil strides): 1 sizes and 2 strides")
 	runtime.KeepAlive(x)
+}
+
+// WrapC's release runs once, when the last tensor over the memory is closed, and not at all when
+// WrapC fails.
+func TestWrapCRelease(t *testing.T) {
+	before := cmem.Released()
+	buf := cmem.Malloc(24)
+	copy(unsafe.Slice((*float32)(buf), 6), []float32{1, 2, 3, 4, 5, 6})
+	_, err := bc.WrapC(bc.Float32, buf, 24, []int{7}, nil, 0, cmem.CountingFree(), buf)
+	checkErrKind(t, err, bc.ErrInvalidArg) // 28 bytes for 24
+	if n := cmem.Released() - before; n != 0 {
+		t.Fatalf("a failed WrapC released %d times", n)
+	}
+	x := must(bc.WrapC(bc.Float32, buf, 24, []int{6}, nil, 0, cmem.CountingFree(), buf))(t)
+	v := must(x.View(2, 3))(t)
+	x.Close()
+	if n := cmem.Released() - before; n != 0 {
+		t.Fatalf("released %d times while a view is open", n)
+	}
+	tr := must(v.Transpose(0, 1))(t)
+	v.Close()
+	checkF32(t, tr, []float32{1, 4, 2, 5, 3, 6})
+	if n := cmem.Released() - before; n != 0 {
+		t.Fatalf("released %d times while a view is open", n)
+	}
+	tr.Close()
+	if n := cmem.Released() - before; n != 1 {
+		t.Errorf("released %d times after the last view closed", n)
+	}
 }
 
 // checkErrKind checks that err is an *Error of the given status, whatever its message.
