@@ -167,7 +167,11 @@ func (t *Tensor) copy(what C.int, dtype DType) (*Tensor, error) {
 // query runs a query that fails only on a closed tensor (or one closed during the call); it then
 // gives ok false.
 func (t *Tensor) query(what C.int) (v int64, ok bool) {
-	r := C.gobc_query(what, t.handle())
+	h := t.handle()
+	if h == 0 {
+		return 0, false
+	}
+	r := C.gobc_query(what, h)
 	keep(t)
 	if err := check(r); err != nil {
 		return 0, false
@@ -225,7 +229,11 @@ func (t *Tensor) Shape() []int { return t.dims(0) }
 func (t *Tensor) Strides() []int { return t.dims(1) }
 
 func (t *Tensor) dims(strides C.int) []int {
-	d := C.gobc_tensor_dims(t.handle(), strides)
+	h := t.handle()
+	if h == 0 {
+		return nil
+	}
+	d := C.gobc_tensor_dims(h, strides)
 	keep(t)
 	s, err := ints(&d)
 	if err != nil {
@@ -240,6 +248,11 @@ func CopyTo[T Elem](t *Tensor, dst []T) error {
 	if err := checkElem[T](t); err != nil {
 		return err
 	}
+	return copyTo(t, dst)
+}
+
+// copyTo is CopyTo once the element type is checked.
+func copyTo[T Elem](t *Tensor, dst []T) error {
 	h, err := t.ref()
 	if err != nil {
 		return err
@@ -267,7 +280,7 @@ func Data[T Elem](t *Tensor) ([]T, error) {
 		return nil, errClosed()
 	}
 	out := make([]T, n)
-	if err := CopyTo(t, out); err != nil {
+	if err := copyTo(t, out); err != nil {
 		return nil, err
 	}
 	return out, nil
