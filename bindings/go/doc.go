@@ -9,10 +9,19 @@
 //
 // A *Tensor owns one library handle. Close frees it at once (it is idempotent); a finalizer frees
 // it otherwise, but the garbage collector does not see the library's memory, so Close large
-// tensors. Views (Expand, Permute, Slice, ...) share their parent's elements and are tensors of
-// their own: closing a parent does not invalidate its views. Shapes are []int in row-major
-// order; an empty shape is a 0-d tensor. Element types are the ten DType values; FromSlice, Data
-// and CopyTo take the matching Go type (Float16Bits and BFloat16Bits hold half-precision bits).
+// tensors. A closed tensor is refused by every call with an *Error (ErrInvalidHandle, "tensor is
+// closed"), never a panic. Shapes are []int in row-major order; an empty shape is a 0-d tensor.
+// Element types are the ten DType values; FromSlice, Data, CopyTo and At take the matching Go
+// type (Float16Bits and BFloat16Bits hold half-precision bits) and refuse another with ErrDType.
+//
+// Views (Expand, BroadcastTo, Permute, Transpose, Slice, AsStrided, View, Unsqueeze, Squeeze,
+// SqueezeAll; Reshape and Flatten when the strides allow) share their tensor's elements and are
+// tensors of their own: closing a tensor does not invalidate its views. Clone, Contiguous and
+// ToDType copy.
+//
+// String (and so fmt's %v) prints a tensor as PyTorch does, such as "tensor([[1., 2.]])";
+// Text returns the same text, or the error. DataPointer, ToDLPack and FromDLPack share memory
+// with C code and other libraries without a copy.
 //
 // # Operations
 //

@@ -5,21 +5,21 @@ import "C"
 
 import "math"
 
-// DType is an element type (a BC_DTYPE_* code).
+// DType is an element type. Its values are the library's own codes.
 type DType int32
 
-// The ten element types, with the codes of include/broadcast.h.
+// The ten element types, each with the Go type of its elements (see Elem).
 const (
-	Bool     DType = C.BC_DTYPE_BOOL
-	Uint8    DType = C.BC_DTYPE_UINT8
-	Int8     DType = C.BC_DTYPE_INT8
-	Int16    DType = C.BC_DTYPE_INT16
-	Int32    DType = C.BC_DTYPE_INT32
-	Int64    DType = C.BC_DTYPE_INT64
-	Float16  DType = C.BC_DTYPE_FLOAT16
-	BFloat16 DType = C.BC_DTYPE_BFLOAT16
-	Float32  DType = C.BC_DTYPE_FLOAT32
-	Float64  DType = C.BC_DTYPE_FLOAT64
+	Bool     DType = 0 // bool: false or true
+	Uint8    DType = 1 // uint8
+	Int8     DType = 2 // int8
+	Int16    DType = 3 // int16
+	Int32    DType = 4 // int32
+	Int64    DType = 5 // int64
+	Float16  DType = 6 // IEEE binary16, held in Go as Float16Bits
+	BFloat16 DType = 7 // bfloat16 (float32's top 16 bits), held in Go as BFloat16Bits
+	Float32  DType = 8 // float32
+	Float64  DType = 9 // float64
 )
 
 // String is the library's name of the type ("float32", ...; "unknown" for other codes).

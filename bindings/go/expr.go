@@ -13,15 +13,15 @@ import "C"
 //
 // An Expr is a value: building never changes its operands, and one Expr may be evaluated any
 // number of times, from any goroutine. The library checks the program when it is evaluated
-// (BC_EXPR_MAX_STEPS steps, BC_EXPR_MAX_DEPTH values waiting, input numbers in range).
+// (ExprMaxSteps steps, ExprMaxDepth values waiting, input numbers in range).
 type Expr struct {
 	steps []C.bc_expr_step // postfix, as bc_expr_step arrays are
 }
 
-// The most steps an expression may have, and the most values it may have waiting at once.
+// The limits the library puts on an expression.
 const (
-	ExprMaxSteps = C.BC_EXPR_MAX_STEPS
-	ExprMaxDepth = C.BC_EXPR_MAX_DEPTH
+	ExprMaxSteps = 64 // the most steps an expression may have
+	ExprMaxDepth = 16 // the most values an expression may have waiting at once
 )
 
 func step(kind C.int32_t, arg C.int32_t, i int64, f float64) Expr {
@@ -72,7 +72,11 @@ func (e Expr) Len() int { return len(e.steps) }
 
 // Eval returns the value of e over inputs in a new tensor.
 func (e Expr) Eval(inputs ...*Tensor) (*Tensor, error) {
-	r := C.gobc_expr_eval(e.ptr(), C.size_t(len(e.steps)), handles(inputs), C.size_t(len(inputs)), 0, 0)
+	hs, err := refs(inputs...)
+	if err != nil {
+		return nil, err
+	}
+	r := C.gobc_expr_eval(e.ptr(), C.size_t(len(e.steps)), &hs[0], C.size_t(len(inputs)), 0, 0)
 	keep(inputs...)
 	return owned(r)
 }
@@ -81,7 +85,11 @@ func (e Expr) Eval(inputs ...*Tensor) (*Tensor, error) {
 // operation writes as Op.Out (or WhereOut) would. out may be one of the inputs (x = x*a + b); when
 // the call fails, out is unchanged.
 func (e Expr) EvalOut(out *Tensor, inputs ...*Tensor) error {
-	r := C.gobc_expr_eval(e.ptr(), C.size_t(len(e.steps)), handles(inputs), C.size_t(len(inputs)), 1, out.handle())
+	hs, err := refs(append([]*Tensor{out}, inputs...)...)
+	if err != nil {
+		return err
+	}
+	r := C.gobc_expr_eval(e.ptr(), C.size_t(len(e.steps)), &hs[1], C.size_t(len(inputs)), 1, hs[0])
 	keep(inputs...)
 	keep(out)
 	return check(r)

@@ -30,3 +30,25 @@ func TestShimAllocFailureIsItsOwn(t *testing.T) {
 		t.Errorf("got %#v, want ErrAlloc with the message %q", err, bc.ErrAlloc.Error())
 	}
 }
+
+// Text's buffer is the shim's own allocation: its failure is ErrAlloc, and String describes the
+// tensor instead.
+func TestShimAllocFailureInText(t *testing.T) {
+	x, err := bc.Ones(bc.Int32, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc.FailShimAlloc(1)
+	_, err = x.Text()
+	bc.FailShimAlloc(0)
+	var be *bc.Error
+	if !errors.As(err, &be) || be.Status != bc.ErrAlloc || be.Message != bc.ErrAlloc.Error() {
+		t.Errorf("got %#v, want ErrAlloc with the message %q", err, bc.ErrAlloc.Error())
+	}
+	bc.FailShimAlloc(1)
+	s := x.String()
+	bc.FailShimAlloc(0)
+	if want := "<int32 tensor of shape (2): " + bc.ErrAlloc.Error() + ">"; s != want {
+		t.Errorf("String %q, want %q", s, want)
+	}
+}

@@ -113,25 +113,95 @@ func TestCloseIsIdempotentAndStopsTheFinalizer(t *testing.T) {
 	nilTensor.Close() // a nil tensor closes like a closed one
 }
 
+// Every call given a closed tensor, in any position, returns an *Error saying so (no panic, and
+// not the library's NULL-argument text); the accessors without an error return the values their
+// documentation gives.
 func TestUseAfterClose(t *testing.T) {
 	x := must(bc.Ones(bc.Float32, 2))(t)
 	y := must(bc.Ones(bc.Float32, 2))(t)
+	cond := must(bc.Ones(bc.Bool, 2))(t)
 	x.Close()
-	_, err := bc.Add.Apply(x, y)
-	checkErr(t, err, bc.ErrNullArg, "argument `a` is NULL")
-	checkErr(t, bc.Add.InPlace(y, x), bc.ErrNullArg, "argument `other` is NULL")
-	if s := x.String(); s != "closed tensor" {
+	n := bc.NumberOf(1)
+	e := bc.Add.Of(bc.Input(0), bc.Input(1))
+	calls := map[string]func() error{
+		"Apply a":             func() error { _, err := bc.Add.Apply(x, y); return err },
+		"Apply b":             func() error { _, err := bc.Add.Apply(y, x); return err },
+		"InPlace target":      func() error { return bc.Add.InPlace(x, y) },
+		"InPlace other":       func() error { return bc.Add.InPlace(y, x) },
+		"Out out":             func() error { return bc.Add.Out(x, y, y) },
+		"Out b":               func() error { return bc.Add.Out(y, y, x) },
+		"ApplyNumber":         func() error { _, err := bc.Add.ApplyNumber(x, n); return err },
+		"ApplyNumberFirst":    func() error { _, err := bc.Add.ApplyNumberFirst(n, x); return err },
+		"InPlaceNumber":       func() error { return bc.Add.InPlaceNumber(x, n) },
+		"Where cond":          func() error { _, err := bc.Where(x, y, y); return err },
+		"Where b":             func() error { _, err := bc.Where(cond, y, x); return err },
+		"WhereOut out":        func() error { return bc.WhereOut(x, cond, y, y) },
+		"Eval":                func() error { _, err := e.Eval(y, x); return err },
+		"EvalOut out":         func() error { return e.EvalOut(x, y, y) },
+		"EvalOut input":       func() error { return e.EvalOut(y, x, y) },
+		"Reduction":           func() error { _, err := bc.Sum.Apply(x, false); return err },
+		"SumToSize":           func() error { _, err := x.SumToSize(1); return err },
+		"SumTo":               func() error { _, err := bc.Add.SumTo(y, x, 1); return err },
+		"Clone":               func() error { _, err := x.Clone(); return err },
+		"Contiguous":          func() error { _, err := x.Contiguous(); return err },
+		"ToDType":             func() error { _, err := x.ToDType(bc.Int8); return err },
+		"Data":                func() error { _, err := bc.Data[float32](x); return err },
+		"Data, wrong type":    func() error { _, err := bc.Data[int32](x); return err },
+		"CopyTo":              func() error { return bc.CopyTo(x, make([]float32, 2)) },
+		"At":                  func() error { _, err := bc.At[float32](x, 0); return err },
+		"Text":                func() error { _, err := x.Text(); return err },
+		"DataPointer":         func() error { _, _, _, err := x.DataPointer(); return err },
+		"ToDLPack":            func() error { _, err := x.ToDLPack(); return err },
+		"ToDLPackUnversioned": func() error { _, err := x.ToDLPackUnversioned(); return err },
+		"Expand":              func() error { _, err := x.Expand(2); return err },
+		"BroadcastTo":         func() error { _, err := x.BroadcastTo(2); return err },
+		"ExpandAs":            func() error { _, err := y.ExpandAs(x); return err },
+		"Permute":             func() error { _, err := x.Permute(0); return err },
+		"Transpose":           func() error { _, err := x.Transpose(0, 0); return err },
+		"Slice":               func() error { _, err := x.Slice(0, 0, 1, 1); return err },
+		"AsStrided":           func() error { _, err := x.AsStrided([]int{1}, []int{1}, 0); return err },
+		"View":                func() error { _, err := x.View(2); return err },
+		"Reshape":             func() error { _, err := x.Reshape(2); return err },
+		"Unsqueeze":           func() error { _, err := x.Unsqueeze(0); return err },
+		"Squeeze":             func() error { _, err := x.Squeeze(0); return err },
+		"SqueezeAll":          func() error { _, err := x.SqueezeAll(); return err },
+		"Flatten":             func() error { _, err := x.Flatten(0, 0); return err },
+		"BroadcastTensors":    func() error { _, err := bc.BroadcastTensors(y, x); return err },
+	}
+	for name, call := range calls {
+		var err error
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("%s panicked: %v", name, p)
+				}
+			}()
+			err = call()
+		}()
+		var e *bc.Error
+		if !errors.As(err, &e) || e.Status != bc.ErrInvalidHandle || e.Kind != bc.KindInvalidHandle ||
+			e.Message != "tensor is closed" || !errors.Is(err, bc.ErrInvalidHandle) {
+			t.Errorf("%s on a closed tensor: %#v", name, err)
+		}
+	}
+	if s := x.String(); s != "<closed tensor>" {
 		t.Errorf("String of a closed tensor: %q", s)
 	}
-	defer func() {
-		var e *bc.Error
-		if p := recover(); p == nil {
-			t.Errorf("Shape of a closed tensor did not panic")
-		} else if err, ok := p.(error); !ok || !errors.As(err, &e) || e.Status != bc.ErrNullArg {
-			t.Errorf("Shape of a closed tensor panicked with %v", p)
-		}
-	}()
-	x.Shape()
+	if x.Shape() != nil || x.Strides() != nil || x.NDim() != -1 || x.Numel() != -1 || x.Offset() != -1 ||
+		x.IsContiguous() || x.DType() != bc.DType(-1) || x.IsLive() {
+		t.Errorf("accessors of a closed tensor: %v %v %d %d %d %v %v", x.Shape(), x.Strides(), x.NDim(),
+			x.Numel(), x.Offset(), x.IsContiguous(), x.DType())
+	}
+	// A nil tensor is the library's missing argument, named.
+	_, err := bc.Add.Apply(y, nil)
+	checkErr(t, err, bc.ErrNullArg, "argument `b` is NULL")
+	var none *bc.Tensor
+	if _, err := bc.Data[float32](none); !errors.Is(err, bc.ErrNullArg) {
+		t.Errorf("Data of nil: %v", err)
+	}
+	if none.String() != "<nil>" || none.Shape() != nil || none.NDim() != -1 {
+		t.Errorf("accessors of a nil tensor")
+	}
 }
 
 // Close racing Close, and Close racing the finalizer of tensors dropped while other goroutines

@@ -3,27 +3,41 @@ package broadcast
 // #include "shims.h"
 import "C"
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Geometry describes an operand without its memory, for the planner: what a tensor of this type,
 // shape and strides (in elements; nil for row-major) would be.
 type Geometry struct {
-	DType   DType
-	Shape   []int
-	Strides []int
+	DType   DType // the element type
+	Shape   []int // the sizes of the dimensions (empty for a 0-d operand)
+	Strides []int // the strides in elements, one per size; nil for row-major
 }
 
-// LoopKind is the inner loop a call would run (a BC_LOOP_* code).
+// LoopKind is the inner loop a call would run. Its values are the library's own codes.
 type LoopKind int32
 
 // The inner loops.
 const (
-	LoopNone       LoopKind = C.BC_LOOP_NONE       // nothing to compute
-	LoopContiguous LoopKind = C.BC_LOOP_CONTIGUOUS // every operand contiguous
-	LoopBroadcast  LoopKind = C.BC_LOOP_BROADCAST  // an input repeated along the loop
-	LoopTiled      LoopKind = C.BC_LOOP_TILED      // a transposed input, walked in 2-D tiles
-	LoopStrided    LoopKind = C.BC_LOOP_STRIDED    // other strides
+	LoopNone       LoopKind = 0 // nothing to compute (the result has no elements)
+	LoopContiguous LoopKind = 1 // every operand contiguous along the inner loop
+	LoopBroadcast  LoopKind = 2 // contiguous, with an input repeated along the inner loop
+	LoopTiled      LoopKind = 3 // a transposed input, walked in 2-D tiles
+	LoopStrided    LoopKind = 4 // other strides
 )
+
+var loopNames = [...]string{"none", "contiguous", "broadcast", "tiled", "strided"}
+
+// String is the loop's name in lower case ("contiguous", ...), or "LoopKind(n)" for a code this
+// package does not know.
+func (k LoopKind) String() string {
+	if k >= 0 && int(k) < len(loopNames) {
+		return loopNames[k]
+	}
+	return "LoopKind(" + strconv.Itoa(int(k)) + ")"
+}
 
 // Plan is what a call would do, as the planner reports it (bc_plan).
 type Plan struct {
@@ -37,10 +51,10 @@ type Plan struct {
 	// The call reads the divisor's elements and refuses a zero among them (ErrValue; integer
 	// division, remainder, fmod), which only the call can see.
 	ChecksDivisor bool
-	LoopKind      LoopKind
-	LoopShape     []int // the sizes iterated once dimensions are merged
-	Threads       int   // threads sharing the work, the calling one included
-	AllocBytes    int   // element memory the call would allocate
+	LoopKind      LoopKind // the inner loop the call would run
+	LoopShape     []int    // the sizes iterated once dimensions are merged
+	Threads       int      // threads sharing the work, the calling one included
+	AllocBytes    int      // element memory the call would allocate
 }
 
 // Plan reports what op.Apply(a, b) would do for operands of these geometries, without tensors:
@@ -146,8 +160,9 @@ func flatten(gs []Geometry) (flat, error) {
 	var f flat
 	for _, g := range gs {
 		if g.Strides != nil && len(g.Strides) != len(g.Shape) {
-			return f, fmt.Errorf("broadcast: a Geometry with %d sizes and %d strides: %w",
-				len(g.Shape), len(g.Strides), ErrInvalidArg)
+			return f, goError(ErrInvalidArg, KindInvalidArgument, fmt.Sprintf(
+				"a Geometry takes one stride per size (or nil strides): %d sizes and %d strides",
+				len(g.Shape), len(g.Strides)))
 		}
 		f.dtypes = append(f.dtypes, C.int32_t(g.DType))
 		f.ndims = append(f.ndims, C.size_t(len(g.Shape)))

@@ -3,35 +3,43 @@ package broadcast
 // #include "shims.h"
 import "C"
 
-// Reduction is a reduction over dimensions (a BC_REDUCE_* code), with PyTorch's semantics as
-// include/broadcast.h and docs/semantics.md (section 14) document them: Sum and Prod of Bool and
-// integers give Int64, Mean of them is refused, Amax and Amin keep the type.
+import "strconv"
+
+// Reduction is a reduction over dimensions, with PyTorch's semantics: Sum and Prod of Bool and
+// integers give Int64, Mean of them is refused, Amax and Amin keep the type. Its values are the
+// library's own codes.
 type Reduction int32
 
 // The reductions.
 const (
-	Sum  Reduction = C.BC_REDUCE_SUM
-	Mean Reduction = C.BC_REDUCE_MEAN // floating types only
-	Prod Reduction = C.BC_REDUCE_PROD
-	Amax Reduction = C.BC_REDUCE_AMAX // NaN if any element is NaN; refused over nothing
-	Amin Reduction = C.BC_REDUCE_AMIN // NaN if any element is NaN; refused over nothing
+	Sum  Reduction = 0 // the sum of the elements
+	Mean Reduction = 1 // the sum divided by the number of elements; floating types only
+	Prod Reduction = 2 // the product of the elements
+	Amax Reduction = 3 // the largest element; NaN if any element is NaN; refused over nothing
+	Amin Reduction = 4 // the smallest element; NaN if any element is NaN; refused over nothing
 )
 
-// The error kinds of reductions, with the numbers of include/broadcast.h.
-const (
-	KindDimOutOfRange  ErrorKind = C.BC_ERROR_KIND_DIM_OUT_OF_RANGE
-	KindDimRepeated    ErrorKind = C.BC_ERROR_KIND_DIM_REPEATED
-	KindEmptyReduction ErrorKind = C.BC_ERROR_KIND_EMPTY_REDUCTION
-	KindReduceDType    ErrorKind = C.BC_ERROR_KIND_REDUCE_DTYPE
-	KindNotExpandable  ErrorKind = C.BC_ERROR_KIND_NOT_EXPANDABLE
-)
+var reductionNames = [...]string{"sum", "mean", "prod", "amax", "amin"}
+
+// String is the reduction's name in PyTorch and the library ("sum", "mean", ...), or
+// "Reduction(n)" for a code this package does not know.
+func (r Reduction) String() string {
+	if r >= 0 && int(r) < len(reductionNames) {
+		return reductionNames[r]
+	}
+	return "Reduction(" + strconv.Itoa(int(r)) + ")"
+}
 
 // Apply reduces t over the dimensions listed in over (negative ones count from the end; none
 // means every dimension, as PyTorch's dim=None), keeping each reduced dimension as size 1 when
 // keepdim is true (bc_reduce).
 func (r Reduction) Apply(t *Tensor, keepdim bool, over ...int) (*Tensor, error) {
+	h, err := t.ref()
+	if err != nil {
+		return nil, err
+	}
 	p, n := dims(over)
-	res := C.gobc_reduce(C.int32_t(r), t.handle(), p, n, C.bool(keepdim))
+	res := C.gobc_reduce(C.int32_t(r), h, p, n, C.bool(keepdim))
 	keep(t)
 	return owned(res)
 }
@@ -39,8 +47,12 @@ func (r Reduction) Apply(t *Tensor, keepdim bool, over ...int) (*Tensor, error) 
 // SumToSize returns t summed back to shape, undoing a broadcast (PyTorch's t.sum_to_size(shape),
 // bc_tensor_sum_to_size): a view of t when nothing is summed.
 func (t *Tensor) SumToSize(shape ...int) (*Tensor, error) {
+	h, err := t.ref()
+	if err != nil {
+		return nil, err
+	}
 	p, n := dims(shape)
-	res := C.gobc_sum_to_size(t.handle(), p, n)
+	res := C.gobc_sum_to_size(h, p, n)
 	keep(t)
 	return owned(res)
 }
@@ -48,8 +60,12 @@ func (t *Tensor) SumToSize(shape ...int) (*Tensor, error) {
 // SumTo returns a op b summed to shape without making a op b (bc_binary_sum_to): what Apply
 // followed by SumToSize gives, errors and bits, reading the inputs once.
 func (op Op) SumTo(a, b *Tensor, shape ...int) (*Tensor, error) {
+	hs, err := refs4(a, b)
+	if err != nil {
+		return nil, err
+	}
 	p, n := dims(shape)
-	res := C.gobc_binary_sum_to(C.int32_t(op), a.handle(), b.handle(), p, n)
+	res := C.gobc_binary_sum_to(C.int32_t(op), hs[0], hs[1], p, n)
 	keep(a, b)
 	return owned(res)
 }

@@ -44,7 +44,11 @@ func NumberOf[N bool | int | int8 | int16 | int32 | int64 | uint8 | uint16 | uin
 // takes a number except Maximum, Minimum, Atan2, Hypot and the logical operations, which refuse
 // it with PyTorch's TypeError text (ErrInvalidArg), as PyTorch does.
 func (op Op) ApplyNumber(t *Tensor, s Number) (*Tensor, error) {
-	r := C.gobc_binary_scalar(0, C.int32_t(op), t.handle(), s.c)
+	h, err := t.ref()
+	if err != nil {
+		return nil, err
+	}
+	r := C.gobc_binary_scalar(0, C.int32_t(op), h, s.c)
 	keep(t)
 	return owned(r)
 }
@@ -54,7 +58,11 @@ func (op Op) ApplyNumber(t *Tensor, s Number) (*Tensor, error) {
 // comparison for the ordered ones (2 < t is t > 2), op(s, t) otherwise (torch.div(s, t)); Fmod
 // refuses a number first, as PyTorch does.
 func (op Op) ApplyNumberFirst(s Number, t *Tensor) (*Tensor, error) {
-	r := C.gobc_binary_scalar(1, C.int32_t(op), t.handle(), s.c)
+	h, err := t.ref()
+	if err != nil {
+		return nil, err
+	}
+	r := C.gobc_binary_scalar(1, C.int32_t(op), h, s.c)
 	keep(t)
 	return owned(r)
 }
@@ -62,7 +70,11 @@ func (op Op) ApplyNumberFirst(s Number, t *Tensor) (*Tensor, error) {
 // InPlaceNumber computes target op= s into target's elements; the result type must cast to
 // target's (an Int32 tensor times 2.5 is refused). When it fails, target is unchanged.
 func (op Op) InPlaceNumber(target *Tensor, s Number) error {
-	r := C.gobc_binary_scalar(2, C.int32_t(op), target.handle(), s.c)
+	h, err := target.ref()
+	if err != nil {
+		return err
+	}
+	r := C.gobc_binary_scalar(2, C.int32_t(op), h, s.c)
 	keep(target)
 	return check(r)
 }

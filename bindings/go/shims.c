@@ -151,6 +151,15 @@ gobc_res gobc_from_data(int32_t dtype, const int64_t *shape, size_t ndim, const 
 	return done(s, o, 0);
 }
 
+gobc_res gobc_wrap(int32_t dtype, void *data, size_t nbytes, const int64_t *shape,
+                   const int64_t *strides, size_t ndim, int64_t offset, void *release,
+                   void *user_data) {
+	bc_tensor *o = NULL;
+	int32_t s = bc_tensor_wrap(dtype, data, nbytes, shape, strides, ndim, offset,
+	                           (bc_release_fn)release, user_data, &o);
+	return done(s, o, 0);
+}
+
 gobc_res gobc_copy(int what, uintptr_t t, int32_t dtype) {
 	bc_tensor *o = NULL;
 	int32_t s;
@@ -198,7 +207,76 @@ gobc_res gobc_view(int what, uintptr_t t, const int64_t *a, const int64_t *b, si
 	switch (what) {
 	case 0: s = bc_tensor_expand(H(t), a, ndim, &o); break;
 	case 1: s = bc_tensor_permute(H(t), a, ndim, &o); break;
-	default: s = bc_tensor_as_strided(H(t), a, b, ndim, offset, &o); break;
+	case 2: s = bc_tensor_as_strided(H(t), a, b, ndim, offset, &o); break;
+	case 3: s = bc_tensor_broadcast_to(H(t), a, ndim, &o); break;
+	case 4: s = bc_tensor_view(H(t), a, ndim, &o); break;
+	default: s = bc_tensor_reshape(H(t), a, ndim, NULL, &o); break;
+	}
+	return done(s, o, 0);
+}
+
+gobc_res gobc_dim_view(int what, uintptr_t t, int64_t d0, int64_t d1) {
+	bc_tensor *o = NULL;
+	int32_t s;
+	switch (what) {
+	case 0: s = bc_tensor_unsqueeze(H(t), d0, &o); break;
+	case 1: s = bc_tensor_squeeze(H(t), d0, &o); break;
+	case 2: s = bc_tensor_squeeze_all(H(t), &o); break;
+	default: s = bc_tensor_flatten(H(t), d0, d1, NULL, &o); break;
+	}
+	return done(s, o, 0);
+}
+
+gobc_res gobc_format(uintptr_t t, size_t max, char **text) {
+	size_t n = 0;
+	*text = NULL;
+	int32_t s = bc_tensor_format(H(t), NULL, 0, &n);
+	if (s != BC_OK || n > max) return done(s, NULL, (int64_t)n);
+	char *buf = shim_malloc(n + 1);
+	if (buf == NULL) {
+		/* The shim's own failure: the library's error record is not this call's. */
+		gobc_res r = {BC_ERR_ALLOC, 0, 0, NULL};
+		return r;
+	}
+	s = bc_tensor_format(H(t), buf, n + 1, &n);
+	if (s != BC_OK) {
+		free(buf);
+		buf = NULL;
+	}
+	*text = buf;
+	return done(s, NULL, (int64_t)n);
+}
+
+gobc_res gobc_data(uintptr_t t, void **data, bool *writable) {
+	size_t n = 0;
+	int32_t s = bc_tensor_data(H(t), data, &n, writable);
+	return done(s, NULL, (int64_t)n);
+}
+
+gobc_res gobc_at(uintptr_t t, const int64_t *idx, size_t n, void *out) {
+	int64_t strides[BC_MAX_NDIM];
+	int32_t dtype = 0;
+	void *data = NULL;
+	int32_t s = bc_tensor_dtype(H(t), &dtype);
+	if (s == BC_OK) s = bc_tensor_strides(H(t), strides, BC_MAX_NDIM);
+	if (s == BC_OK) s = bc_tensor_data(H(t), &data, NULL, NULL);
+	if (s == BC_OK) {
+		size_t size = bc_dtype_size(dtype);
+		int64_t at = 0;
+		for (size_t i = 0; i < n; i++) at += idx[i] * strides[i];
+		memcpy(out, (const char *)data + at * (int64_t)size, size);
+	}
+	return done(s, NULL, 0);
+}
+
+gobc_res gobc_dlpack(int what, uintptr_t t, void *m, void **out) {
+	bc_tensor *o = NULL;
+	int32_t s;
+	switch (what) {
+	case 0: s = bc_tensor_to_dlpack_versioned(H(t), (DLManagedTensorVersioned **)out); break;
+	case 1: s = bc_tensor_to_dlpack(H(t), (DLManagedTensor **)out); break;
+	case 2: s = bc_tensor_from_dlpack_versioned(m, &o); break;
+	default: s = bc_tensor_from_dlpack(m, &o); break;
 	}
 	return done(s, o, 0);
 }

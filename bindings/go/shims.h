@@ -77,12 +77,29 @@ gobc_res gobc_copy(int what, uintptr_t t, int32_t dtype);
 gobc_res gobc_query(int what, uintptr_t t);
 // Sizes (strides 0) or strides (1).
 gobc_dims gobc_tensor_dims(uintptr_t t, int strides);
+// bc_tensor_wrap, with release given as a plain pointer (NULL for none).
+gobc_res gobc_wrap(int32_t dtype, void *data, size_t nbytes, const int64_t *shape,
+                   const int64_t *strides, size_t ndim, int64_t offset, void *release,
+                   void *user_data);
 gobc_res gobc_copy_to(uintptr_t t, void *buf, size_t nbytes);
 
-// what: 0 expand(a), 1 permute(a), 2 as_strided(a, b, offset).
+// what: 0 expand(a), 1 permute(a), 2 as_strided(a, b, offset), 3 broadcast_to(a), 4 view(a),
+// 5 reshape(a).
 gobc_res gobc_view(int what, uintptr_t t, const int64_t *a, const int64_t *b, size_t ndim,
                    int64_t offset);
+// what: 0 unsqueeze(d0), 1 squeeze(d0), 2 squeeze_all, 3 flatten(d0, d1).
+gobc_res gobc_dim_view(int what, uintptr_t t, int64_t d0, int64_t d1);
 gobc_res gobc_expand_as(uintptr_t t, uintptr_t other);
+// bc_tensor_format: val is the text's length; *text is a malloc'd copy (the caller frees it)
+// when that length is at most max, else NULL.
+gobc_res gobc_format(uintptr_t t, size_t max, char **text);
+// bc_tensor_data: *data, and val is nbytes; *writable.
+gobc_res gobc_data(uintptr_t t, void **data, bool *writable);
+// Copies the element at idx (n indices, checked by the caller against the shape) into out.
+gobc_res gobc_at(uintptr_t t, const int64_t *idx, size_t n, void *out);
+// DLPack: what 0 bc_tensor_to_dlpack_versioned, 1 bc_tensor_to_dlpack (*m gets the struct);
+// 2 bc_tensor_from_dlpack_versioned, 3 bc_tensor_from_dlpack (of m).
+gobc_res gobc_dlpack(int what, uintptr_t t, void *m, void **out);
 gobc_res gobc_transpose(uintptr_t t, int64_t dim0, int64_t dim1);
 gobc_res gobc_slice(uintptr_t t, int64_t dim, int64_t start, int64_t stop, int64_t step);
 gobc_res gobc_broadcast_tensors(const uintptr_t *ins, size_t n, uintptr_t *outs);

@@ -6,8 +6,6 @@ import "C"
 import (
 	"fmt"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"unsafe"
 )
@@ -18,10 +16,11 @@ import (
 //
 // A Tensor may be used from several goroutines at once, except that one being written (the
 // target of an in-place operation, or an Out destination) must not be used by another goroutine
-// at the same time. A closed Tensor is passed to the library as NULL: operations on it fail with
-// ErrNullArg, and the accessors (Shape, DType, ...) panic.
+// at the same time. Every method and function that can fail returns an *Error when given a closed
+// Tensor (status ErrInvalidHandle, kind KindInvalidHandle, message "tensor is closed"); the
+// accessors that return no error (DType, Shape, ...) each say what they return for one.
 type Tensor struct {
-	// The handle, as a number: it is a token, not an address (see include/broadcast.h), and
+	// The handle, as a number: it is a token the library checks, not an address, and
 	// may fall inside the Go heap's address range, so it is never held in a pointer type.
 	h atomic.Uintptr
 }
@@ -59,7 +58,7 @@ func (t *Tensor) free() bool {
 var freeHook atomic.Pointer[func(uintptr)]
 
 // handle is the handle for one C call (0 for a nil or closed tensor). The caller keeps t alive
-// until the call returns (keep).
+// until the call returns (keep). Calls that report errors take the handle through ref.
 func (t *Tensor) handle() C.uintptr_t {
 	if t == nil {
 		return 0
@@ -68,6 +67,44 @@ func (t *Tensor) handle() C.uintptr_t {
 		runtime.GC() // -tags bcdebug: a missing keep shows up as a freed handle
 	}
 	return C.uintptr_t(t.h.Load())
+}
+
+// ref is the handle for one C call, or the *Error for a closed tensor. A nil *Tensor passes as
+// NULL, which the library refuses with ErrNullArg and a message naming the argument. The
+// caller keeps t alive until the call returns (keep).
+func (t *Tensor) ref() (C.uintptr_t, error) {
+	h := t.handle()
+	if h == 0 && t != nil {
+		return 0, errClosed()
+	}
+	return h, nil
+}
+
+// errClosed is the failure of every call given a closed tensor.
+func errClosed() *Error { return goError(ErrInvalidHandle, KindInvalidHandle, "tensor is closed") }
+
+// refs are the handles of ts for one C call (as ref), in an array never empty (so that C can be
+// given &hs[0]; C reads only len(ts) of them).
+func refs(ts ...*Tensor) ([]C.uintptr_t, error) {
+	hs := make([]C.uintptr_t, len(ts)+1)
+	for i, t := range ts {
+		h, err := t.ref()
+		if err != nil {
+			return nil, err
+		}
+		hs[i] = h
+	}
+	return hs, nil
+}
+
+// refs4 is refs for the fixed operands of one operation (at most four), without an allocation.
+func refs4(ts ...*Tensor) (hs [4]C.uintptr_t, err error) {
+	for i, t := range ts {
+		if hs[i], err = t.ref(); err != nil {
+			return hs, err
+		}
+	}
+	return hs, nil
 }
 
 // Empty returns a new tensor whose elements are unspecified (bc_tensor_empty).
@@ -118,70 +155,107 @@ func (t *Tensor) Contiguous() (*Tensor, error) { return t.copy(1, 0) }
 func (t *Tensor) ToDType(dtype DType) (*Tensor, error) { return t.copy(2, dtype) }
 
 func (t *Tensor) copy(what C.int, dtype DType) (*Tensor, error) {
-	r := C.gobc_copy(what, t.handle(), C.int32_t(dtype))
+	h, err := t.ref()
+	if err != nil {
+		return nil, err
+	}
+	r := C.gobc_copy(what, h, C.int32_t(dtype))
 	keep(t)
 	return owned(r)
 }
 
-// query runs a query that can only fail on a closed or foreign handle: that is a programming
-// error, reported by a panic.
-func (t *Tensor) query(what C.int) int64 {
-	r := C.gobc_query(what, t.handle())
+// query runs a query that fails only on a closed tensor (or one closed during the call); it then
+// gives ok false.
+func (t *Tensor) query(what C.int) (v int64, ok bool) {
+	h := t.handle()
+	if h == 0 {
+		return 0, false
+	}
+	r := C.gobc_query(what, h)
 	keep(t)
 	if err := check(r); err != nil {
-		panic(err)
+		return 0, false
 	}
-	return int64(r.val)
+	return int64(r.val), true
 }
 
-// DType is the element type.
-func (t *Tensor) DType() DType { return DType(t.query(0)) }
+// DType is the element type; DType(-1) (whose String is "unknown") for a closed tensor.
+func (t *Tensor) DType() DType {
+	v, ok := t.query(0)
+	if !ok {
+		return -1
+	}
+	return DType(v)
+}
 
-// NDim is the number of dimensions (0 for a 0-d tensor).
-func (t *Tensor) NDim() int { return int(t.query(1)) }
+// NDim is the number of dimensions (0 for a 0-d tensor); -1 for a closed tensor.
+func (t *Tensor) NDim() int {
+	v, ok := t.query(1)
+	if !ok {
+		return -1
+	}
+	return int(v)
+}
 
-// Numel is the number of elements (1 for a 0-d tensor).
-func (t *Tensor) Numel() int { return int(t.query(2)) }
+// Numel is the number of elements (1 for a 0-d tensor); -1 for a closed tensor.
+func (t *Tensor) Numel() int {
+	v, ok := t.query(2)
+	if !ok {
+		return -1
+	}
+	return int(v)
+}
 
-// Offset is the offset of the first element in the storage, in elements.
-func (t *Tensor) Offset() int { return int(t.query(3)) }
+// Offset is the offset of the first element in the storage, in elements; -1 for a closed
+// tensor.
+func (t *Tensor) Offset() int {
+	v, ok := t.query(3)
+	if !ok {
+		return -1
+	}
+	return int(v)
+}
 
-// IsContiguous is whether t is row-major without gaps.
-func (t *Tensor) IsContiguous() bool { return t.query(4) != 0 }
+// IsContiguous is whether t is row-major without gaps; false for a closed tensor.
+func (t *Tensor) IsContiguous() bool {
+	v, _ := t.query(4)
+	return v != 0
+}
 
-// Shape is the sizes of the dimensions ([]int{} for a 0-d tensor).
+// Shape is the sizes of the dimensions ([]int{} for a 0-d tensor); nil for a closed tensor.
 func (t *Tensor) Shape() []int { return t.dims(0) }
 
-// Strides are the strides in elements (0 along broadcast dimensions).
+// Strides are the strides in elements (0 along broadcast dimensions); nil for a closed tensor.
 func (t *Tensor) Strides() []int { return t.dims(1) }
 
 func (t *Tensor) dims(strides C.int) []int {
-	d := C.gobc_tensor_dims(t.handle(), strides)
+	h := t.handle()
+	if h == 0 {
+		return nil
+	}
+	d := C.gobc_tensor_dims(h, strides)
 	keep(t)
 	s, err := ints(&d)
 	if err != nil {
-		panic(err)
+		return nil
 	}
 	return s
 }
 
-// String describes the tensor briefly, such as "float32(4, 4)", or "closed tensor".
-func (t *Tensor) String() string {
-	if t == nil || t.h.Load() == 0 {
-		return "closed tensor"
+// CopyTo copies t's elements in row-major order into dst, which must have at least Numel
+// elements, and whose element type must be t's dtype (else an *Error with status ErrDType).
+func CopyTo[T Elem](t *Tensor, dst []T) error {
+	if err := checkElem[T](t); err != nil {
+		return err
 	}
-	dims := make([]string, 0, t.NDim())
-	for _, d := range t.Shape() {
-		dims = append(dims, strconv.Itoa(d))
-	}
-	return t.DType().String() + "(" + strings.Join(dims, ", ") + ")"
+	return copyTo(t, dst)
 }
 
-// CopyTo copies t's elements in row-major order into dst, which must have at least Numel
-// elements, and whose element type must be t's dtype.
-func CopyTo[T Elem](t *Tensor, dst []T) error {
-	if want := DTypeOf[T](); t.DType() != want {
-		return dtypeMismatch(t, want)
+// copyTo is CopyTo once the element type is checked.
+func copyTo[T Elem](t *Tensor, dst []T) error {
+	h, err := t.ref()
+	if err != nil {
+		return err
 	}
 	var ptr unsafe.Pointer
 	if len(dst) > 0 {
@@ -189,111 +263,84 @@ func CopyTo[T Elem](t *Tensor, dst []T) error {
 	}
 	var z T
 	nbytes := C.size_t(uintptr(len(dst)) * unsafe.Sizeof(z))
-	r := C.gobc_copy_to(t.handle(), ptr, nbytes)
+	r := C.gobc_copy_to(h, ptr, nbytes)
 	keep(t)
 	runtime.KeepAlive(dst)
 	return check(r)
 }
 
-// Data returns a copy of t's elements in row-major order; T must be the Go type of t's dtype.
+// Data returns a copy of t's elements in row-major order. T must be the Go type of t's dtype
+// (see Elem), else the *Error has status ErrDType.
 func Data[T Elem](t *Tensor) ([]T, error) {
-	if want := DTypeOf[T](); t.DType() != want {
-		return nil, dtypeMismatch(t, want)
+	if err := checkElem[T](t); err != nil {
+		return nil, err
 	}
-	out := make([]T, t.Numel())
-	if err := CopyTo(t, out); err != nil {
+	n := t.Numel()
+	if n < 0 {
+		return nil, errClosed()
+	}
+	out := make([]T, n)
+	if err := copyTo(t, out); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func dtypeMismatch(t *Tensor, want DType) error {
-	return fmt.Errorf("broadcast: elements of a %s tensor read as %s: %w", t.DType(), want, ErrInvalidArg)
-}
-
-// Expand returns a view of t expanded to sizes (PyTorch's expand): size-1 dimensions repeat with
-// stride 0, new leading dimensions may be added, and -1 keeps a size.
-func (t *Tensor) Expand(sizes ...int) (*Tensor, error) { return t.view(0, sizes, nil, 0) }
-
-// BroadcastTo is Expand under NumPy's name.
-func (t *Tensor) BroadcastTo(shape ...int) (*Tensor, error) { return t.Expand(shape...) }
-
-// Permute returns a view whose dimension i is dimension dims[i] of t (negative counts from the end).
-func (t *Tensor) Permute(dims ...int) (*Tensor, error) { return t.view(1, dims, nil, 0) }
-
-// AsStrided returns any view over t's storage: shape, strides (in elements, not negative) and an
-// absolute offset from the start of the storage.
-func (t *Tensor) AsStrided(shape, strides []int, offset int) (*Tensor, error) {
-	if len(strides) != len(shape) {
-		return nil, fmt.Errorf("broadcast: AsStrided with %d sizes and %d strides: %w",
-			len(shape), len(strides), ErrInvalidArg)
+// At returns the element of t at the given indices, one per dimension (none for a 0-d tensor),
+// each from 0 to its dimension's size - 1. T must be the Go type of t's dtype (see Elem), else
+// the *Error has status ErrDType; indices of the wrong number or out of range give an *Error
+// with status ErrInvalidArg.
+func At[T Elem](t *Tensor, idx ...int) (T, error) {
+	var v T
+	if err := checkElem[T](t); err != nil {
+		return v, err
 	}
-	return t.view(2, shape, strides, offset)
-}
-
-func (t *Tensor) view(what C.int, a, b []int, offset int) (*Tensor, error) {
-	pa, n := dims(a)
-	pb, _ := dims(b)
-	r := C.gobc_view(what, t.handle(), pa, pb, n, C.int64_t(offset))
-	keep(t)
-	return owned(r)
-}
-
-// ExpandAs returns a view of t expanded to other's shape.
-func (t *Tensor) ExpandAs(other *Tensor) (*Tensor, error) {
-	r := C.gobc_expand_as(t.handle(), other.handle())
-	keep(t, other)
-	return owned(r)
-}
-
-// Transpose returns a view with dimensions dim0 and dim1 swapped (negative counts from the end).
-func (t *Tensor) Transpose(dim0, dim1 int) (*Tensor, error) {
-	r := C.gobc_transpose(t.handle(), C.int64_t(dim0), C.int64_t(dim1))
-	keep(t)
-	return owned(r)
-}
-
-// Slice returns the view t[..., start:stop:step, ...] along dim, with Python's rules (negative
-// start and stop count from the end and are clamped; step is at least 1).
-func (t *Tensor) Slice(dim, start, stop, step int) (*Tensor, error) {
-	r := C.gobc_slice(t.handle(), C.int64_t(dim), C.int64_t(start), C.int64_t(stop), C.int64_t(step))
-	keep(t)
-	return owned(r)
-}
-
-// BroadcastTensors returns views of ts expanded to their common shape: all of them, or an error
-// and none.
-func BroadcastTensors(ts ...*Tensor) ([]*Tensor, error) {
-	outs := make([]C.uintptr_t, len(ts)+1) // never empty, so &outs[0] exists
-	r := C.gobc_broadcast_tensors(handles(ts), C.size_t(len(ts)), &outs[0])
-	keep(ts...)
-	if err := check(r); err != nil {
-		return nil, err
+	shape := t.Shape()
+	if len(idx) != len(shape) {
+		return v, goError(ErrInvalidArg, KindInvalidArgument, fmt.Sprintf(
+			"At takes one index per dimension: %d given for a tensor of %d dimensions", len(idx), len(shape)))
 	}
-	res := make([]*Tensor, len(ts))
-	for i := range res {
-		res[i] = newTensor(outs[i])
+	for d, i := range idx {
+		if i < 0 || i >= shape[d] {
+			return v, goError(ErrInvalidArg, KindInvalidArgument, fmt.Sprintf(
+				"index %d is out of bounds for dimension %d with size %d", i, d, shape[d]))
+		}
 	}
-	return res, nil
+	h, err := t.ref()
+	if err != nil {
+		return v, err
+	}
+	p, n := dims(idx)
+	r := C.gobc_at(h, p, n, unsafe.Pointer(&v))
+	keep(t)
+	return v, check(r)
 }
 
-// handles passes the handles of ts to C as an array of uintptr_t for the length of one call
-// (Go memory holding no pointers; NULL when ts is empty). The caller keeps ts alive.
-func handles(ts []*Tensor) *C.uintptr_t {
-	if len(ts) == 0 {
+// checkElem is nil when t is open and its elements are Go values of type T; else the *Error:
+// for a mismatch, status ErrDType with DTypeA t's dtype and DTypeB T's.
+func checkElem[T Elem](t *Tensor) error {
+	if t == nil {
+		return goError(ErrNullArg, KindNullArg, "tensor is nil")
+	}
+	if _, err := t.ref(); err != nil {
+		return err
+	}
+	want, have := DTypeOf[T](), t.DType()
+	if have == want {
 		return nil
 	}
-	hs := make([]C.uintptr_t, len(ts))
-	for i, t := range ts {
-		hs[i] = t.handle()
+	if have < 0 {
+		return errClosed() // closed since the check above
 	}
-	return &hs[0]
+	e := goError(ErrDType, KindNone, fmt.Sprintf("cannot read %s elements as %s", have, want))
+	e.DTypeA, e.DTypeB = have, want
+	return e
 }
 
 // LiveCount is the number of live handles in the process (bc_tensor_live_count), for leak checks.
 func LiveCount() int { return int(C.bc_tensor_live_count()) }
 
-// IsLive is whether t's handle is live (false once closed).
+// IsLive is whether t's handle is live (false once closed, and for nil).
 func (t *Tensor) IsLive() bool {
 	live := C.gobc_is_live(t.handle())
 	keep(t)
