@@ -1068,6 +1068,37 @@ struct Test {
 
 } // namespace
 
+// Unary operations, the further reductions and the three-operand operations: values against
+// C++'s own arithmetic (float32 sqrt and division are correctly rounded, as the library's), the
+// result types PyTorch gives, and errors as bc::Error.
+static void math_operations() {
+    bc::Tensor x(std::vector<float>{1, 4, 9, 2}, {2, 2});
+    CHECK(bc::sqrt(x).to_vector<float>() == (std::vector<float>{1, 2, 3, std::sqrt(2.0f)}));
+    CHECK(bc::abs(-x).to_vector<float>() == (std::vector<float>{1, 4, 9, 2}));
+    bc::Tensor i(std::vector<int32_t>{1, 4}, {2});
+    CHECK(bc::sqrt(i).dtype() == bc::DType::Float32 && bc::isnan(i).dtype() == bc::DType::Bool);
+    bc::Tensor out = bc::Tensor::zeros(bc::DType::Float64, {2, 2});
+    bc::reciprocal(x, out);
+    CHECK(out.to_vector<double>() == (std::vector<double>{1.0, 1.0f / 4, 1.0f / 9, 0.5}));
+    try {
+        bc::sqrt_inplace(i);
+        CHECK(false);
+    } catch (const bc::Error &e) {
+        CHECK(e.status() == BC_ERR_DTYPE);
+        CHECK(std::string(e.what()) == "result type Float can't be cast to the desired output type Int");
+    }
+    // Population and sample deviations of columns {1, 9} and {4, 2}.
+    CHECK(bc::std(x, 0, 0.0).to_vector<float>() == (std::vector<float>{4, 1}));
+    CHECK(bc::var(x, 0).to_vector<float>() == (std::vector<float>{32, 2}));
+    CHECK(bc::argmax(x).at<const int64_t>() == 2 && bc::argmin(x, 1).to_vector<int64_t>() == (std::vector<int64_t>{0, 1}));
+    CHECK(bc::all(x).at<const bool>() && !bc::any(x - x).at<const bool>());
+    CHECK(bc::clamp(x, 2, 5).to_vector<float>() == (std::vector<float>{2, 4, 5, 2}));
+    CHECK(bc::lerp(x, x * 3.0f, 0.5).to_vector<float>() == (std::vector<float>{2, 8, 18, 4}));
+    CHECK(bc::addcmul(x, x, x, 2).to_vector<float>() == (std::vector<float>{3, 36, 171, 10}));
+    bc::addcdiv_inplace(x, x, x);
+    CHECK(x.to_vector<float>() == (std::vector<float>{2, 5, 10, 3}));
+}
+
 int main() {
     const Test tests[] = {
         {"documented_examples_1_to_4_shapes", documented_examples_1_to_4_shapes},
@@ -1098,6 +1129,7 @@ int main() {
         {"typed_element_access", typed_element_access},
         {"iterating_over_elements", iterating_over_elements},
         {"dlpack_exports_and_imports", dlpack_exports_and_imports},
+        {"math_operations", math_operations},
     };
     std::size_t live = bc::live_count();
     int failed_tests = 0;

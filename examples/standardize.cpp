@@ -2,8 +2,8 @@
 // sets the values above 2 to 0, through include/broadcast.hpp.
 //
 // Each column j holds ((53 i + 13 j) mod 101 - 50)^3 / 512 * (j + 1) + j for rows i = 0 ... 999:
-// heavy-tailed, with its own mean and spread. The library has no sqrt yet, so the standard
-// deviation is pow(mean((x - mean)^2), 0.5) (the population one, PyTorch's unbiased=False).
+// heavy-tailed, with its own mean and spread. The standard deviation is the population one
+// (correction 0, PyTorch's unbiased=False).
 #include <cstdint>
 #include <iostream>
 #include <vector>
@@ -25,7 +25,7 @@ int main() {
 
         bc::Tensor mean = bc::mean(x, 0); // (8,): one mean per column
         bc::Tensor centered = x - mean;   // (1000, 8) - (8,) broadcasts over the rows
-        bc::Tensor sd = bc::pow(bc::mean(bc::pow(centered, 2), 0), 0.5); // no sqrt yet
+        bc::Tensor sd = bc::std(x, 0, /*correction=*/0.0); // (8,)
         bc::Tensor z = centered / sd;     // every column: mean 0, standard deviation 1
         bc::Tensor above = z > 2;         // a bool (1000, 8) tensor
         bc::Tensor masked = bc::where(above, 0, z); // 0 (a number) where above, else z: float32

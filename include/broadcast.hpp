@@ -777,6 +777,111 @@ inline void binary_out(OutFn fn, const Tensor &a, const Tensor &b, Tensor &out) 
 
 BC_HPP_OPERATIONS(BC_HPP_BINARY)
 
+/* The unary operations of the C API, X(name) (BC_UNARY_* codes, bc_name), and those with an
+ * in-place form: generated from the operation table (scripts/gen_ops.py). */
+#define BC_HPP_UNARY_OPERATIONS(X)                                                                 \
+    X(abs)                                                                                         \
+    X(neg)                                                                                         \
+    X(sign)                                                                                        \
+    X(reciprocal)                                                                                  \
+    X(sqrt)                                                                                        \
+    X(rsqrt)                                                                                       \
+    X(square)                                                                                      \
+    X(exp)                                                                                         \
+    X(exp2)                                                                                        \
+    X(expm1)                                                                                       \
+    X(log)                                                                                         \
+    X(log2)                                                                                        \
+    X(log10)                                                                                       \
+    X(log1p)                                                                                       \
+    X(sin)                                                                                         \
+    X(cos)                                                                                         \
+    X(tan)                                                                                         \
+    X(asin)                                                                                        \
+    X(acos)                                                                                        \
+    X(atan)                                                                                        \
+    X(sinh)                                                                                        \
+    X(cosh)                                                                                        \
+    X(tanh)                                                                                        \
+    X(asinh)                                                                                       \
+    X(acosh)                                                                                       \
+    X(atanh)                                                                                       \
+    X(sigmoid)                                                                                     \
+    X(erf)                                                                                         \
+    X(erfc)                                                                                        \
+    X(floor)                                                                                       \
+    X(ceil)                                                                                        \
+    X(round)                                                                                       \
+    X(trunc)                                                                                       \
+    X(frac)                                                                                        \
+    X(isnan)                                                                                       \
+    X(isinf)                                                                                       \
+    X(isfinite)                                                                                    \
+    X(signbit)                                                                                     \
+    X(logical_not)                                                                                 \
+    X(bitwise_not)
+
+#define BC_HPP_UNARY_INPLACE(X)                                                                    \
+    X(abs)                                                                                         \
+    X(neg)                                                                                         \
+    X(sign)                                                                                        \
+    X(reciprocal)                                                                                  \
+    X(sqrt)                                                                                        \
+    X(rsqrt)                                                                                       \
+    X(square)                                                                                      \
+    X(exp)                                                                                         \
+    X(exp2)                                                                                        \
+    X(expm1)                                                                                       \
+    X(log)                                                                                         \
+    X(log2)                                                                                        \
+    X(log10)                                                                                       \
+    X(log1p)                                                                                       \
+    X(sin)                                                                                         \
+    X(cos)                                                                                         \
+    X(tan)                                                                                         \
+    X(asin)                                                                                        \
+    X(acos)                                                                                        \
+    X(atan)                                                                                        \
+    X(sinh)                                                                                        \
+    X(cosh)                                                                                        \
+    X(tanh)                                                                                        \
+    X(asinh)                                                                                       \
+    X(acosh)                                                                                       \
+    X(atanh)                                                                                       \
+    X(sigmoid)                                                                                     \
+    X(erf)                                                                                         \
+    X(erfc)                                                                                        \
+    X(floor)                                                                                       \
+    X(ceil)                                                                                        \
+    X(round)                                                                                       \
+    X(trunc)                                                                                       \
+    X(frac)                                                                                        \
+    X(logical_not)                                                                                 \
+    X(bitwise_not)
+
+/*
+ * Unary operations (PyTorch's torch.name(x)): bc::name(x) a new tensor (bc_name), bc::name(x, out)
+ * into out (bc_name_out), bc::name_inplace(x) in place (bc_name_inplace). Floating functions give
+ * float32 for integer and bool inputs; the predicates give bool.
+ */
+#define BC_HPP_UNARY(name)                                                                             \
+    inline Tensor name(const Tensor &x) {                                                              \
+        return detail::make([&](bc_tensor **out) { return bc_##name(detail::handle(x), out); });       \
+    }                                                                                                  \
+    inline void name(const Tensor &x, Tensor &out) {                                                   \
+        detail::check(bc_##name##_out(detail::handle(x), detail::handle(out)));                        \
+    }
+#define BC_HPP_UNARY_IN(name)                                                                          \
+    inline void name##_inplace(Tensor &x) { detail::check(bc_##name##_inplace(detail::handle(x))); }
+BC_HPP_UNARY_OPERATIONS(BC_HPP_UNARY)
+BC_HPP_UNARY_INPLACE(BC_HPP_UNARY_IN)
+#undef BC_HPP_UNARY
+#undef BC_HPP_UNARY_IN
+#undef BC_HPP_UNARY_OPERATIONS
+#undef BC_HPP_UNARY_INPLACE
+/// -x (bc::neg).
+inline Tensor operator-(const Tensor &x) { return neg(x); }
+
 // The operators of PyTorch's (and libtorch's) tensors. All are elementwise: bitwise operators and
 // shifts too, % is Python's (bc::remainder: the divisor's sign, not C++'s truncation), and a
 // comparison gives a bool tensor (a Tensor does not convert to bool, so `if (a == b)` does not
@@ -1071,7 +1176,154 @@ BC_HPP_REDUCTION(mean)
 BC_HPP_REDUCTION(prod)
 BC_HPP_REDUCTION(amax)
 BC_HPP_REDUCTION(amin)
+BC_HPP_REDUCTION(logsumexp)
+BC_HPP_REDUCTION(nansum)
+BC_HPP_REDUCTION(nanmean)
 #undef BC_HPP_REDUCTION
+
+/// The variance of `t` over `dims` (every dimension when empty): the squared deviations from the
+/// mean summed over n - correction (bc_var; PyTorch's t.var(dims, correction=, keepdim=)),
+/// computed in float64 and rounded once; floating types only.
+inline Tensor var(const Tensor &t, const Shape &dims = {}, double correction = 1.0, bool keepdim = false) {
+    return detail::make([&](bc_tensor **out) {
+        return bc_var(detail::handle(t), detail::data_or_null(dims), dims.size(), correction, keepdim, out);
+    });
+}
+/// The standard deviation, the square root of bc::var (bc_std).
+inline Tensor std(const Tensor &t, const Shape &dims = {}, double correction = 1.0, bool keepdim = false) {
+    return detail::make([&](bc_tensor **out) {
+        return bc_std(detail::handle(t), detail::data_or_null(dims), dims.size(), correction, keepdim, out);
+    });
+}
+template <class D, detail::if_dim<D> = 0>
+Tensor var(const Tensor &t, D dim, double correction = 1.0, bool keepdim = false) {
+    return var(t, Shape{static_cast<int64_t>(dim)}, correction, keepdim);
+}
+template <class D, detail::if_dim<D> = 0>
+Tensor std(const Tensor &t, D dim, double correction = 1.0, bool keepdim = false) {
+    return std(t, Shape{static_cast<int64_t>(dim)}, correction, keepdim);
+}
+
+/// Whether every element over `dims` (every dimension when empty) is non-zero (bc_all): bool, or
+/// uint8 for a uint8 `t`; NaN counts as non-zero.
+inline Tensor all(const Tensor &t, const Shape &dims = {}, bool keepdim = false) {
+    return detail::make([&](bc_tensor **out) {
+        return bc_all(detail::handle(t), detail::data_or_null(dims), dims.size(), keepdim, out);
+    });
+}
+/// Whether some element over `dims` is non-zero (bc_any), as bc::all.
+inline Tensor any(const Tensor &t, const Shape &dims = {}, bool keepdim = false) {
+    return detail::make([&](bc_tensor **out) {
+        return bc_any(detail::handle(t), detail::data_or_null(dims), dims.size(), keepdim, out);
+    });
+}
+
+/// The int64 index of the largest element of the row-major flattened `t` (bc_argmax): the first
+/// of equal ones, the first NaN when there is one.
+inline Tensor argmax(const Tensor &t, bool keepdim = false) {
+    return detail::make([&](bc_tensor **out) { return bc_argmax(detail::handle(t), nullptr, keepdim, out); });
+}
+/// The indices of the largest elements along `dim`.
+template <class D, detail::if_dim<D> = 0> Tensor argmax(const Tensor &t, D dim, bool keepdim = false) {
+    const int64_t d = static_cast<int64_t>(dim);
+    return detail::make([&](bc_tensor **out) { return bc_argmax(detail::handle(t), &d, keepdim, out); });
+}
+/// As bc::argmax, for the smallest (bc_argmin).
+inline Tensor argmin(const Tensor &t, bool keepdim = false) {
+    return detail::make([&](bc_tensor **out) { return bc_argmin(detail::handle(t), nullptr, keepdim, out); });
+}
+template <class D, detail::if_dim<D> = 0> Tensor argmin(const Tensor &t, D dim, bool keepdim = false) {
+    const int64_t d = static_cast<int64_t>(dim);
+    return detail::make([&](bc_tensor **out) { return bc_argmin(detail::handle(t), &d, keepdim, out); });
+}
+
+/*
+ * Three-operand operations (PyTorch's torch.lerp, addcmul, addcdiv, clamp): the operands broadcast
+ * together; each has a new-tensor form, a form into `out` (last argument) and an _inplace form.
+ */
+/// input + weight * (end - input) (bc_lerp; a number weight: bc_lerp_scalar).
+inline Tensor lerp(const Tensor &input, const Tensor &end, const Tensor &weight) {
+    return detail::make([&](bc_tensor **out) {
+        return bc_lerp(detail::handle(input), detail::handle(end), detail::handle(weight), out);
+    });
+}
+inline void lerp(const Tensor &input, const Tensor &end, const Tensor &weight, Tensor &out) {
+    detail::check(bc_lerp_out(detail::handle(input), detail::handle(end), detail::handle(weight), detail::handle(out)));
+}
+inline void lerp_inplace(Tensor &input, const Tensor &end, const Tensor &weight) {
+    detail::check(bc_lerp_inplace(detail::handle(input), detail::handle(end), detail::handle(weight)));
+}
+template <class N, detail::if_number<N> = 0>
+Tensor lerp(const Tensor &input, const Tensor &end, N weight) {
+    return detail::make([&](bc_tensor **out) {
+        return bc_lerp_scalar(detail::handle(input), detail::handle(end), detail::number(weight), out);
+    });
+}
+template <class N, detail::if_number<N> = 0>
+void lerp(const Tensor &input, const Tensor &end, N weight, Tensor &out) {
+    detail::check(bc_lerp_scalar_out(detail::handle(input), detail::handle(end), detail::number(weight), detail::handle(out)));
+}
+template <class N, detail::if_number<N> = 0>
+void lerp_inplace(Tensor &input, const Tensor &end, N weight) {
+    detail::check(bc_lerp_scalar_inplace(detail::handle(input), detail::handle(end), detail::number(weight)));
+}
+
+#define BC_HPP_ADDC(name)                                                                              \
+    template <class N = int, detail::if_number<N> = 0>                                                 \
+    Tensor name(const Tensor &input, const Tensor &t1, const Tensor &t2, N value = 1) {                \
+        return detail::make([&](bc_tensor **out) {                                                     \
+            return bc_##name(detail::handle(input), detail::handle(t1), detail::handle(t2),            \
+                             detail::number(value), out);                                              \
+        });                                                                                            \
+    }                                                                                                  \
+    template <class N, detail::if_number<N> = 0>                                                       \
+    void name(const Tensor &input, const Tensor &t1, const Tensor &t2, N value, Tensor &out) {         \
+        detail::check(bc_##name##_out(detail::handle(input), detail::handle(t1), detail::handle(t2),   \
+                                      detail::number(value), detail::handle(out)));                   \
+    }                                                                                                  \
+    template <class N = int, detail::if_number<N> = 0>                                                 \
+    void name##_inplace(Tensor &input, const Tensor &t1, const Tensor &t2, N value = 1) {              \
+        detail::check(bc_##name##_inplace(detail::handle(input), detail::handle(t1),                   \
+                                          detail::handle(t2), detail::number(value)));                 \
+    }
+/// input + value * t1 * t2 (bc_addcmul), and input + value * t1 / t2 (bc_addcdiv).
+BC_HPP_ADDC(addcmul)
+BC_HPP_ADDC(addcdiv)
+#undef BC_HPP_ADDC
+
+/// min(max(input, min), max) with tensor bounds (bc_clamp); NaN anywhere gives NaN.
+inline Tensor clamp(const Tensor &input, const Tensor &min, const Tensor &max) {
+    return detail::make([&](bc_tensor **out) {
+        return bc_clamp(detail::handle(input), detail::handle(min), detail::handle(max), out);
+    });
+}
+inline void clamp(const Tensor &input, const Tensor &min, const Tensor &max, Tensor &out) {
+    detail::check(bc_clamp_out(detail::handle(input), detail::handle(min), detail::handle(max), detail::handle(out)));
+}
+inline void clamp_inplace(Tensor &input, const Tensor &min, const Tensor &max) {
+    detail::check(bc_clamp_inplace(detail::handle(input), detail::handle(min), detail::handle(max)));
+}
+/// clamp with number bounds (bc_clamp_scalar): bc::clamp(t, 0, 2.5).
+template <class L, class H, detail::if_number<L> = 0, detail::if_number<H> = 0>
+Tensor clamp(const Tensor &input, L min, H max) {
+    const bc_scalar lo = detail::number(min), hi = detail::number(max);
+    return detail::make([&](bc_tensor **out) { return bc_clamp_scalar(detail::handle(input), &lo, &hi, out); });
+}
+template <class L, class H, detail::if_number<L> = 0, detail::if_number<H> = 0>
+void clamp_inplace(Tensor &input, L min, H max) {
+    const bc_scalar lo = detail::number(min), hi = detail::number(max);
+    detail::check(bc_clamp_scalar_inplace(detail::handle(input), &lo, &hi));
+}
+/// max(input, min) with a number (PyTorch's clamp_min).
+template <class N, detail::if_number<N> = 0> Tensor clamp_min(const Tensor &input, N min) {
+    const bc_scalar lo = detail::number(min);
+    return detail::make([&](bc_tensor **out) { return bc_clamp_scalar(detail::handle(input), &lo, nullptr, out); });
+}
+/// min(input, max) with a number (PyTorch's clamp_max).
+template <class N, detail::if_number<N> = 0> Tensor clamp_max(const Tensor &input, N max) {
+    const bc_scalar hi = detail::number(max);
+    return detail::make([&](bc_tensor **out) { return bc_clamp_scalar(detail::handle(input), nullptr, &hi, out); });
+}
 
 /// `t` summed back to `shape`, undoing a broadcast (bc_tensor_sum_to_size, PyTorch's
 /// t.sum_to_size(shape)); a view of `t` when nothing is summed.

@@ -97,6 +97,10 @@ func kindStatus(kind string) bc.Status {
 		return bc.ErrOverlap
 	case "value":
 		return bc.ErrValue
+	case "dim", "argument":
+		return bc.ErrInvalidArg
+	case "empty":
+		return bc.ErrShape
 	}
 	panic("unknown error kind " + kind)
 }

@@ -151,7 +151,7 @@ var goConsts = []goConst{
 func TestConstantsMatchTheHeader(t *testing.T) {
 	defs := headerDefines(t)
 	seen := map[string]bool{}
-	for _, c := range goConsts {
+	for _, c := range append(goConsts, unaryConsts...) {
 		seen[c.macro] = true
 		v, ok := defs[c.macro]
 		if !ok {
@@ -161,16 +161,16 @@ func TestConstantsMatchTheHeader(t *testing.T) {
 		}
 	}
 	for macro := range defs {
-		for _, family := range []string{"BC_ERR_", "BC_ERROR_KIND_", "BC_DTYPE_", "BC_OP_", "BC_REDUCE_", "BC_LOOP_"} {
+		for _, family := range []string{"BC_ERR_", "BC_ERROR_KIND_", "BC_DTYPE_", "BC_OP_", "BC_UNARY_", "BC_REDUCE_", "BC_LOOP_"} {
 			if strings.HasPrefix(macro, family) && !strings.HasSuffix(macro, "_COUNT") && !seen[macro] {
 				t.Errorf("%s has no Go constant", macro)
 			}
 		}
 	}
 	// The codes run without gaps up to the counts, so the lists above are complete.
-	for family, count := range map[string]string{"BC_OP_": "BC_OP_COUNT", "BC_REDUCE_": "BC_REDUCE_COUNT", "BC_DTYPE_": "BC_DTYPE_COUNT"} {
+	for family, count := range map[string]string{"BC_OP_": "BC_OP_COUNT", "BC_UNARY_": "BC_UNARY_COUNT", "BC_REDUCE_": "BC_REDUCE_COUNT", "BC_DTYPE_": "BC_DTYPE_COUNT"} {
 		n := 0
-		for _, c := range goConsts {
+		for _, c := range append(goConsts, unaryConsts...) {
 			if strings.HasPrefix(c.macro, family) {
 				n++
 			}
@@ -184,8 +184,8 @@ func TestConstantsMatchTheHeader(t *testing.T) {
 // String gives the lower-case name of the C constant (the operations' names are those of the
 // functions bc_add ... bc_hypot; the dtypes' those of bc_dtype_name), never a number.
 func TestStringNamesTheConstant(t *testing.T) {
-	families := []string{"BC_ERROR_KIND_", "BC_DTYPE_", "BC_OP_", "BC_REDUCE_", "BC_LOOP_"}
-	for _, c := range goConsts {
+	families := []string{"BC_ERROR_KIND_", "BC_DTYPE_", "BC_OP_", "BC_UNARY_", "BC_REDUCE_", "BC_LOOP_"}
+	for _, c := range append(goConsts, unaryConsts...) {
 		for _, family := range families {
 			if strings.HasPrefix(c.macro, family) {
 				if want := strings.ToLower(strings.TrimPrefix(c.macro, family)); c.name != want {

@@ -1,6 +1,10 @@
 package broadcast_test
 
 import (
+	"strconv"
+
+	bc "libbroadcast/broadcast"
+
 	"os"
 	"path/filepath"
 	"regexp"
@@ -38,6 +42,13 @@ func notWrapped() map[string]string {
 	}
 	for _, r := range []string{"sum", "mean", "prod", "amax", "amin"} {
 		m["bc_"+r] = "bc_reduce with this reduction's code, which Reduction.Apply calls"
+	}
+	for op := bc.UnaryOp(0); op.String() != "UnaryOp("+strconv.Itoa(int(op))+")"; op++ {
+		m["bc_"+op.String()] = "bc_unary with this operation's code, which UnaryOp.Apply calls"
+		if op.HasInPlace() {
+			m["bc_"+op.String()+"_inplace"] = "bc_unary_inplace with this operation's code, which UnaryOp.InPlace calls"
+		}
+		m["bc_"+op.String()+"_out"] = "bc_unary_out with this operation's code, which UnaryOp.Out calls"
 	}
 	return m
 }

@@ -383,3 +383,83 @@ gobc_res gobc_binary_sum_to(int32_t op, uintptr_t a, uintptr_t b, const int64_t 
 	int32_t s = bc_binary_sum_to(op, H(a), H(b), shape, ndim, &o);
 	return done(s, o, 0);
 }
+
+gobc_res gobc_unary(int form, int32_t op, uintptr_t x, uintptr_t out) {
+	bc_tensor *o = NULL;
+	int32_t s;
+	switch (form) {
+	case 0: s = bc_unary(op, H(x), &o); break;
+	case 1: s = bc_unary_inplace(op, H(x)); break;
+	default: s = bc_unary_out(op, H(x), H(out)); break;
+	}
+	return done(s, o, 0);
+}
+
+gobc_res gobc_var_std(bool is_std, uintptr_t t, const int64_t *dims, size_t ndims, double correction, bool keepdim) {
+	bc_tensor *o = NULL;
+	int32_t s = is_std ? bc_std(H(t), dims, ndims, correction, keepdim, &o)
+	                   : bc_var(H(t), dims, ndims, correction, keepdim, &o);
+	return done(s, o, 0);
+}
+
+gobc_res gobc_reduce_more(int which, uintptr_t t, const int64_t *dims, size_t ndims, bool keepdim) {
+	bc_tensor *o = NULL;
+	int32_t s;
+	switch (which) {
+	case 0: s = bc_all(H(t), dims, ndims, keepdim, &o); break;
+	case 1: s = bc_any(H(t), dims, ndims, keepdim, &o); break;
+	case 2: s = bc_logsumexp(H(t), dims, ndims, keepdim, &o); break;
+	case 3: s = bc_nansum(H(t), dims, ndims, keepdim, &o); break;
+	default: s = bc_nanmean(H(t), dims, ndims, keepdim, &o); break;
+	}
+	return done(s, o, 0);
+}
+
+gobc_res gobc_arg_extreme(bool is_max, uintptr_t t, const int64_t *dim, bool keepdim) {
+	bc_tensor *o = NULL;
+	int32_t s = is_max ? bc_argmax(H(t), dim, keepdim, &o) : bc_argmin(H(t), dim, keepdim, &o);
+	return done(s, o, 0);
+}
+
+gobc_res gobc_ternary(int form, int which, uintptr_t input, uintptr_t b, uintptr_t c, bc_scalar value, uintptr_t out) {
+	bc_tensor *o = NULL;
+	int32_t s;
+	switch (which * 3 + form) {
+	case 0: s = bc_lerp(H(input), H(b), H(c), &o); break;
+	case 1: s = bc_lerp_inplace(H(input), H(b), H(c)); break;
+	case 2: s = bc_lerp_out(H(input), H(b), H(c), H(out)); break;
+	case 3: s = bc_addcmul(H(input), H(b), H(c), value, &o); break;
+	case 4: s = bc_addcmul_inplace(H(input), H(b), H(c), value); break;
+	case 5: s = bc_addcmul_out(H(input), H(b), H(c), value, H(out)); break;
+	case 6: s = bc_addcdiv(H(input), H(b), H(c), value, &o); break;
+	case 7: s = bc_addcdiv_inplace(H(input), H(b), H(c), value); break;
+	case 8: s = bc_addcdiv_out(H(input), H(b), H(c), value, H(out)); break;
+	case 9: s = bc_clamp(H(input), H(b), H(c), &o); break;
+	case 10: s = bc_clamp_inplace(H(input), H(b), H(c)); break;
+	default: s = bc_clamp_out(H(input), H(b), H(c), H(out)); break;
+	}
+	return done(s, o, 0);
+}
+
+gobc_res gobc_lerp_scalar(int form, uintptr_t input, uintptr_t end, bc_scalar weight, uintptr_t out) {
+	bc_tensor *o = NULL;
+	int32_t s;
+	switch (form) {
+	case 0: s = bc_lerp_scalar(H(input), H(end), weight, &o); break;
+	case 1: s = bc_lerp_scalar_inplace(H(input), H(end), weight); break;
+	default: s = bc_lerp_scalar_out(H(input), H(end), weight, H(out)); break;
+	}
+	return done(s, o, 0);
+}
+
+gobc_res gobc_clamp_scalar(int form, uintptr_t input, bool has_min, bc_scalar min, bool has_max, bc_scalar max, uintptr_t out) {
+	bc_tensor *o = NULL;
+	const bc_scalar *lo = has_min ? &min : NULL, *hi = has_max ? &max : NULL;
+	int32_t s;
+	switch (form) {
+	case 0: s = bc_clamp_scalar(H(input), lo, hi, &o); break;
+	case 1: s = bc_clamp_scalar_inplace(H(input), lo, hi); break;
+	default: s = bc_clamp_scalar_out(H(input), lo, hi, H(out)); break;
+	}
+	return done(s, o, 0);
+}

@@ -130,4 +130,19 @@ int32_t gobc_set_warning_handler(int go); /* BC_OK, always */
 void gobc_fault_malloc(int n);
 #endif
 
+// Unary operations; form 0: new, 1: in place, 2: into out.
+gobc_res gobc_unary(int form, int32_t op, uintptr_t x, uintptr_t out);
+/* var (std when is_std) over dims. */
+gobc_res gobc_var_std(bool is_std, uintptr_t t, const int64_t *dims, size_t ndims, double correction, bool keepdim);
+/* which: 0 all, 1 any, 2 logsumexp, 3 nansum, 4 nanmean; dims NULL: every dimension. */
+gobc_res gobc_reduce_more(int which, uintptr_t t, const int64_t *dims, size_t ndims, bool keepdim);
+/* argmax (argmin unless is_max); dim NULL: the flattened input. */
+gobc_res gobc_arg_extreme(bool is_max, uintptr_t t, const int64_t *dim, bool keepdim);
+/* Three-operand operations; form as for gobc_unary. which: 0 lerp, 1 addcmul, 2 addcdiv, 3 clamp. */
+gobc_res gobc_ternary(int form, int which, uintptr_t input, uintptr_t b, uintptr_t c, bc_scalar value, uintptr_t out);
+/* lerp with a number weight. */
+gobc_res gobc_lerp_scalar(int form, uintptr_t input, uintptr_t end, bc_scalar weight, uintptr_t out);
+/* clamp with number bounds (has_min / has_max false: none). */
+gobc_res gobc_clamp_scalar(int form, uintptr_t input, bool has_min, bc_scalar min, bool has_max, bc_scalar max, uintptr_t out);
+
 #endif

@@ -1,6 +1,6 @@
 // Standardize scales each column of a 1000x8 float32 matrix to mean 0 and standard deviation 1
-// (the deviation as (mean((x - mean)^2))^0.5), replaces the values above 2 with 0, and prints
-// the first rows.
+// (the population one: correction 0), replaces the values above 2 with 0, and prints the first
+// rows.
 package main
 
 import (
@@ -26,8 +26,7 @@ func main() {
 	x := must(bc.FromSlice([]int{1000, 8}, data))
 	mean := must(bc.Mean.Apply(x, true, 0))    // shape (1, 8)
 	dev := bc.Sub.Of(bc.Input(0), bc.Input(1)) // x - mean, broadcast over the rows
-	sq := must(bc.Pow.Of(dev, bc.Const(bc.Float32, 2)).Eval(x, mean))
-	std := must(bc.Pow.ApplyNumber(must(bc.Mean.Apply(sq, true, 0)), bc.NumberOf(0.5)))
+	std := must(bc.Std(x, 0, true, 0))         // shape (1, 8)
 	z := bc.Div.Of(dev, bc.Input(2))
 	masked := bc.WhereOf(bc.Gt.Of(z, bc.Const(bc.Float32, 2)), bc.Const(bc.Float32, 0), z)
 	fmt.Println(must(must(masked.Eval(x, mean, std)).Slice(0, 0, 4, 1)))
