@@ -234,6 +234,9 @@ macro_rules! has_kind {
     };
 }
 
+// The unary table is written with the same helpers.
+pub(crate) use {has_kind, if_kind, out_type};
+
 macro_rules! flag {
     (any) => {
         false

@@ -6,6 +6,7 @@
 //! bools, each optional. float16 and bfloat16 compute in float32 and round once, as PyTorch's CPU
 //! kernels do; integers and bools given to a floating function are first converted to float32
 //! (the table's `floating` rule).
+use super::binary_ops::{has_kind, if_kind, out_type};
 use super::dtype::{Category, DType};
 use super::elem::{Bool8, Elem, Float, Int};
 use std::marker::PhantomData;
@@ -214,16 +215,6 @@ impl Rule {
     }
 }
 
-/// The output type of a scalar function, as written in [`scalar_fn!`].
-macro_rules! out_type {
-    (Same, $T:ty) => {
-        $T
-    };
-    (Bool, $T:ty) => {
-        Bool8
-    };
-}
-
 /// One scalar function: `Name -> Same|Bool { int<I>(x) => .., real<F>(x) => .., bool(x) =>
 /// .. }`, each kind of element optional.
 macro_rules! scalar_fn {
@@ -255,23 +246,6 @@ macro_rules! scalar_fn {
                 $bool
             }
         })?
-    };
-}
-
-/// `Some($then)` when `$want` is among the kinds listed, else `None` (and `$then` is not
-/// compiled: an operation has no scalar function for the kinds it leaves out).
-macro_rules! if_kind {
-    (int [int $($rest:ident)*] $then:expr) => { Some($then) };
-    (float [float $($rest:ident)*] $then:expr) => { Some($then) };
-    (bool [bool $($rest:ident)*] $then:expr) => { Some($then) };
-    ($want:ident [$first:ident $($rest:ident)*] $then:expr) => { if_kind!($want [$($rest)*] $then) };
-    ($want:ident [] $then:expr) => { None };
-}
-
-/// Whether `$want` is among the kinds listed.
-macro_rules! has_kind {
-    ($want:ident [$($kind:ident)*]) => {
-        Option::<()>::is_some(&if_kind!($want [$($kind)*] ()))
     };
 }
 

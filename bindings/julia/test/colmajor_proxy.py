@@ -20,7 +20,8 @@ types: the library's integer division gives Float32 where Julia's gives Float64)
 `LibBroadcast.select(C, A, B)` (bc_where) against `ifelse.(C, A, B)` on a third as many triples;
 then the reductions as LibBroadcast calls them: `sum(A; dims)` over Julia dimensions d passed as row-major n - d with keepdim, and
 `sum_to_size(A, sz...)` with the sizes reversed, on int32 and int64 arrays (exact, wrapping sums),
-against Julia's `sum(A; dims)`. Ends with `N passed, N failed`.
+against Julia's `sum(A; dims)`; then `abs.(A)` and `.-A` (`LibBroadcast.abs`, `neg`: bc_unary on
+the reversed view) against Julia's elementwise forms. Ends with `N passed, N failed`.
 
 Usage: colmajor_proxy.py [path/to/libbroadcast.so] (default: target/release of this repository).
 BC_PROXY_SEED and BC_PROXY_PAIRS override the seed (printed) and the number of pairs (1500).
@@ -62,6 +63,8 @@ lib.bc_tensor_live_count.argtypes = []
 lib.bc_tensor_live_count.restype = ctypes.c_size_t
 lib.bc_sum.argtypes = [P, I64P, ctypes.c_size_t, ctypes.c_bool, ctypes.POINTER(P)]
 lib.bc_sum.restype = ctypes.c_int32
+lib.bc_unary.argtypes = [ctypes.c_int32, P, ctypes.POINTER(P)]
+lib.bc_unary.restype = ctypes.c_int32
 lib.bc_tensor_sum_to_size.argtypes = [P, I64P, ctypes.c_size_t, ctypes.POINTER(P)]
 lib.bc_tensor_sum_to_size.restype = ctypes.c_int32
 lib.bc_last_error_message.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
@@ -410,6 +413,33 @@ def check_reduction(rng, dtype, to_size):
         lib.bc_tensor_free(ta)
 
 
+def check_unary(rng, dtype):
+    """abs.(A) and .-A (LibBroadcast.abs, neg: bc_unary on the reversed view) against Julia's
+    elementwise abs and negation, wrapping for integers; returns what went wrong, or None."""
+    size = tuple(random_size(rng, rng.randint(0, 4)))
+    A = JuliaArray(rng, dtype, size)
+    name = rng.choice(["abs", "neg"])
+    code = C["BC_UNARY_" + name.upper()]
+    ta, tr = A.tensor(), P()
+    try:
+        st = lib.bc_unary(code, ta, ctypes.byref(tr))
+        if st != BC_OK:
+            return f"{name}: the library failed: {last_error()}"
+        if julia_size_of(tr) != size:
+            return f"{name}: result size {julia_size_of(tr)}, Julia's is {size}"
+        bits = {"int32": 32, "int64": 64}.get(dtype)
+        def f(x):
+            y = abs(x) if name == "abs" else -x
+            return wrap_int(y, bits) if bits else y
+        want = [f(element(A, i)) for i in column_major_indices(size)]
+        got = julia_array_of(tr, dtype, size)
+        return None if same_values(got, want) else f"{name}: values {got}, Julia's {want}"
+    finally:
+        if tr:
+            lib.bc_tensor_free(tr)
+        lib.bc_tensor_free(ta)
+
+
 def main():
     seed = int(os.environ.get("BC_PROXY_SEED", random.randrange(1 << 32)))
     pairs = int(os.environ.get("BC_PROXY_PAIRS", 1500))
@@ -455,6 +485,17 @@ def main():
                 what = "sum_to_size" if to_size else "sum(A; dims)"
                 print(f"FAIL reduction {n}, {what}, {dtype}: {problem}")
     print(f"{reductions} reductions checked")
+    unaries = pairs // 3
+    for n in range(unaries):
+        dtype = rng.choice(list(DTYPES))
+        problem = check_unary(rng, dtype)
+        if problem is None:
+            passed += 1
+        else:
+            failed += 1
+            if failed <= 10:
+                print(f"FAIL unary {n}, {dtype}: {problem}")
+    print(f"{unaries} unary operations checked")
     if lib.bc_tensor_live_count() != live:
         failed += 1
         print(f"FAIL: {lib.bc_tensor_live_count() - live} tensor handles leaked")
