@@ -466,6 +466,16 @@ impl Formula {
     unsafe fn run<T: Elem>(&self, p: [*mut u8; 5], s: [isize; 5], n: usize) {
         // SAFETY (this function): the caller's contract.
         unsafe {
+            #[cfg(target_arch = "x86_64")]
+            if fma() {
+                match T::DTYPE {
+                    DType::F16 | DType::BF16 | DType::F32 => {
+                        return self.run_real_fma::<T, f32>(p, s, n)
+                    }
+                    DType::F64 => return self.run_real_fma::<T, f64>(p, s, n),
+                    _ => {}
+                }
+            }
             match T::DTYPE {
                 DType::F16 | DType::BF16 | DType::F32 => self.run_real::<T, f32>(p, s, n),
                 DType::F64 => self.run_real::<T, f64>(p, s, n),
@@ -479,6 +489,63 @@ impl Formula {
         }
     }
 
+    /// [`Formula::run_real`] compiled with the FMA instructions (`mul_add` is otherwise a library
+    /// call) and AVX2.
+    ///
+    /// # Safety
+    /// As [`Formula::run`], on a CPU with AVX2 and FMA.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn run_real_fma<T: Elem, K: Real + Fma>(
+        &self,
+        p: [*mut u8; 5],
+        s: [isize; 5],
+        n: usize,
+    ) {
+        // SAFETY: forwarded.
+        unsafe { self.run_real::<T, K>(p, s, n) }
+    }
+
+    /// The operation on one element in the computation type.
+    #[inline(always)]
+    fn real<K: Real + Fma>(&self, x: K, b: K, c: K, value: K) -> K {
+        match self.op {
+            TernaryOp::Lerp => {
+                let diff = b.sub(x);
+                if c.abs() < K::HALF {
+                    c.fma(diff, x)
+                } else {
+                    diff.neg().fma(K::ONE.sub(c), b)
+                }
+            }
+            TernaryOp::Addcmul => value.mul(b).fma(c, x),
+            TernaryOp::Addcdiv => x.add(value.mul(b).div(c)),
+            TernaryOp::Clamp => {
+                let mut v = x;
+                if self.kinds[0] != Kind::Absent {
+                    v = if v.is_nan() || b.is_nan() {
+                        K::NAN
+                    } else if v < b {
+                        b
+                    } else {
+                        v
+                    };
+                }
+                if self.kinds[1] != Kind::Absent {
+                    v = if v.is_nan() || c.is_nan() {
+                        K::NAN
+                    } else if c < v {
+                        c
+                    } else {
+                        v
+                    };
+                }
+                v
+            }
+        }
+    }
+
+    #[inline(always)]
     unsafe fn run_real<T: Elem, K: Real + Fma>(&self, p: [*mut u8; 5], s: [isize; 5], n: usize) {
         let load_t = |ptr: *mut u8, i: isize, st: isize| -> K {
             // SAFETY: the caller's contract.
@@ -494,44 +561,26 @@ impl Formula {
                 _ => load_k(p[2 + k], i, s[2 + k]),
             }
         };
+        let size = std::mem::size_of::<T>() as isize;
+        let numbers = self.kinds.iter().all(|&k| k != Kind::Tensor);
+        if numbers && s[0] == size && s[1] == size {
+            // Numbers only besides `input` (`clamp(x, 0, 1)`, `lerp` with a number weight is not
+            // this: `end` is a tensor): a contiguous loop the compiler vectorizes.
+            let (b, c, value) = (arg(0, 0), arg(1, 0), load_k(p[4], 0, s[4]));
+            let (out, x) = (p[0] as *mut T, p[1] as *const T);
+            for i in 0..n {
+                // SAFETY: the caller's contract (contiguous runs of `n` elements).
+                unsafe {
+                    let v = K::from_f64(x.add(i).read().to_f64());
+                    out.add(i)
+                        .write(T::from_f64(self.real(v, b, c, value).to_f64()));
+                }
+            }
+            return;
+        }
         for i in 0..n as isize {
             let x = load_t(p[1], i, s[1]);
-            let (b, c) = (arg(0, i), arg(1, i));
-            let value = load_k(p[4], i, s[4]);
-            let r = match self.op {
-                TernaryOp::Lerp => {
-                    let diff = b.sub(x);
-                    if c.abs() < K::HALF {
-                        c.fma(diff, x)
-                    } else {
-                        diff.neg().fma(K::ONE.sub(c), b)
-                    }
-                }
-                TernaryOp::Addcmul => value.mul(b).fma(c, x),
-                TernaryOp::Addcdiv => x.add(value.mul(b).div(c)),
-                TernaryOp::Clamp => {
-                    let mut v = x;
-                    if self.kinds[0] != Kind::Absent {
-                        v = if v.is_nan() || b.is_nan() {
-                            K::NAN
-                        } else if v < b {
-                            b
-                        } else {
-                            v
-                        };
-                    }
-                    if self.kinds[1] != Kind::Absent {
-                        v = if v.is_nan() || c.is_nan() {
-                            K::NAN
-                        } else if c < v {
-                            c
-                        } else {
-                            v
-                        };
-                    }
-                    v
-                }
-            };
+            let r = self.real(x, arg(0, i), arg(1, i), load_k(p[4], i, s[4]));
             // SAFETY: the caller's contract.
             unsafe { (p[0].offset(i * s[0]) as *mut T).write(T::from_f64(r.to_f64())) };
         }
@@ -582,18 +631,30 @@ impl Formula {
     }
 }
 
+/// Whether the FMA clones run here (decided once).
+#[cfg(target_arch = "x86_64")]
+fn fma() -> bool {
+    use std::sync::OnceLock;
+    static FMA: OnceLock<bool> = OnceLock::new();
+    *FMA.get_or_init(|| {
+        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
+    })
+}
+
 /// A fused multiply-add, rounded once.
 pub trait Fma {
     fn fma(self, b: Self, c: Self) -> Self;
 }
 
 impl Fma for f32 {
+    #[inline(always)]
     fn fma(self, b: f32, c: f32) -> f32 {
         self.mul_add(b, c)
     }
 }
 
 impl Fma for f64 {
+    #[inline(always)]
     fn fma(self, b: f64, c: f64) -> f64 {
         self.mul_add(b, c)
     }

@@ -223,25 +223,62 @@ impl Visit for Run {
     type Output = ();
     #[inline(always)]
     fn visit<T: Elem, F: ElemFn<T>>(self) {
-        let Run([out, x], [so, sx], n) = self;
-        let (out_size, in_size) = (
-            std::mem::size_of::<F::Out>() as isize,
-            std::mem::size_of::<T>() as isize,
-        );
-        // SAFETY: the walk gives runs of `n` elements of these types at these strides, within
-        // their storages (`compute`'s contract); the result aliases the input only exactly, and
-        // each element is read before it is written.
+        let Run(p, s, n) = self;
+        // SAFETY: `compute`'s contract (runs of `n` elements of these types at these strides,
+        // within their storages; the result aliases the input only exactly).
         unsafe {
-            if so == out_size && sx == in_size {
-                let (out, x) = (out as *mut F::Out, x as *const T);
-                for i in 0..n {
-                    out.add(i).write(F::call(x.add(i).read()));
-                }
-            } else {
-                for i in 0..n as isize {
-                    let v = (x.offset(i * sx) as *const T).read();
-                    (out.offset(i * so) as *mut F::Out).write(F::call(v));
-                }
+            #[cfg(target_arch = "x86_64")]
+            if F::VECTOR && avx2() {
+                return run_avx2::<T, F>(p, s, n);
+            }
+            run_loop::<T, F>(p, s, n)
+        }
+    }
+}
+
+/// Whether the AVX2 clones run here (decided once).
+#[cfg(target_arch = "x86_64")]
+fn avx2() -> bool {
+    use std::sync::OnceLock;
+    static AVX2: OnceLock<bool> = OnceLock::new();
+    *AVX2.get_or_init(|| std::is_x86_feature_detected!("avx2"))
+}
+
+/// [`run_loop`] compiled for AVX2: rounding, square roots and comparisons in 256-bit vectors
+/// (the baseline has no vector rounding instruction: `floor` is a library call per element).
+///
+/// # Safety
+/// As [`run_loop`], on a CPU with AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn run_avx2<T: Elem, F: ElemFn<T>>(p: [*mut u8; 2], s: [isize; 2], n: usize) {
+    // SAFETY: forwarded.
+    unsafe { run_loop::<T, F>(p, s, n) }
+}
+
+/// One run of `n` elements: `p` [result, input] at byte strides `s`.
+///
+/// # Safety
+/// `n` elements of these types at these strides lie within the operands' storages; the result
+/// aliases the input only exactly, and each element is read before it is written.
+#[inline(always)]
+unsafe fn run_loop<T: Elem, F: ElemFn<T>>(p: [*mut u8; 2], s: [isize; 2], n: usize) {
+    let ([out, x], [so, sx]) = (p, s);
+    let (out_size, in_size) = (
+        std::mem::size_of::<F::Out>() as isize,
+        std::mem::size_of::<T>() as isize,
+    );
+    // SAFETY: this function's contract.
+    unsafe {
+        if so == out_size && sx == in_size {
+            let (out, x) = (out as *mut F::Out, x as *const T);
+            for i in 0..n {
+                out.add(i).write(F::call(x.add(i).read()));
+            }
+        } else {
+            for i in 0..n as isize {
+                let v = (x.offset(i * sx) as *const T).read();
+                (out.offset(i * so) as *mut F::Out).write(F::call(v));
             }
         }
     }

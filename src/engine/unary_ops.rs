@@ -77,6 +77,9 @@ real!(f64);
 pub trait UnaryFn: 'static {
     /// The computation type itself, or [`Bool8`] (the predicates).
     type Out<T: Elem>: Elem;
+    /// Whether vector instructions compute it (then its kernel has an AVX2 clone): not for the
+    /// functions evaluated through a float64 library call.
+    const VECTOR: bool;
 }
 
 /// The operation on integers.
@@ -98,6 +101,8 @@ pub trait BoolFn: UnaryFn {
 pub trait ElemFn<T: Elem>: 'static {
     type Out: Elem;
     fn call(x: T) -> Self::Out;
+    /// See [`UnaryFn::VECTOR`].
+    const VECTOR: bool;
 }
 
 /// `K` on integers, as an [`ElemFn`].
@@ -115,6 +120,7 @@ impl<K: IntFn, I: Int> ElemFn<I> for OnInt<K> {
     fn call(x: I) -> K::Out<I> {
         K::int(x)
     }
+    const VECTOR: bool = K::VECTOR;
 }
 
 impl<K: RealFn, F: Real> ElemFn<F> for OnReal<K> {
@@ -123,6 +129,7 @@ impl<K: RealFn, F: Real> ElemFn<F> for OnReal<K> {
     fn call(x: F) -> K::Out<F> {
         K::real(x)
     }
+    const VECTOR: bool = K::VECTOR;
 }
 
 impl<K: RealFn, H: Float> ElemFn<H> for OnHalf<K> {
@@ -132,6 +139,8 @@ impl<K: RealFn, H: Float> ElemFn<H> for OnHalf<K> {
         // The float32 result, rounded once to `H` (or the same bool).
         K::real(x.to_f64() as f32).cast()
     }
+    // Converting each 16-bit element gains nothing from the clones.
+    const VECTOR: bool = false;
 }
 
 impl<K: BoolFn> ElemFn<Bool8> for OnBool<K> {
@@ -140,6 +149,7 @@ impl<K: BoolFn> ElemFn<Bool8> for OnBool<K> {
     fn call(x: Bool8) -> K::Out<Bool8> {
         K::bool(x)
     }
+    const VECTOR: bool = K::VECTOR;
 }
 
 /// Something to do with an operation's scalar function for one element type (see
@@ -216,9 +226,10 @@ impl Rule {
 }
 
 /// One scalar function: `Name -> Same|Bool { int<I>(x) => .., real<F>(x) => .., bool(x) =>
-/// .. }`, each kind of element optional.
+/// .. }`, each kind of element optional; `Name -> Same [calls] {` for a function made of library
+/// calls (no vector instructions compute it).
 macro_rules! scalar_fn {
-    ($(#[$m:meta])* $name:ident -> $out:ident {
+    ($(#[$m:meta])* $name:ident -> $out:ident $([$calls:ident])? {
         $(int<$I:ident>($ix:ident) => $int:expr,)?
         $(real<$F:ident>($fx:ident) => $real:expr,)?
         $(bool($bx:ident) => $bool:expr,)?
@@ -227,6 +238,7 @@ macro_rules! scalar_fn {
         pub struct $name;
         impl UnaryFn for $name {
             type Out<T: Elem> = out_type!($out, T);
+            const VECTOR: bool = vector!($($calls)?);
         }
         $(impl IntFn for $name {
             #[inline(always)]
@@ -246,6 +258,15 @@ macro_rules! scalar_fn {
                 $bool
             }
         })?
+    };
+}
+
+macro_rules! vector {
+    () => {
+        true
+    };
+    (calls) => {
+        false
     };
 }
 
@@ -500,7 +521,7 @@ macro_rules! via_f64 {
     ($($(#[$m:meta])* $name:ident => $f:expr;)+) => {
         $(scalar_fn! {
             $(#[$m])*
-            $name -> Same {
+            $name -> Same [calls] {
                 real<F>(x) => x.via_f64($f),
             }
         })+
@@ -533,7 +554,7 @@ via_f64! {
 
 scalar_fn! {
     /// `1 / (1 + exp(-x))` in the computation type: 0 once `exp(-x)` overflows, as PyTorch.
-    Sigmoid -> Same {
+    Sigmoid -> Same [calls] {
         real<F>(x) => F::ONE.div(F::ONE.add(x.neg().via_f64(f64::exp))),
     }
 }
