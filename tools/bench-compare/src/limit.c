@@ -11,7 +11,7 @@
  *   lat   <L1|L2>   <alloc|out> <reps> [warm ms]   -> "ok <median ms> <variant>"
  *   sweep <elements> <alloc|out> <reps> [warm ms]  -> "ok <median ms> <variant>"
  *   expr  <E1|E2>   <alloc|out> <reps> [warm ms]   -> "ok <median ms> <variant>"  (fused loops)
- *   red   <R1|R2|F1|F2> alloc <reps> [warm ms]     -> "ok <median ms> <variant>"
+ *   red   <R1|R2|F1|F2|M1..M6> alloc <reps> [warm ms] -> "ok <median ms> <variant>"
  *   quit
  * "alloc" is the best of the variants that allocate their result per call: fresh (64-byte
  * aligned_alloc, 4 KiB pages) and fresh-thp (2 MiB aligned + MADV_HUGEPAGE from 4 MiB up), each
@@ -484,12 +484,64 @@ static void red_cols(float *o, const float *a, const float *b) {
         o[c] = s;
     }
 }
-static int red_case; /* 1 R1, 2 R2, 3 F1, 4 F2 */
+/* The math cases, M1-M5 into the reused (4096,4096) buffer O, M6 into a result allocated per call:
+ * M1 expf, M2 sqrtf,
+ * M3 fabsf of each element; M4 A clamped between LO (4096,1) and HI = B (4096,); M5 lerp(A, E,
+ * 0.3) as a + w * (e - a); M6 the variance of each column (two passes: the means, then the squared
+ * deviations, summed by rows as red_cols does). */
+static float *math_e, *math_lo;
 static void *red_a, *red_b, *red_tmp;
+static void math_map(float *restrict o, const float *restrict a, int which) {
+    const float *restrict e = math_e, *restrict lo = math_lo, *restrict hi = red_b;
+#pragma omp parallel for schedule(static)
+    for (long r = 0; r < R; r++) {
+        const float *ar = a + r * C;
+        float *orow = o + r * C;
+        switch (which) {
+        case 1: for (long c = 0; c < C; c++) orow[c] = expf(ar[c]); break;
+        case 2: for (long c = 0; c < C; c++) orow[c] = sqrtf(ar[c]); break;
+        case 3: for (long c = 0; c < C; c++) orow[c] = fabsf(ar[c]); break;
+        case 4: for (long c = 0; c < C; c++) orow[c] = fminf(fmaxf(ar[c], lo[r]), hi[c]); break;
+        default: for (long c = 0; c < C; c++) orow[c] = ar[c] + 0.3f * (e[r * C + c] - ar[c]); break;
+        }
+    }
+}
+static void math_var(float *o, const float *a) {
+    float *mean = malloc(C * sizeof(float));
+    red_cols(mean, a, NULL);
+    for (long c = 0; c < C; c++) mean[c] /= (float)R;
+    int used = 1;
+#pragma omp parallel
+    {
+        int t = omp_get_thread_num(), n = omp_get_num_threads();
+        float *restrict acc = part + (long)t * C;
+        for (long c = 0; c < C; c++) acc[c] = 0;
+        for (long r = R * t / n; r < R * (t + 1) / n; r++)
+            for (long c = 0; c < C; c++) {
+                float d = a[r * C + c] - mean[c];
+                acc[c] += d * d;
+            }
+        if (t == 0) used = n;
+    }
+    for (long c = 0; c < C; c++) {
+        float s = part[c];
+        for (int t = 1; t < used; t++) s += part[(long)t * C + c];
+        o[c] = s / (float)(R - 1);
+    }
+    free(mean);
+}
+static int red_case; /* 1 R1, 2 R2, 3 F1, 4 F2, 5-10 M1-M6 */
 static void run_red(void *ctx) {
     (void)ctx;
+    if (red_case >= 5 && red_case <= 9) {
+        /* into the reused buffer O: a fresh 64 MiB allocation per call would measure page faults */
+        math_map(red_tmp, red_a, red_case - 4);
+        __asm__ volatile("" ::"r"(red_tmp) : "memory");
+        return;
+    }
     float *o = malloc(C * sizeof(float));
-    if (red_case == 1) red_rows(o, red_a);
+    if (red_case == 10) math_var(o, red_a);
+    else if (red_case == 1) red_rows(o, red_a);
     else if (red_case == 2) red_cols(o, red_a, NULL);
     else if (red_case == 3) red_cols(o, red_a, red_b);
     else {
@@ -762,10 +814,16 @@ int main(void) {
             static const case_t rc = {"RED", 4, 1, 0, 0, NN, NN, C, NULL, 4};
             red_case = !strcmp(name, "R1") ? 1 : !strcmp(name, "R2") ? 2 : !strcmp(name, "F1") ? 3
                      : !strcmp(name, "F2") ? 4 : 0;
+            if (name[0] == 'M' && name[1] >= '1' && name[1] <= '6' && !name[2]) red_case = 4 + name[1] - '0';
             if (!red_case) { printf("err unknown reduction\n"); fflush(stdout); continue; }
             setup(&rc, -2);
             if (!part) part = xalloc((size_t)omp_get_max_threads() * C * sizeof(float));
             red_a = A; red_b = B; red_tmp = O;
+            if (red_case >= 5 && !math_e) {
+                /* E (seed 4) and LO (seed 3) filled as the library's inputs are */
+                math_e = xalloc(NN * sizeof(float)); math_lo = xalloc(R * sizeof(float));
+                fill(math_e, NN, &rc, 4); fill(math_lo, R, &rc, 3);
+            }
             printf("ok %.6g %s\n", measure(run_red, NULL, 2, reps, 1.0), red_case == 4 ? "pre-nt" : "fresh");
             fflush(stdout);
             continue;

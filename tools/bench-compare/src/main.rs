@@ -3,7 +3,7 @@
 //! round in another order), printing a table of times and ratios.
 //!
 //! Usage: `cargo run --release -p bench-compare -- [options]` (or `make bench`)
-//!   --smoke           a few seconds: S2, S2.lt, S2.and, L2, E1, R2, F1 and three sweep sizes,
+//!   --smoke           a few seconds: S2, S2.lt, S2.and, L2, E1, R2, F1, M3, M6 and three sweep sizes,
 //!                     one round, three repetitions (CI): verifies every case's results and runs
 //!                     every measurement once, and prints what it checked, not timings (one
 //!                     short round on a shared machine measures nothing)
@@ -19,7 +19,8 @@
 //!   --exprs LIST      fused expressions, e.g. E1 (default: E1,E2); "none" skips
 //!   --no-concurrent   leave out the concurrent callers (CC: one caller, two callers with a pool
 //!                     of one thread, two callers with the whole pool)
-//!   --reductions LIST reduction cases, e.g. R1,F1 (default: R1,R2,F1,F2); "none" skips
+//!   --reductions LIST reduction and math cases, e.g. R1,F1,M1 (default: R1,R2,F1,F2,M1-M6);
+//!                     "none" skips
 //!   --no-limit / --no-numpy / --no-torch   leave a peer out (NumPy and PyTorch are measured
 //!                     when `$PYTHON` (default `python3`) imports them; /work/torchenv/bin/python
 //!                     has both on the development machine)
@@ -170,7 +171,7 @@ fn parse_args() -> Options {
         },
         concurrent: true,
         reductions: if smoke {
-            ["R2", "F1"]
+            ["R2", "F1", "M3", "M6"]
                 .iter()
                 .filter_map(|n| reductions::find(n))
                 .collect()
@@ -1052,7 +1053,7 @@ fn report_exprs(s: &mut String, o: &Options, res: &Results) {
 fn report_reductions(s: &mut String, o: &Options, res: &Results) {
     let _ = writeln!(
         s,
-        "\n### Reductions of (4096,4096) float32: median ms per call (the result allocated and freed); lib ÷ limit, target ≤ 1.5 for R1 and R2\n"
+        "\n### Reductions and math of (4096,4096) float32: median ms per call (the result allocated and freed); lib ÷ limit, target ≤ 1.5 for R1 and R2, ≤ 1.25 for the memory-bound M3-M5\n"
     );
     let _ = writeln!(
         s,
@@ -1063,12 +1064,12 @@ fn report_reductions(s: &mut String, o: &Options, res: &Results) {
         let key = format!("{} alloc", c.name);
         let lib = res.median(&key, "lib");
         let ratio = res.ratio(&key, "limit");
-        let target = c.name.starts_with('R');
+        let target = reductions::target(c);
         let met = match (target, ratio) {
-            (false, _) => "–",
-            (true, Some((r, _, _))) if r <= 1.5 => "yes",
-            (true, Some(_)) => "no",
-            (true, None) => "–",
+            (None, _) => "–",
+            (Some(t), Some((r, _, _))) if r <= t => "yes",
+            (Some(_), Some(_)) => "no",
+            (Some(_), None) => "–",
         };
         let _ = writeln!(
             s,
@@ -1084,7 +1085,7 @@ fn report_reductions(s: &mut String, o: &Options, res: &Results) {
             ratio.map_or("–".to_string(), |(r, lo, hi)| format!(
                 "**{r:.2}** [{lo:.2}–{hi:.2}]"
             )),
-            if target { "≤ 1.5" } else { "–" },
+            target.map_or("–".to_string(), |t| format!("≤ {t}")),
             fmt_ms(res.median(&key, "numpy")),
             fmt_ms(res.median(&key, "torch")),
         );
@@ -1205,7 +1206,11 @@ fn allocation_check(
     }
     for c in reduction_cases {
         let inp = reductions::inputs(c);
-        row(&format!("{} (+ free)", c.name), 16384, &mut || inp.once());
+        row(
+            &format!("{} (+ free)", c.name),
+            reductions::result_bytes(c),
+            &mut || inp.once(),
+        );
     }
     let _ = writeln!(
         s,

@@ -9,7 +9,7 @@ One command per line on stdin, one answer line on stdout:
   case  <S1..S12|S2.op|P1|L1|L2> <alloc|out> <reps> [warm ms]        -> "ok <median ms> <variant>"
   sweep <elements> <alloc|out> <reps> [warm ms]                     -> "ok <median ms> <variant>"
   expr  <E1|E2> <alloc|out> <reps> [warm ms]                        -> "ok <median ms> <variant>"
-  red   <R1|R2|F1|F2> alloc <reps> [warm ms]                        -> "ok <median ms> <variant>"
+  red   <R1|R2|F1|F2|M1..M6> alloc <reps> [warm ms]                 -> "ok <median ms> <variant>"
   quit
 alloc = `f(a, b)` (a new array per call, f = np.add, torch.add, ...); out = `f(a, b, out=o)` into
 a reused, touched array; S9 is `f(a, b, out=a)` for both. The expressions, float32, (2048,2048)
@@ -182,12 +182,19 @@ REDUCTIONS = {
     "R2": ("a.sum(0)", "a.sum(0)"),
     "F1": ("np.einsum('ij,j->j', a, b)", "torch.einsum('ij,j->j', a, b)"),
     "F2": ("(a * b).sum(0)", "(a * b).sum_to_size(4096)"),
+    "M1": ("np.exp(a)", "torch.exp(a)"),
+    "M2": ("np.sqrt(a)", "torch.sqrt(a)"),
+    "M3": ("np.abs(a)", "torch.abs(a)"),
+    "M4": ("np.clip(a, lo, b)", "torch.clamp(a, lo, b)"),
+    "M5": ("a + 0.3 * (e - a)", "torch.lerp(a, e, 0.3)"),
+    "M6": ("a.var(0, ddof=1)", "a.var(0)"),
 }
 
 
 def build_reduction(name):
     a, b = tensor(fill((N, N), "f4", 1), "f4"), tensor(fill((N,), "f4", 2), "f4")
-    return namespace(a=a, b=b, stmt=REDUCTIONS[name][TORCH])
+    lo, e = tensor(fill((N, 1), "f4", 3), "f4"), tensor(fill((N, N), "f4", 4), "f4")
+    return namespace(a=a, b=b, lo=lo, e=e, stmt=REDUCTIONS[name][TORCH])
 
 
 def build_sweep(elems):

@@ -104,6 +104,7 @@ pub fn start_limit(threads: usize) -> Result<Peer, String> {
         .arg(&src)
         .arg("-o")
         .arg(&exe)
+        .arg("-lm")
         .output()
         .map_err(|e| format!("cannot run {cc}: {e}"))?;
     if !out.status.success() {
