@@ -57,7 +57,7 @@ pub const CASES: [RCase; 10] = [
     RCase {
         name: "M4",
         what: "clamp (4096,4096) between tensors (4096,1) and (4096,)",
-        peers: "C: `fminf(fmaxf(a, lo[r]), hi[c])`; NumPy `np.clip(a, lo, hi)`; PyTorch `torch.clamp(a, lo, hi)`",
+        peers: "C: `v = a < lo[r] ? lo[r] : a; v > hi[c] ? hi[c] : v`; NumPy `np.clip(a, lo, hi)`; PyTorch `torch.clamp(a, lo, hi)`",
     },
     RCase {
         name: "M5",
