@@ -6,7 +6,7 @@
 //! What a call does is decided before it allocates, from its operands' types and geometry
 //! ([`decide`], [`steps`], the result's layout, [`Walk`]): [`plan_binary`] runs those same
 //! decisions on geometry alone, so the planner reports what the call would do.
-use super::alloc::{try_collect, try_to_vec};
+use super::alloc::try_collect;
 use super::binary_ops::{BinaryOp, Compute, Rule};
 use super::dtype::{can_cast, result_type, result_type_ranked, DType, Rank};
 use super::error::{Error, ErrorKind, Result};
@@ -15,8 +15,8 @@ use super::layout;
 use super::parallel;
 use super::plan::{broadcast_strides, Plan, SmallPlan};
 use super::shape::{
-    broadcast_shapes, broadcast_shapes_n, check_inplace, checked_nbytes, contiguous_strides,
-    is_contiguous, numel, Dims, Strides,
+    broadcast_shapes, broadcast_shapes_n, check_inplace, check_output_shape, checked_nbytes,
+    contiguous_strides, is_contiguous, numel, Dims, Strides,
 };
 use super::tensor::{copy_into, Init, Scalar, Tensor};
 use smallvec::{smallvec, SmallVec};
@@ -207,14 +207,7 @@ fn decide_with<O: Operand>(
         _ => out_of_place_shape(ga, gb, opts)?,
     };
     if let Dest::Out(out) = dest {
-        if out.geometry().shape != &shape[..] {
-            return Err(Error::or_alloc(|| {
-                Ok(Error::OutputShape {
-                    output: try_to_vec(out.geometry().shape)?,
-                    broadcast: try_to_vec(&shape)?,
-                })
-            }));
-        }
+        check_output_shape(out.geometry().shape, &shape)?;
     }
     // Under the fallback `b` counts as a tensor of `a`'s shape.
     let b_rank = if fallback { ga.rank() } else { gb.rank() };
@@ -627,14 +620,7 @@ fn decide_where<O: Operand>(cond: &O, a: &O, b: &O, out: Option<&O>) -> Result<(
     // `cond`, `a` and `b` broadcast in that order (an error names the shape so far "tensor a").
     let shape = broadcast_shapes(&broadcast_shapes(gc.shape, ga.shape)?, gb.shape)?;
     if let Some(out) = out {
-        if out.geometry().shape != &shape[..] {
-            return Err(Error::or_alloc(|| {
-                Ok(Error::OutputShape {
-                    output: try_to_vec(out.geometry().shape)?,
-                    broadcast: try_to_vec(&shape)?,
-                })
-            }));
-        }
+        check_output_shape(out.geometry().shape, &shape)?;
     }
     Ok((dtype, shape))
 }

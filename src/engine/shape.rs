@@ -249,16 +249,25 @@ pub fn broadcast_shapes_n<S: ShapeSize>(shapes: &[&[S]]) -> Result<Dims> {
     Ok(common)
 }
 
+/// A written tensor keeps its shape: it must be the broadcast one (`output with shape [..]
+/// doesn't match the broadcast shape [..]`).
+pub(crate) fn check_output_shape(output: &[usize], broadcast: &[usize]) -> Result<()> {
+    if output == broadcast {
+        return Ok(());
+    }
+    Err(Error::or_alloc(|| {
+        Ok(Error::OutputShape {
+            output: try_to_vec(output)?,
+            broadcast: try_to_vec(broadcast)?,
+        })
+    }))
+}
+
 /// The in-place rule (docs/semantics.md, section 4): `other` must expand to `self`'s shape.
 pub fn check_inplace(self_shape: &[usize], other: &[usize]) -> Result<()> {
     if other.len() > self_shape.len() {
-        let broadcast = broadcast_shapes(self_shape, other)?;
-        return Err(Error::or_alloc(|| {
-            Ok(Error::OutputShape {
-                output: try_to_vec(self_shape)?,
-                broadcast: try_to_vec(&broadcast)?,
-            })
-        }));
+        // More dimensions than `self`: the broadcast shape cannot be `self`'s.
+        return check_output_shape(self_shape, &broadcast_shapes(self_shape, other)?);
     }
     let lead = self_shape.len() - other.len();
     for i in (0..other.len()).rev() {

@@ -6,13 +6,12 @@
 //! type; the computation runs in the computation type (float32 for float16 and bfloat16 results,
 //! else the result type; numbers are converted straight to it), each step rounded there, a fused
 //! multiply-add rounded once; integers wrap.
-use super::alloc::try_to_vec;
 use super::dtype::{can_cast, result_type_ranked, DType, Rank};
 use super::elem::{Elem, Int};
 use super::error::{Error, Result};
 use super::layout;
 use super::ops::{run_elementwise, Dest, Operand};
-use super::shape::{broadcast_shapes, Dims};
+use super::shape::{broadcast_shapes, check_output_shape, Dims};
 use super::tensor::{copy_into, Init, Scalar, Tensor};
 use super::unary_ops::Real;
 
@@ -166,14 +165,7 @@ fn decide(
         shape = broadcast_shapes(&shape, t.shape())?;
     }
     if let Dest::InPlace = dest {
-        if input.shape() != &shape[..] {
-            return Err(Error::or_alloc(|| {
-                Ok(Error::OutputShape {
-                    output: try_to_vec(input.shape())?,
-                    broadcast: try_to_vec(&shape)?,
-                })
-            }));
-        }
+        check_output_shape(input.shape(), &shape)?;
     }
     let written = match dest {
         Dest::New => None,
@@ -249,14 +241,7 @@ fn decide(
         _ => {}
     }
     if let Dest::Out(out) = dest {
-        if out.shape() != &shape[..] {
-            return Err(Error::or_alloc(|| {
-                Ok(Error::OutputShape {
-                    output: try_to_vec(out.shape())?,
-                    broadcast: try_to_vec(&shape)?,
-                })
-            }));
-        }
+        check_output_shape(out.shape(), &shape)?;
     }
     Ok(Decision { result, shape })
 }

@@ -1,15 +1,16 @@
 //! Elementwise unary operations: the checks in PyTorch's order, then one walk over the elements
 //! with the operation's scalar function ([`super::unary_ops`]). Every check happens before the
 //! first write, so a refused call changes nothing.
-use super::alloc::{try_small, try_to_vec};
+use super::alloc::try_small;
 use super::dtype::{can_cast, DType};
 use super::elem::Elem;
 use super::error::{Error, Result};
+use super::kernels::{self, SimdLevel};
 use super::layout;
 use super::ops::{
     describe_elementwise, run_elementwise, Dest, Geometry, LoopKind, Operand, Report, Warnings,
 };
-use super::shape::{checked_nbytes, contiguous_strides, numel, Dims, Strides};
+use super::shape::{check_output_shape, checked_nbytes, contiguous_strides, numel, Dims, Strides};
 use super::tensor::{copy_into, Init, Tensor};
 use super::unary_ops::{ElemFn, OutRule, UnaryOp, Visit};
 
@@ -80,14 +81,7 @@ fn decide<O: Operand>(op: UnaryOp, x: &O, dest: Dest<'_, O>) -> Result<Types> {
     }
     // Where PyTorch would resize an `out` of another shape, this library refuses it, last.
     if let Dest::Out(out) = dest {
-        if out.geometry().shape != gx.shape {
-            return Err(Error::or_alloc(|| {
-                Ok(Error::OutputShape {
-                    output: try_to_vec(out.geometry().shape)?,
-                    broadcast: try_to_vec(gx.shape)?,
-                })
-            }));
-        }
+        check_output_shape(out.geometry().shape, gx.shape)?;
     }
     Ok(types)
 }
@@ -228,20 +222,12 @@ impl Visit for Run {
         // within their storages; the result aliases the input only exactly).
         unsafe {
             #[cfg(target_arch = "x86_64")]
-            if F::VECTOR && avx2() {
+            if F::VECTOR && kernels::simd_level() == SimdLevel::Avx2 {
                 return run_avx2::<T, F>(p, s, n);
             }
             run_loop::<T, F>(p, s, n)
         }
     }
-}
-
-/// Whether the AVX2 clones run here (decided once).
-#[cfg(target_arch = "x86_64")]
-fn avx2() -> bool {
-    use std::sync::OnceLock;
-    static AVX2: OnceLock<bool> = OnceLock::new();
-    *AVX2.get_or_init(|| std::is_x86_feature_detected!("avx2"))
 }
 
 /// [`run_loop`] compiled for AVX2: rounding, square roots and comparisons in 256-bit vectors
