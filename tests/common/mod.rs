@@ -1222,6 +1222,36 @@ pub fn scalar_of(v: &serde_json::Value) -> bc_scalar {
     }
 }
 
+/// A result tensor against a row's `result` (`dtype`, `shape`, `data`): the type (code and the
+/// library's name), the shape, the values as `compare` judges them, and bool results holding only
+/// 0 and 1 bytes.
+pub fn check_result_with(
+    t: &T,
+    res: &serde_json::Value,
+    compare: impl Fn(i32, &[V], &[V]) -> Option<String>,
+) -> Option<String> {
+    let rd = dtype_code(res["dtype"].as_str().unwrap());
+    let rshape = json_shape(&res["shape"]);
+    let d = t.dtype();
+    let name = lib_dtype_name(d);
+    if d != rd || name != res["dtype"].as_str().unwrap() {
+        return Some(format!(
+            "result dtype {name} (code {d}), expected {}",
+            dtype_str(rd)
+        ));
+    }
+    if t.shape() != rshape {
+        return Some(format!("result shape {:?}, expected {rshape:?}", t.shape()));
+    }
+    if let Some(p) = compare(rd, &t.values(), &json_values(rd, &res["data"])) {
+        return Some(format!("result data: {p}"));
+    }
+    if d == BOOL && !bool_bytes_ok(&t.bytes()) {
+        return Some("bool result holds bytes other than 0/1".into());
+    }
+    None
+}
+
 pub fn compare_values(dtype: i32, got: &[V], want: &[V], ulps: i64) -> Option<String> {
     compare_values_ties(dtype, got, want, ulps, false)
 }
