@@ -750,6 +750,28 @@ inline void binary_out(OutFn fn, const Tensor &a, const Tensor &b, Tensor &out) 
     X(atan2, BC_OP_ATAN2)                                                                          \
     X(hypot, BC_OP_HYPOT)
 
+/* The operations that take a number operand (in at least one order), as in PyTorch. */
+#define BC_HPP_NUMBER_OPERATIONS(X)                                                                \
+    X(add, BC_OP_ADD)                                                                              \
+    X(sub, BC_OP_SUB)                                                                              \
+    X(mul, BC_OP_MUL)                                                                              \
+    X(div, BC_OP_DIV)                                                                              \
+    X(eq, BC_OP_EQ)                                                                                \
+    X(ne, BC_OP_NE)                                                                                \
+    X(lt, BC_OP_LT)                                                                                \
+    X(le, BC_OP_LE)                                                                                \
+    X(gt, BC_OP_GT)                                                                                \
+    X(ge, BC_OP_GE)                                                                                \
+    X(pow, BC_OP_POW)                                                                              \
+    X(remainder, BC_OP_REMAINDER)                                                                  \
+    X(fmod, BC_OP_FMOD)                                                                            \
+    X(floor_divide, BC_OP_FLOOR_DIVIDE)                                                            \
+    X(bitwise_and, BC_OP_BITWISE_AND)                                                              \
+    X(bitwise_or, BC_OP_BITWISE_OR)                                                                \
+    X(bitwise_xor, BC_OP_BITWISE_XOR)                                                              \
+    X(bitwise_left_shift, BC_OP_BITWISE_LEFT_SHIFT)                                                \
+    X(bitwise_right_shift, BC_OP_BITWISE_RIGHT_SHIFT)
+
 /*
  * Elementwise operations, one line each in BC_HPP_OPERATIONS. BC_HPP_BINARY(name, code) gives
  *   bc::name(a, b)            a new tensor                  (bc_name)
@@ -929,8 +951,8 @@ template <class N> using if_number = std::enable_if_t<std::is_arithmetic_v<N>, i
  * and BC_HPP_NUMBER_OPERATOR(op, name) the operators `t op n`, `n op t` and `t op= n`
  * (BC_HPP_NUMBER_COMPARISON(op, name): `t op n` and `n op t`). `n op t`
  * is what PyTorch computes for Python's `n op t` (bc::lt(2, t) is t > 2; bc::pow(2, t) is
- * torch.pow(2, t)). maximum, minimum, atan2, hypot and the logical operations take no number in
- * PyTorch and have no number form here.
+ * torch.pow(2, t)). The operations in BC_HPP_NUMBER_OPERATIONS have these forms; the others
+ * (maximum, minimum, atan2, hypot, the logical operations) take no number in PyTorch.
  */
 #define BC_HPP_NUMBER(name, code)                                                                      \
     template <class N, detail::if_number<N> = 0> Tensor name(const Tensor &t, N n) {                   \
@@ -960,25 +982,7 @@ template <class N> using if_number = std::enable_if_t<std::is_arithmetic_v<N>, i
         return t;                                                                                      \
     }
 
-BC_HPP_NUMBER(add, BC_OP_ADD)
-BC_HPP_NUMBER(sub, BC_OP_SUB)
-BC_HPP_NUMBER(mul, BC_OP_MUL)
-BC_HPP_NUMBER(div, BC_OP_DIV)
-BC_HPP_NUMBER(eq, BC_OP_EQ)
-BC_HPP_NUMBER(ne, BC_OP_NE)
-BC_HPP_NUMBER(lt, BC_OP_LT)
-BC_HPP_NUMBER(le, BC_OP_LE)
-BC_HPP_NUMBER(gt, BC_OP_GT)
-BC_HPP_NUMBER(ge, BC_OP_GE)
-BC_HPP_NUMBER(pow, BC_OP_POW)
-BC_HPP_NUMBER(remainder, BC_OP_REMAINDER)
-BC_HPP_NUMBER(fmod, BC_OP_FMOD)
-BC_HPP_NUMBER(floor_divide, BC_OP_FLOOR_DIVIDE)
-BC_HPP_NUMBER(bitwise_and, BC_OP_BITWISE_AND)
-BC_HPP_NUMBER(bitwise_or, BC_OP_BITWISE_OR)
-BC_HPP_NUMBER(bitwise_xor, BC_OP_BITWISE_XOR)
-BC_HPP_NUMBER(bitwise_left_shift, BC_OP_BITWISE_LEFT_SHIFT)
-BC_HPP_NUMBER(bitwise_right_shift, BC_OP_BITWISE_RIGHT_SHIFT)
+BC_HPP_NUMBER_OPERATIONS(BC_HPP_NUMBER)
 
 BC_HPP_NUMBER_OPERATOR(+, add)
 BC_HPP_NUMBER_OPERATOR(-, sub)
@@ -1561,6 +1565,7 @@ BC_HPP_EXPR_OPERATOR(>=, ge)
 #undef BC_HPP_EXPR
 #undef BC_HPP_EXPR_OPERATOR
 #undef BC_HPP_OPERATIONS
+#undef BC_HPP_NUMBER_OPERATIONS
 
 // Settings: process-wide, as in the C API.
 inline void set_broadcast_warning(bool enabled) { detail::check(bc_set_broadcast_warning(enabled)); }

@@ -632,7 +632,7 @@ fn empty_results_have_pytorchs_strides_for_every_family_and_type_pair() {
                             let (ta, tb) = unsafe { (a.view(), b.view()) };
                             let what = format!(
                                 "{}({} {sx:?} {tx:?}, {} {sy:?} {ty:?})",
-                                OP_NAMES[op as usize],
+                                op_name(op),
                                 dtype_str(dx),
                                 dtype_str(dy)
                             );
@@ -665,7 +665,7 @@ fn empty_results_have_pytorchs_strides_for_every_family_and_type_pair() {
                         };
                         let what = format!(
                             "{}({} {shape:?} {strides:?}, number kind {}, reversed {rev})",
-                            OP_NAMES[op as usize],
+                            op_name(op),
                             dtype_str(d),
                             s.kind
                         );

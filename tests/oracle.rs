@@ -469,14 +469,8 @@ fn reduced_float_with_a_one_element_operand() {
 
 #[test]
 fn ops_values() {
-    // Floating `pow`, `atan2` and `hypot` may be one unit in the last place off.
-    check_values_file("ops_values.jsonl", |op, _| {
-        if [BC_OP_POW, BC_OP_ATAN2, BC_OP_HYPOT].contains(&op) {
-            1
-        } else {
-            0
-        }
-    });
+    // Within the operation table's accuracy (`pow`, `atan2` and `hypot`: one unit in the last place).
+    check_values_file("ops_values.jsonl", |op, _| NAMED_OPS[op as usize].ulps);
 }
 
 /// Every row of a value file through `bc_binary` / `bc_binary_inplace` on zero-copy views of the
@@ -604,7 +598,7 @@ fn check_result(t: &T, res: &Value, ulps: i64, ties: bool) -> Option<String> {
 
 /// What `1 op 1` gives, written in `dtype`.
 fn one_op_one(op: i32, dtype: i32) -> V {
-    let x = match OP_NAMES[op as usize] {
+    let x = match op_name(op) {
         "add" | "bitwise_left_shift" => 2.0,
         "sub"
         | "ne"
@@ -626,13 +620,9 @@ fn one_op_one(op: i32, dtype: i32) -> V {
     }
 }
 
-/// `1 op 1` is exact but for `atan2` and `hypot` (one unit in the last place).
+/// `1 op 1` is within the operation table's accuracy (exact but for `pow`, `atan2` and `hypot`).
 fn one_op_one_ulps(op: i32) -> i64 {
-    if op == BC_OP_ATAN2 || op == BC_OP_HYPOT {
-        1
-    } else {
-        0
-    }
+    NAMED_OPS[op as usize].ulps
 }
 
 #[test]

@@ -998,7 +998,7 @@ fn run_case(r: &mut Rng) -> (String, Result<usize, String>) {
     // ---- description (for failures) ----
     let mut desc = format!(
         "  op {} ({}), mode {:?}{}{}, promoted dtype {} computed in {} written as {}\n",
-        OP_NAMES[op as usize],
+        op_name(op),
         op,
         mode,
         if alias {
@@ -1075,7 +1075,7 @@ fn run_case(r: &mut Rng) -> (String, Result<usize, String>) {
             BC_ERR_DTYPE,
             format!(
                 "\"{}_cpu\" not implemented for '{}'",
-                OP_NAMES[op as usize],
+                op_name(op),
                 torch_name(ct)
             ),
         ));

@@ -471,7 +471,7 @@ fn fused_sums_are_the_separate_calls_any_nan() {
         let what = || {
             format!(
                 "case {case}: {} {} {sa:?} {sb:?} to {size:?}",
-                OP_NAMES[op as usize],
+                op_name(op),
                 dtype_str(dtype)
             )
         };

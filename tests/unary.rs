@@ -3,12 +3,11 @@
 //! the row's tolerance, its error status and exact text, the written storage after an in-place
 //! call or a call into `out`, and inputs left untouched.
 mod common;
-#[path = "common/ops_table.rs"]
-mod ops_table;
 
 use broadcast::ffi::*;
+use common::ops_table::NAMED_UNARY;
 use common::*;
-use ops_table::NAMED_UNARY;
+
 use serde_json::Value;
 
 fn unary_code(name: &str) -> i32 {

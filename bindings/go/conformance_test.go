@@ -354,8 +354,6 @@ var dtypeNames = map[string]bc.DType{
 	"float64": bc.Float64,
 }
 
-var opNames = map[string]bc.Op{"add": bc.Add, "sub": bc.Sub, "mul": bc.Mul, "div": bc.Div}
-
 // operand is one strided operand of values.jsonl: its storage as a tensor, and the view.
 func operand(t *testing.T, v any) (storage, view *bc.Tensor, cells []cell) {
 	o := row(v.(map[string]any))
@@ -373,7 +371,7 @@ func conformValues(t *testing.T) {
 	defer f.done()
 	for _, r := range every(readRows(t, f.file), 2) {
 		f.checked++
-		op := opNames[r.str("op")]
+		op := opCode(t, r.str("op"))
 		ulps := 0
 		if op == bc.Div {
 			ulps = 1 // PyTorch's vectorised and scalar division may differ by one unit
@@ -430,7 +428,7 @@ func checkOutcome(t *testing.T, f *failures, r row, res *bc.Tensor, err error, s
 	}
 }
 
-func conformPromotion(t *testing.T) { checkPromotion(t, "promotion.jsonl", opNames, 2) }
+func conformPromotion(t *testing.T) { checkPromotion(t, "promotion.jsonl", opsByName, 2) }
 
 // checkPromotion checks every k-th row of a promotion file (ops names its operations): the result
 // type of a op b, of Out and InPlace, and the value 1 op 1, or the exact error.

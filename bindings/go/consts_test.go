@@ -103,33 +103,6 @@ var goConsts = []goConst{
 	{"BC_DTYPE_FLOAT32", int64(bc.Float32), bc.Float32.String()},
 	{"BC_DTYPE_FLOAT64", int64(bc.Float64), bc.Float64.String()},
 
-	{"BC_OP_ADD", int64(bc.Add), bc.Add.String()},
-	{"BC_OP_SUB", int64(bc.Sub), bc.Sub.String()},
-	{"BC_OP_MUL", int64(bc.Mul), bc.Mul.String()},
-	{"BC_OP_DIV", int64(bc.Div), bc.Div.String()},
-	{"BC_OP_EQ", int64(bc.Eq), bc.Eq.String()},
-	{"BC_OP_NE", int64(bc.Ne), bc.Ne.String()},
-	{"BC_OP_LT", int64(bc.Lt), bc.Lt.String()},
-	{"BC_OP_LE", int64(bc.Le), bc.Le.String()},
-	{"BC_OP_GT", int64(bc.Gt), bc.Gt.String()},
-	{"BC_OP_GE", int64(bc.Ge), bc.Ge.String()},
-	{"BC_OP_MAXIMUM", int64(bc.Maximum), bc.Maximum.String()},
-	{"BC_OP_MINIMUM", int64(bc.Minimum), bc.Minimum.String()},
-	{"BC_OP_POW", int64(bc.Pow), bc.Pow.String()},
-	{"BC_OP_REMAINDER", int64(bc.Remainder), bc.Remainder.String()},
-	{"BC_OP_FMOD", int64(bc.Fmod), bc.Fmod.String()},
-	{"BC_OP_FLOOR_DIVIDE", int64(bc.FloorDivide), bc.FloorDivide.String()},
-	{"BC_OP_LOGICAL_AND", int64(bc.LogicalAnd), bc.LogicalAnd.String()},
-	{"BC_OP_LOGICAL_OR", int64(bc.LogicalOr), bc.LogicalOr.String()},
-	{"BC_OP_LOGICAL_XOR", int64(bc.LogicalXor), bc.LogicalXor.String()},
-	{"BC_OP_BITWISE_AND", int64(bc.BitwiseAnd), bc.BitwiseAnd.String()},
-	{"BC_OP_BITWISE_OR", int64(bc.BitwiseOr), bc.BitwiseOr.String()},
-	{"BC_OP_BITWISE_XOR", int64(bc.BitwiseXor), bc.BitwiseXor.String()},
-	{"BC_OP_BITWISE_LEFT_SHIFT", int64(bc.BitwiseLeftShift), bc.BitwiseLeftShift.String()},
-	{"BC_OP_BITWISE_RIGHT_SHIFT", int64(bc.BitwiseRightShift), bc.BitwiseRightShift.String()},
-	{"BC_OP_ATAN2", int64(bc.Atan2), bc.Atan2.String()},
-	{"BC_OP_HYPOT", int64(bc.Hypot), bc.Hypot.String()},
-
 	{"BC_REDUCE_SUM", int64(bc.Sum), bc.Sum.String()},
 	{"BC_REDUCE_MEAN", int64(bc.Mean), bc.Mean.String()},
 	{"BC_REDUCE_PROD", int64(bc.Prod), bc.Prod.String()},
@@ -146,12 +119,27 @@ var goConsts = []goConst{
 	{"BC_EXPR_MAX_DEPTH", bc.ExprMaxDepth, ""},
 }
 
+// opsByName finds each operation by its PyTorch name, from the generated list.
+var opsByName = func() map[string]bc.Op {
+	m := map[string]bc.Op{}
+	for _, c := range opConsts {
+		m[c.name] = bc.Op(c.value)
+	}
+	return m
+}()
+
+// allConsts is every Go constant: the hand-kept ones above and the operation codes generated
+// from the engine's tables.
+func allConsts() []goConst {
+	return append(append(append([]goConst{}, goConsts...), opConsts...), unaryConsts...)
+}
+
 // Every Go constant has the value of its C constant, and every C constant of the families the
 // package exposes has a Go constant.
 func TestConstantsMatchTheHeader(t *testing.T) {
 	defs := headerDefines(t)
 	seen := map[string]bool{}
-	for _, c := range append(goConsts, unaryConsts...) {
+	for _, c := range allConsts() {
 		seen[c.macro] = true
 		v, ok := defs[c.macro]
 		if !ok {
@@ -170,7 +158,7 @@ func TestConstantsMatchTheHeader(t *testing.T) {
 	// The codes run without gaps up to the counts, so the lists above are complete.
 	for family, count := range map[string]string{"BC_OP_": "BC_OP_COUNT", "BC_UNARY_": "BC_UNARY_COUNT", "BC_REDUCE_": "BC_REDUCE_COUNT", "BC_DTYPE_": "BC_DTYPE_COUNT"} {
 		n := 0
-		for _, c := range append(goConsts, unaryConsts...) {
+		for _, c := range allConsts() {
 			if strings.HasPrefix(c.macro, family) {
 				n++
 			}
@@ -185,7 +173,7 @@ func TestConstantsMatchTheHeader(t *testing.T) {
 // functions bc_add ... bc_hypot; the dtypes' those of bc_dtype_name), never a number.
 func TestStringNamesTheConstant(t *testing.T) {
 	families := []string{"BC_ERROR_KIND_", "BC_DTYPE_", "BC_OP_", "BC_UNARY_", "BC_REDUCE_", "BC_LOOP_"}
-	for _, c := range append(goConsts, unaryConsts...) {
+	for _, c := range allConsts() {
 		for _, family := range families {
 			if strings.HasPrefix(c.macro, family) {
 				if want := strings.ToLower(strings.TrimPrefix(c.macro, family)); c.name != want {

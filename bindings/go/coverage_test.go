@@ -24,11 +24,8 @@ func notWrapped() map[string]string {
 			"read the record otherwise, so a stale failure is never mistaken for a new one",
 	}
 	// The per-operation and per-reduction functions are the generic ones with a fixed code.
-	ops := []string{"add", "sub", "mul", "div", "eq", "ne", "lt", "le", "gt", "ge", "maximum",
-		"minimum", "pow", "remainder", "fmod", "floor_divide", "logical_and", "logical_or",
-		"logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
-		"bitwise_right_shift", "atan2", "hypot"}
-	for _, op := range ops {
+	for _, c := range opConsts {
+		op := c.name
 		m["bc_"+op] = "bc_binary with this operation's code, which Op.Apply calls"
 		m["bc_"+op+"_inplace"] = "bc_binary_inplace with this operation's code, which Op.InPlace calls"
 		m["bc_"+op+"_out"] = "bc_binary_out with this operation's code, which Op.Out calls"

@@ -8,50 +8,8 @@ import "strconv"
 // Op is a binary elementwise operation, with PyTorch's semantics (torch.<name>): integer
 // arithmetic wraps; Float16 and BFloat16 compute in float32 and round each operation. Each has
 // three forms: Apply (a new result), InPlace (into the first operand) and Out (into a caller's
-// tensor). Its values are the library's own codes.
+// tensor). Its values are the library's own codes (binary_ops.go lists them).
 type Op int32
-
-// The operations.
-const (
-	Add Op = 0 // a + b (bools: or)
-	Sub Op = 1 // a - b (not bool)
-	Mul Op = 2 // a * b (bools: and)
-	Div Op = 3 // a / b, true division: integer and bool operands give Float32
-
-	Eq Op = 4 // a == b (Bool result; in place: 0 or 1 in the target's type)
-	Ne Op = 5 // a != b (Bool result; true where either is NaN)
-	Lt Op = 6 // a < b (Bool result)
-	Le Op = 7 // a <= b (Bool result)
-	Gt Op = 8 // a > b (Bool result)
-	Ge Op = 9 // a >= b (Bool result)
-
-	Maximum Op = 10 // the larger element; NaN where either is NaN; bools: or
-	Minimum Op = 11 // the smaller element; NaN where either is NaN; bools: and
-	Pow     Op = 12 // a to the power b (not bool); integers wrap
-
-	Remainder   Op = 13 // Python's a % b, with the sign of b; an integer zero divisor is ErrValue
-	Fmod        Op = 14 // C's fmod(a, b), with the sign of a; an integer zero divisor is ErrValue
-	FloorDivide Op = 15 // Python's a // b, rounded down; an integer zero divisor is ErrValue
-
-	LogicalAnd Op = 16 // both non-zero (Bool result; NaN is true)
-	LogicalOr  Op = 17 // either non-zero (Bool result)
-	LogicalXor Op = 18 // exactly one non-zero (Bool result)
-
-	BitwiseAnd        Op = 19 // a & b, integers and bool only
-	BitwiseOr         Op = 20 // a | b, integers and bool only
-	BitwiseXor        Op = 21 // a ^ b, integers and bool only
-	BitwiseLeftShift  Op = 22 // a << b, integers only; 0 when b is negative or at least the bit width
-	BitwiseRightShift Op = 23 // a >> b (arithmetic when signed), integers only
-
-	Atan2 Op = 24 // atan2(a, b); integer and bool operands give Float32
-	Hypot Op = 25 // hypot(a, b), floating types only
-)
-
-// opNames are PyTorch's names of the operations, indexed by code.
-var opNames = [...]string{"add", "sub", "mul", "div", "eq", "ne", "lt", "le", "gt", "ge",
-	"maximum", "minimum", "pow", "remainder", "fmod", "floor_divide", "logical_and",
-	"logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
-	"bitwise_left_shift", "bitwise_right_shift", "atan2", "hypot"}
 
 // String is the operation's name in PyTorch and the library ("add", "floor_divide", ...), or
 // "Op(n)" for a code this package does not know.

@@ -14,16 +14,6 @@ import (
 	bc "libbroadcast/broadcast"
 )
 
-var moreOps = map[string]bc.Op{
-	"eq": bc.Eq, "ne": bc.Ne, "lt": bc.Lt, "le": bc.Le, "gt": bc.Gt, "ge": bc.Ge,
-	"maximum": bc.Maximum, "minimum": bc.Minimum, "pow": bc.Pow, "remainder": bc.Remainder,
-	"fmod": bc.Fmod, "floor_divide": bc.FloorDivide, "logical_and": bc.LogicalAnd,
-	"logical_or": bc.LogicalOr, "logical_xor": bc.LogicalXor, "bitwise_and": bc.BitwiseAnd,
-	"bitwise_or": bc.BitwiseOr, "bitwise_xor": bc.BitwiseXor,
-	"bitwise_left_shift": bc.BitwiseLeftShift, "bitwise_right_shift": bc.BitwiseRightShift,
-	"atan2": bc.Atan2, "hypot": bc.Hypot,
-}
-
 // tiesDiffer is cellsDiffer where a zero may have either sign.
 func tiesDiffer(t *testing.T, x *bc.Tensor, want []cell) string {
 	got := readCells(t, x)
@@ -62,14 +52,11 @@ func conformOpsValues(t *testing.T) {
 	defer f.done()
 	for _, r := range sampleWithErrors(readRows(t, f.file), 1) {
 		f.checked++
-		op, ok := moreOps[r.str("op")]
+		op, ok := opsByName[r.str("op")]
 		if !ok {
 			t.Fatalf("unknown op %q", r.str("op"))
 		}
-		ulps := 0
-		if op == bc.Pow || op == bc.Atan2 || op == bc.Hypot {
-			ulps = 1 // PyTorch's vectorised and scalar loops may differ by one unit
-		}
+		ulps := opUlps[op]
 		sa, a, aBefore := operand(t, r["a"])
 		sb, b, bBefore := operand(t, r["b"])
 		var res *bc.Tensor
@@ -111,7 +98,7 @@ func conformOpsValues(t *testing.T) {
 	}
 }
 
-func conformOpsPromotion(t *testing.T) { checkPromotion(t, "ops_promotion.jsonl", moreOps, 1) }
+func conformOpsPromotion(t *testing.T) { checkPromotion(t, "ops_promotion.jsonl", opsByName, 1) }
 
 // conformWhere checks every row of where.jsonl (see every) through Where, and the successful ones again
 // through WhereOut. (The uint8 deprecation warning comes once per process, so whether this test

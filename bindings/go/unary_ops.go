@@ -2,8 +2,8 @@
 
 package broadcast
 
-// The unary operations, with PyTorch's semantics (torch.<name>(x)). Their values are the
-// library's own codes.
+// The unary operations, with PyTorch's semantics (torch.<name>(x)).
+// Their values are the library's own codes.
 const (
 	// Abs: `abs(x)`: the magnitude (integers wrap: the minimum stays the minimum; not bool).
 	Abs UnaryOp = 0

@@ -128,6 +128,21 @@ pub enum Compute {
     Floating,
 }
 
+/// How an operation takes a Python number `s` beside a tensor `t` (PyTorch's Tensor methods and
+/// their reflected forms, which Python calls for `s op t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Number {
+    /// Either order; `s op t` is computed as `t op' s` with this operation (the operation itself
+    /// when it commutes, the mirrored comparison for the others that compare).
+    Reflected(BinaryOp),
+    /// Either order, each computed as written: `op(s, t)`.
+    Ordered,
+    /// Only `t op s`: the number as the first operand is refused (`fmod`).
+    Second,
+    /// No number form at all.
+    Refused,
+}
+
 /// An operation's type rule (the rest of its row in the table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rule {
@@ -140,6 +155,11 @@ pub struct Rule {
     /// PyTorch reads that element in float32 (its "opmath" type) and computes in float32,
     /// rounding once, instead of rounding the element to the computation type first.
     pub float32_scalar: bool,
+    /// Whether and how a Python number may be an operand.
+    pub number: Number,
+    /// How many units in the last place a floating result may differ from PyTorch's (whose own
+    /// vectorised and scalar loops differ by as much); 0 for an exact operation.
+    pub ulps: u8,
     /// PyTorch's kernel name, as its refusal of a computation type names it.
     pub kernel_name: &'static str,
     on_int: bool,
@@ -237,6 +257,26 @@ macro_rules! has_kind {
 // The unary table is written with the same helpers.
 pub(crate) use {has_kind, if_kind, out_type};
 
+/// The table's `number` column: `commutes`, a mirrored operation's variant, `ordered`, `second`
+/// or `none`.
+macro_rules! number {
+    (commutes, $var:ident) => {
+        Number::Reflected(BinaryOp::$var)
+    };
+    (ordered, $var:ident) => {
+        Number::Ordered
+    };
+    (second, $var:ident) => {
+        Number::Second
+    };
+    (none, $var:ident) => {
+        Number::Refused
+    };
+    ($mirror:ident, $var:ident) => {
+        Number::Reflected(BinaryOp::$mirror)
+    };
+}
+
 macro_rules! flag {
     (any) => {
         false
@@ -252,11 +292,11 @@ macro_rules! flag {
     };
 }
 
-/// The table: `Variant "name" ScalarFn [kinds with a kernel] compute divisor scalar-b
+/// The table: `Variant "name" ScalarFn [kinds with a kernel] compute divisor scalar-b number ulps
 /// "kernel name";` (see [`Rule`]). Codes are positions, from 0 (the C API's `BC_OP_*`).
 macro_rules! binary_ops {
     ($($(#[$m:meta])* $var:ident $name:literal $K:ident [$($kind:ident)+] $compute:ident
-        $divisor:ident $scalar:ident $kname:literal;)+) => {
+        $divisor:ident $scalar:ident $number:ident $ulps:literal $kname:literal;)+) => {
         /// The elementwise binary operations, by their C code (`BC_OP_*`).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum BinaryOp {
@@ -281,6 +321,8 @@ macro_rules! binary_ops {
                         == DType::Bool as u8,
                     nonzero_divisor: flag!($divisor),
                     float32_scalar: flag!($scalar),
+                    number: number!($number, $var),
+                    ulps: $ulps,
                     kernel_name: $kname,
                     on_int: has_kind!(int [$($kind)+]),
                     on_float: has_kind!(float [$($kind)+]),
@@ -319,61 +361,61 @@ binary_ops! {
     // One row per operation, in `BC_OP_*` code order; a row's doc comment is its `BC_OP_*`
     // constant's documentation (scripts/gen_ops.py writes the C API's codes and named exports from
     // this table).
-    // variant         name                   scalar fn    kernels for       computes in  divisor  scalar b  PyTorch kernel
+    // variant         name                   scalar fn    kernels for       computes in  divisor  scalar b  number    ulps  PyTorch kernel
     /// `a + b` (bools: or).
-    Add                "add"                  Add          [int float bool]  Promoted     any      cast      "add_cpu/sub_cpu";
+    Add                "add"                  Add          [int float bool]  Promoted     any      cast      commutes  0     "add_cpu/sub_cpu";
     /// `a - b` (not bool).
-    Sub                "sub"                  Sub          [int float]       Promoted     any      cast      "add_cpu/sub_cpu";
+    Sub                "sub"                  Sub          [int float]       Promoted     any      cast      ordered   0     "add_cpu/sub_cpu";
     /// `a * b` (bools: and).
-    Mul                "mul"                  Mul          [int float bool]  Promoted     any      float32   "mul_cpu";
+    Mul                "mul"                  Mul          [int float bool]  Promoted     any      float32   commutes  0     "mul_cpu";
     /// `a / b`, true division: integer and bool operands give float32.
-    Div                "div"                  Div          [float]           Floating     any      float32   "div_true_cpu";
+    Div                "div"                  Div          [float]           Floating     any      float32   ordered   0     "div_true_cpu";
     /// `a == b` (bool result).
-    Eq                 "eq"                   Eq           [int float bool]  Promoted     any      cast      "eq_cpu";
+    Eq                 "eq"                   Eq           [int float bool]  Promoted     any      cast      commutes  0     "eq_cpu";
     /// `a != b` (bool result; true where either is NaN).
-    Ne                 "ne"                   Ne           [int float bool]  Promoted     any      cast      "ne_cpu";
+    Ne                 "ne"                   Ne           [int float bool]  Promoted     any      cast      commutes  0     "ne_cpu";
     /// `a < b` (bool result).
-    Lt                 "lt"                   Lt           [int float bool]  Promoted     any      cast      "lt_cpu";
+    Lt                 "lt"                   Lt           [int float bool]  Promoted     any      cast      Gt        0     "lt_cpu";
     /// `a <= b` (bool result).
-    Le                 "le"                   Le           [int float bool]  Promoted     any      cast      "le_cpu";
+    Le                 "le"                   Le           [int float bool]  Promoted     any      cast      Ge        0     "le_cpu";
     /// `a > b` (bool result).
-    Gt                 "gt"                   Gt           [int float bool]  Promoted     any      cast      "gt_cpu";
+    Gt                 "gt"                   Gt           [int float bool]  Promoted     any      cast      Lt        0     "gt_cpu";
     /// `a >= b` (bool result).
-    Ge                 "ge"                   Ge           [int float bool]  Promoted     any      cast      "ge_cpu";
+    Ge                 "ge"                   Ge           [int float bool]  Promoted     any      cast      Le        0     "ge_cpu";
     /// `maximum(a, b)`: the larger element; NaN where either is NaN; bools: or.
-    Maximum            "maximum"              Maximum      [int float bool]  Promoted     any      cast      "maximum_cpu";
+    Maximum            "maximum"              Maximum      [int float bool]  Promoted     any      cast      none      0     "maximum_cpu";
     /// `minimum(a, b)`: the smaller element; NaN where either is NaN; bools: and.
-    Minimum            "minimum"              Minimum      [int float bool]  Promoted     any      cast      "minimum_cpu";
+    Minimum            "minimum"              Minimum      [int float bool]  Promoted     any      cast      none      0     "minimum_cpu";
     /// `a ** b`, `a` to the power `b` (not bool). Integers: repeated squaring, wrapping; a negative
     /// exponent gives 1 for a base of 1, +-1 for -1, else 0.
-    Pow                "pow"                  Pow          [int float]       Promoted     any      cast      "pow";
+    Pow                "pow"                  Pow          [int float]       Promoted     any      cast      ordered   1     "pow";
     /// Python's `a % b`: the sign of `b` (not bool). An integer zero divisor is `BC_ERR_VALUE`.
-    Remainder          "remainder"            Remainder    [int float]       Promoted     nonzero  cast      "remainder_cpu";
+    Remainder          "remainder"            Remainder    [int float]       Promoted     nonzero  cast      ordered   0     "remainder_cpu";
     /// C's `fmod(a, b)`: the sign of `a` (not bool). An integer zero divisor is `BC_ERR_VALUE`.
-    Fmod               "fmod"                 Fmod         [int float]       Promoted     nonzero  cast      "fmod_cpu";
+    Fmod               "fmod"                 Fmod         [int float]       Promoted     nonzero  cast      second    0     "fmod_cpu";
     /// Python's `a // b`, rounded down (not bool). An integer zero divisor is `BC_ERR_VALUE`.
-    FloorDivide        "floor_divide"         FloorDivide  [int float]       Promoted     nonzero  float32   "div_floor_cpu";
+    FloorDivide        "floor_divide"         FloorDivide  [int float]       Promoted     nonzero  float32   ordered   0     "div_floor_cpu";
     /// `a && b`: both non-zero (bool result; NaN is true).
-    LogicalAnd         "logical_and"          LogicalAnd   [int float bool]  Promoted     any      cast      "logical_and_cpu";
+    LogicalAnd         "logical_and"          LogicalAnd   [int float bool]  Promoted     any      cast      none      0     "logical_and_cpu";
     /// `a || b`: either non-zero (bool result).
-    LogicalOr          "logical_or"           LogicalOr    [int float bool]  Promoted     any      cast      "logical_or_cpu";
+    LogicalOr          "logical_or"           LogicalOr    [int float bool]  Promoted     any      cast      none      0     "logical_or_cpu";
     /// `logical_xor(a, b)`: exactly one non-zero (bool result).
-    LogicalXor         "logical_xor"          LogicalXor   [int float bool]  Promoted     any      cast      "logical_xor_cpu";
+    LogicalXor         "logical_xor"          LogicalXor   [int float bool]  Promoted     any      cast      none      0     "logical_xor_cpu";
     /// `a & b`, integers and bool only.
-    BitwiseAnd         "bitwise_and"          BitwiseAnd   [int bool]        Promoted     any      cast      "bitwise_and_cpu";
+    BitwiseAnd         "bitwise_and"          BitwiseAnd   [int bool]        Promoted     any      cast      commutes  0     "bitwise_and_cpu";
     /// `a | b`, integers and bool only.
-    BitwiseOr          "bitwise_or"           BitwiseOr    [int bool]        Promoted     any      cast      "bitwise_or_cpu";
+    BitwiseOr          "bitwise_or"           BitwiseOr    [int bool]        Promoted     any      cast      commutes  0     "bitwise_or_cpu";
     /// `a ^ b`, integers and bool only.
-    BitwiseXor         "bitwise_xor"          BitwiseXor   [int bool]        Promoted     any      cast      "bitwise_xor_cpu";
+    BitwiseXor         "bitwise_xor"          BitwiseXor   [int bool]        Promoted     any      cast      commutes  0     "bitwise_xor_cpu";
     /// `a << b`, integers only; 0 when `b` is negative or at least the bit width.
-    BitwiseLeftShift   "bitwise_left_shift"   LeftShift    [int]             Promoted     any      cast      "lshift_cpu";
+    BitwiseLeftShift   "bitwise_left_shift"   LeftShift    [int]             Promoted     any      cast      ordered   0     "lshift_cpu";
     /// `a >> b` (arithmetic when signed), integers only; a shift by a negative amount or at least
     /// the bit width leaves the sign (or 0).
-    BitwiseRightShift  "bitwise_right_shift"  RightShift   [int]             Promoted     any      cast      "rshift_cpu";
+    BitwiseRightShift  "bitwise_right_shift"  RightShift   [int]             Promoted     any      cast      ordered   0     "rshift_cpu";
     /// `atan2(a, b)`; integers and bool compute in float32.
-    Atan2              "atan2"                Atan2        [float]           Floating     any      cast      "atan2_cpu";
+    Atan2              "atan2"                Atan2        [float]           Floating     any      cast      none      1     "atan2_cpu";
     /// `hypot(a, b)`, floating types only.
-    Hypot              "hypot"                Hypot        [float]           Promoted     any      cast      "hypot_cpu";
+    Hypot              "hypot"                Hypot        [float]           Promoted     any      cast      none      1     "hypot_cpu";
 }
 
 scalar_fn! {

@@ -7,7 +7,7 @@
 //! ([`decide`], [`steps`], the result's layout, [`Walk`]): [`plan_binary`] runs those same
 //! decisions on geometry alone, so the planner reports what the call would do.
 use super::alloc::try_collect;
-use super::binary_ops::{BinaryOp, Compute, Rule};
+use super::binary_ops::{BinaryOp, Compute, Number, Rule};
 use super::dtype::{can_cast, result_type, result_type_ranked, DType, Rank};
 use super::error::{Error, ErrorKind, Result};
 use super::kernels;
@@ -299,51 +299,42 @@ pub(crate) fn binary_wrapped_inplace(
 /// The operation and order PyTorch runs for `t op s` (`number_first`: `s op t`) with a Python
 /// number `s`: Python hands `s op t` to the tensor, whose reflected method computes `t op s` for
 /// the operations that commute and the mirrored comparison for the others that compare, and
-/// `op(s, t)` for the rest. `maximum`, `minimum`, `atan2`, `hypot` and the logical operations take
-/// no number, nor does `fmod` as its first operand: PyTorch's TypeError, in its words (`maximum`
-/// and `minimum` have no in-place method; their `out=` form's text stands for it).
+/// `op(s, t)` for the rest; the table's `number` column says which. An operation without a number
+/// form (or `fmod` with the number first) gives PyTorch's TypeError, in its words.
 pub(crate) fn python_order(
     op: BinaryOp,
     s: Scalar,
     number_first: bool,
     inplace: bool,
 ) -> Result<(BinaryOp, bool)> {
-    use BinaryOp::*;
     let kind = match s {
         Scalar::Bool(_) => "bool",
         Scalar::Int(_) => "int",
         Scalar::Float(_) => "float",
     };
-    if number_first && op == Fmod {
-        return Err(Error::invalid(format_args!(
-            "fmod() received an invalid combination of arguments - got ({kind}, Tensor), but \
+    match (op.rule().number, number_first) {
+        (Number::Second, true) => Err(Error::invalid(format_args!(
+            "{}() received an invalid combination of arguments - got ({kind}, Tensor), but \
              expected one of:\n * (Tensor input, Tensor other, *, Tensor out = None)\n * (Tensor \
-             input, Number other, *, Tensor out = None)\n"
-        )));
-    }
-    if matches!(
-        op,
-        Maximum | Minimum | Atan2 | Hypot | LogicalAnd | LogicalOr | LogicalXor
-    ) {
-        let method = inplace && !matches!(op, Maximum | Minimum);
-        let (name, arg) = match (number_first, method) {
-            (true, _) => ("", "'input' (position 1)"),
-            (false, true) => ("_", "'other' (position 1)"),
-            (false, false) => ("", "'other' (position 2)"),
-        };
-        return Err(Error::invalid(format_args!(
-            "{}{name}(): argument {arg} must be Tensor, not {kind}",
+             input, Number other, *, Tensor out = None)\n",
             op.name()
-        )));
+        ))),
+        (Number::Refused, _) => {
+            // `maximum` and `minimum` have no in-place method: their `out=` form's text.
+            let method = inplace && !matches!(op, BinaryOp::Maximum | BinaryOp::Minimum);
+            let (name, arg) = match (number_first, method) {
+                (true, _) => ("", "'input' (position 1)"),
+                (false, true) => ("_", "'other' (position 1)"),
+                (false, false) => ("", "'other' (position 2)"),
+            };
+            Err(Error::invalid(format_args!(
+                "{}{name}(): argument {arg} must be Tensor, not {kind}",
+                op.name()
+            )))
+        }
+        (Number::Reflected(reflected), true) => Ok((reflected, false)),
+        _ => Ok((op, number_first)),
     }
-    Ok(match (number_first, op) {
-        (true, Add | Mul | Eq | Ne | BitwiseAnd | BitwiseOr | BitwiseXor) => (op, false),
-        (true, Lt) => (Gt, false),
-        (true, Le) => (Ge, false),
-        (true, Gt) => (Lt, false),
-        (true, Ge) => (Le, false),
-        _ => (op, number_first),
-    })
 }
 
 /// `pow` with a number (PyTorch's `pow(Tensor, Scalar)` and `pow(Scalar, Tensor)`):

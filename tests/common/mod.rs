@@ -10,6 +10,9 @@ use std::path::PathBuf;
 use std::ptr;
 use std::sync::{Mutex, MutexGuard};
 
+pub mod ops_table;
+pub use ops_table::NAMED_OPS;
+
 // ---------------------------------------------------------------------------------------------
 // dtypes
 // ---------------------------------------------------------------------------------------------
@@ -40,40 +43,16 @@ pub const F32: i32 = 8;
 pub const F64: i32 = 9;
 
 /// The operations of `bc_binary*`, by code (`BC_OP_*`), named as in `torch`.
-pub const OP_NAMES: [&str; 26] = [
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "eq",
-    "ne",
-    "lt",
-    "le",
-    "gt",
-    "ge",
-    "maximum",
-    "minimum",
-    "pow",
-    "remainder",
-    "fmod",
-    "floor_divide",
-    "logical_and",
-    "logical_or",
-    "logical_xor",
-    "bitwise_and",
-    "bitwise_or",
-    "bitwise_xor",
-    "bitwise_left_shift",
-    "bitwise_right_shift",
-    "atan2",
-    "hypot",
-];
+pub fn op_name(op: i32) -> &'static str {
+    NAMED_OPS[op as usize].name
+}
 
 pub fn op_code(name: &str) -> i32 {
-    OP_NAMES
+    NAMED_OPS
         .iter()
-        .position(|n| *n == name)
-        .unwrap_or_else(|| panic!("unknown op {name:?}")) as i32
+        .find(|op| op.name == name)
+        .unwrap_or_else(|| panic!("unknown op {name:?}"))
+        .code
 }
 
 pub fn dtype_code(name: &str) -> i32 {

@@ -17,6 +17,10 @@ pub struct NamedOp {
     pub float: bool,
     pub int: bool,
     pub bool: bool,
+    /// Whether a number may be an operand (in at least one order).
+    pub number: bool,
+    /// How many units in the last place a floating result may differ from PyTorch's.
+    pub ulps: i64,
 }
 
 #[allow(dead_code)]
@@ -31,6 +35,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: true,
         bool: true,
+        number: true,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_SUB,
@@ -42,6 +48,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: true,
         bool: false,
+        number: true,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_MUL,
@@ -53,6 +61,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: true,
         bool: true,
+        number: true,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_DIV,
@@ -64,6 +74,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: false,
         bool: false,
+        number: true,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_EQ,
@@ -75,6 +87,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: true,
         bool: true,
+        number: true,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_NE,
@@ -86,6 +100,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: true,
         bool: true,
+        number: true,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_LT,
@@ -97,6 +113,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: true,
         bool: true,
+        number: true,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_LE,
@@ -108,6 +126,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: true,
         bool: true,
+        number: true,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_GT,
@@ -119,6 +139,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: true,
         bool: true,
+        number: true,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_GE,
@@ -130,6 +152,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: true,
         bool: true,
+        number: true,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_MAXIMUM,
@@ -141,6 +165,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: true,
         bool: true,
+        number: false,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_MINIMUM,
@@ -152,6 +178,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: true,
         bool: true,
+        number: false,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_POW,
@@ -163,6 +191,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: true,
         bool: false,
+        number: true,
+        ulps: 1,
     },
     NamedOp {
         code: BC_OP_REMAINDER,
@@ -174,6 +204,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: true,
         bool: false,
+        number: true,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_FMOD,
@@ -185,6 +217,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: true,
         bool: false,
+        number: true,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_FLOOR_DIVIDE,
@@ -200,6 +234,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: true,
         bool: false,
+        number: true,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_LOGICAL_AND,
@@ -215,6 +251,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: true,
         bool: true,
+        number: false,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_LOGICAL_OR,
@@ -230,6 +268,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: true,
         bool: true,
+        number: false,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_LOGICAL_XOR,
@@ -245,6 +285,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: true,
         bool: true,
+        number: false,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_BITWISE_AND,
@@ -260,6 +302,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: false,
         int: true,
         bool: true,
+        number: true,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_BITWISE_OR,
@@ -275,6 +319,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: false,
         int: true,
         bool: true,
+        number: true,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_BITWISE_XOR,
@@ -290,6 +336,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: false,
         int: true,
         bool: true,
+        number: true,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_BITWISE_LEFT_SHIFT,
@@ -305,6 +353,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: false,
         int: true,
         bool: false,
+        number: true,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_BITWISE_RIGHT_SHIFT,
@@ -320,6 +370,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: false,
         int: true,
         bool: false,
+        number: true,
+        ulps: 0,
     },
     NamedOp {
         code: BC_OP_ATAN2,
@@ -331,6 +383,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: false,
         bool: false,
+        number: false,
+        ulps: 1,
     },
     NamedOp {
         code: BC_OP_HYPOT,
@@ -342,6 +396,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         float: true,
         int: false,
         bool: false,
+        number: false,
+        ulps: 1,
     },
 ];
 
