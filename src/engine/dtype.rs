@@ -1,20 +1,5 @@
 //! Element types and PyTorch 2.x type promotion (docs/semantics.md, section 6).
 
-/// The ten element types. The discriminants are the stable codes of the C API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum DType {
-    Bool = 0,
-    U8 = 1,
-    I8 = 2,
-    I16 = 3,
-    I32 = 4,
-    I64 = 5,
-    F16 = 6,
-    BF16 = 7,
-    F32 = 8,
-    F64 = 9,
-}
-
 /// Promotion categories, ordered: a 0-d operand only raises the result's category.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Category {
@@ -23,20 +8,97 @@ pub enum Category {
     Floating,
 }
 
-impl DType {
-    pub const ALL: [DType; 10] = [
-        DType::Bool,
-        DType::U8,
-        DType::I8,
-        DType::I16,
-        DType::I32,
-        DType::I64,
-        DType::F16,
-        DType::BF16,
-        DType::F32,
-        DType::F64,
-    ];
+/// The table: `Variant = code "name" "PyTorch's name" "checked C++ name" "typeid name" size
+/// Category (lowest, highest);`, one row per element type in code order (see the methods of
+/// [`DType`] for what each column means).
+macro_rules! dtypes {
+    ($($var:ident = $code:literal $name:literal $torch:literal $checked:literal $typeid:literal
+        $size:literal $cat:ident ($lowest:expr, $highest:expr);)+) => {
+        /// The element types. The discriminants are the stable codes of the C API.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum DType {
+            $($var = $code,)+
+        }
 
+        impl DType {
+            /// Every element type, in code order.
+            pub const ALL: [DType; [$($code),+].len()] = [$(DType::$var),+];
+
+            /// The size of one element in bytes.
+            pub fn size(self) -> usize {
+                match self {
+                    $(DType::$var => $size,)+
+                }
+            }
+
+            /// The library's name, as `bc_dtype_name` returns it.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(DType::$var => $name,)+
+                }
+            }
+
+            /// PyTorch's scalar-type name, used in its messages ("Float", "Int", ...).
+            pub fn torch_name(self) -> &'static str {
+                match self {
+                    $(DType::$var => $torch,)+
+                }
+            }
+
+            /// PyTorch's name of the dtype in Python (`torch.float16`), as printing shows it.
+            pub fn torch_dtype(self) -> &'static str {
+                match self {
+                    $(DType::$var => concat!("torch.", $name),)+
+                }
+            }
+
+            /// The C++ type PyTorch's checked conversions name ("value cannot be converted to
+            /// type uint8_t without overflow").
+            pub fn checked_cpp_name(self) -> &'static str {
+                match self {
+                    $(DType::$var => $checked,)+
+                }
+            }
+
+            /// The C++ type as `typeid(...).name()` demangles it, which some of PyTorch's checks
+            /// print (`lerp`, `clamp_`): "unsigned char", "long int".
+            pub fn typeid_name(self) -> &'static str {
+                match self {
+                    $(DType::$var => $typeid,)+
+                }
+            }
+
+            pub fn category(self) -> Category {
+                match self {
+                    $(DType::$var => Category::$cat,)+
+                }
+            }
+
+            /// The lowest and the highest finite value the type holds, as f64.
+            pub fn range(self) -> (f64, f64) {
+                match self {
+                    $(DType::$var => ($lowest, $highest),)+
+                }
+            }
+        }
+    };
+}
+
+dtypes! {
+    // variant code  name        PyTorch   checked C++      typeid name      size category  (lowest, highest)
+    Bool = 0       "bool"      "Bool"     "bool"           "bool"           1    Bool      (0.0, 1.0);
+    U8 = 1         "uint8"     "Byte"     "uint8_t"        "unsigned char"  1    Integer   (0.0, 255.0);
+    I8 = 2         "int8"      "Char"     "int8_t"         "signed char"    1    Integer   (-128.0, 127.0);
+    I16 = 3        "int16"     "Short"    "int16_t"        "short int"      2    Integer   (-32768.0, 32767.0);
+    I32 = 4        "int32"     "Int"      "int"            "int"            4    Integer   (i32::MIN as f64, i32::MAX as f64);
+    I64 = 5        "int64"     "Long"     "int64_t"        "long int"       8    Integer   (i64::MIN as f64, i64::MAX as f64);
+    F16 = 6        "float16"   "Half"     "c10::Half"      "c10::Half"      2    Floating  (-65504.0, 65504.0);
+    BF16 = 7       "bfloat16"  "BFloat16" "c10::BFloat16"  "c10::BFloat16"  2    Floating  (-3.3895313892515355e38, 3.3895313892515355e38);
+    F32 = 8        "float32"   "Float"    "float"          "float"          4    Floating  (f32::MIN as f64, f32::MAX as f64);
+    F64 = 9        "float64"   "Double"   "double"         "double"         8    Floating  (f64::MIN, f64::MAX);
+}
+
+impl DType {
     pub fn from_code(code: i32) -> Option<DType> {
         usize::try_from(code)
             .ok()
@@ -45,55 +107,6 @@ impl DType {
 
     pub fn code(self) -> i32 {
         self as i32
-    }
-
-    pub fn size(self) -> usize {
-        match self {
-            DType::Bool | DType::U8 | DType::I8 => 1,
-            DType::I16 | DType::F16 | DType::BF16 => 2,
-            DType::I32 | DType::F32 => 4,
-            DType::I64 | DType::F64 => 8,
-        }
-    }
-
-    /// The library's name, as `bc_dtype_name` returns it.
-    pub fn name(self) -> &'static str {
-        match self {
-            DType::Bool => "bool",
-            DType::U8 => "uint8",
-            DType::I8 => "int8",
-            DType::I16 => "int16",
-            DType::I32 => "int32",
-            DType::I64 => "int64",
-            DType::F16 => "float16",
-            DType::BF16 => "bfloat16",
-            DType::F32 => "float32",
-            DType::F64 => "float64",
-        }
-    }
-
-    /// PyTorch's scalar-type name, used in its messages ("Float", "Int", ...).
-    pub fn torch_name(self) -> &'static str {
-        match self {
-            DType::Bool => "Bool",
-            DType::U8 => "Byte",
-            DType::I8 => "Char",
-            DType::I16 => "Short",
-            DType::I32 => "Int",
-            DType::I64 => "Long",
-            DType::F16 => "Half",
-            DType::BF16 => "BFloat16",
-            DType::F32 => "Float",
-            DType::F64 => "Double",
-        }
-    }
-
-    pub fn category(self) -> Category {
-        match self {
-            DType::Bool => Category::Bool,
-            DType::F16 | DType::BF16 | DType::F32 | DType::F64 => Category::Floating,
-            _ => Category::Integer,
-        }
     }
 
     pub fn is_floating(self) -> bool {

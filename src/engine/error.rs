@@ -107,7 +107,7 @@ pub enum Error {
     NegativeIntegerPower,
     /// A number that `pow` reads in the computation type does not fit it (PyTorch's checked
     /// conversion of the exponent, which names the C++ type).
-    #[error("value cannot be converted to type {} without overflow", cpp_name(*dtype))]
+    #[error("value cannot be converted to type {} without overflow", dtype.checked_cpp_name())]
     NumberOverflow { dtype: DType },
     /// `where`: a condition that is neither bool nor uint8.
     #[error("where expected condition to be a boolean tensor, but got a tensor with dtype {}", dtype.torch_name())]
@@ -312,22 +312,6 @@ impl Error {
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
-
-/// The C++ type of a dtype, as PyTorch's checked conversions name it.
-fn cpp_name(dtype: DType) -> &'static str {
-    match dtype {
-        DType::Bool => "bool",
-        DType::U8 => "uint8_t",
-        DType::I8 => "int8_t",
-        DType::I16 => "int16_t",
-        DType::I32 => "int",
-        DType::I64 => "int64_t",
-        DType::F16 => "c10::Half",
-        DType::BF16 => "c10::BFloat16",
-        DType::F32 => "float",
-        DType::F64 => "double",
-    }
-}
 
 /// The text of [`Error::EmptyReduction`] after the operation's name, written without allocating
 /// (failures are recorded into a fixed buffer).

@@ -427,22 +427,6 @@ impl Printer<'_> {
     }
 }
 
-/// PyTorch's name of a dtype in the `dtype=` suffix.
-fn torch_dtype(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "torch.bool",
-        DType::U8 => "torch.uint8",
-        DType::I8 => "torch.int8",
-        DType::I16 => "torch.int16",
-        DType::I32 => "torch.int32",
-        DType::I64 => "torch.int64",
-        DType::F16 => "torch.float16",
-        DType::BF16 => "torch.bfloat16",
-        DType::F32 => "torch.float32",
-        DType::F64 => "torch.float64",
-    }
-}
-
 /// `_add_suffixes`: each suffix after ", ", or on a new line when it would pass the line width.
 /// `last` is PyTorch's "last line length" (which starts two above the characters on the line).
 fn suffix(out: &mut Out<'_>, last: &mut usize, args: fmt::Arguments<'_>) -> fmt::Result {
@@ -593,7 +577,7 @@ fn write_rest(t: &Tensor, printer: Option<&Printer<'_>>, out: &mut Out<'_>) -> f
         suffix(
             out,
             &mut last,
-            format_args!("dtype={}", torch_dtype(t.dtype())),
+            format_args!("dtype={}", t.dtype().torch_dtype()),
         )?;
     }
     out.write_char(')')

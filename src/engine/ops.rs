@@ -444,18 +444,7 @@ fn decide_pow_number<O: Operand>(
 /// type's finite range; an integer within the type's range, or for an unsigned type down to
 /// minus its maximum (negative values wrap).
 pub(crate) fn fits(s: Scalar, dtype: DType) -> bool {
-    let (lowest, max) = match dtype {
-        DType::Bool => (0.0, 1.0),
-        DType::U8 => (0.0, 255.0),
-        DType::I8 => (-128.0, 127.0),
-        DType::I16 => (-32768.0, 32767.0),
-        DType::I32 => (-2147483648.0, 2147483647.0),
-        DType::I64 => (i64::MIN as f64, i64::MAX as f64),
-        DType::F16 => (-65504.0, 65504.0),
-        DType::BF16 => (-3.3895313892515355e38, 3.3895313892515355e38),
-        DType::F32 => (f32::MIN as f64, f32::MAX as f64),
-        DType::F64 => (f64::MIN, f64::MAX),
-    };
+    let (lowest, max) = dtype.range();
     match s {
         Scalar::Bool(_) => true,
         Scalar::Float(f) if dtype.is_floating() && !f.is_finite() => true,

@@ -56,22 +56,6 @@ impl<'a> Arg<'a> {
     }
 }
 
-/// The C++ type names PyTorch's `lerp` and `clamp_` checks print.
-fn cpp_type(dtype: DType) -> &'static str {
-    match dtype {
-        DType::Bool => "bool",
-        DType::U8 => "unsigned char",
-        DType::I8 => "signed char",
-        DType::I16 => "short int",
-        DType::I32 => "int",
-        DType::I64 => "long int",
-        DType::F16 => "c10::Half",
-        DType::BF16 => "c10::BFloat16",
-        DType::F32 => "float",
-        DType::F64 => "double",
-    }
-}
-
 /// A call's decisions.
 struct Decision {
     result: DType,
@@ -110,16 +94,16 @@ fn decide(
             if end.dtype() != input.dtype() {
                 return Err(Error::LerpDtype {
                     what: "end",
-                    expected: cpp_type(input.dtype()),
-                    got: cpp_type(end.dtype()),
+                    expected: input.dtype().typeid_name(),
+                    got: end.dtype().typeid_name(),
                 });
             }
             if let Some(w) = c.tensor() {
                 if w.ndim() > 0 && w.dtype() != input.dtype() {
                     return Err(Error::LerpDtype {
                         what: "weight",
-                        expected: cpp_type(input.dtype()),
-                        got: cpp_type(w.dtype()),
+                        expected: input.dtype().typeid_name(),
+                        got: w.dtype().typeid_name(),
                     });
                 }
             }
@@ -184,7 +168,7 @@ fn decide(
             return Err(match (op, number_bounds, dest) {
                 (TernaryOp::Clamp, true, Dest::InPlace) => Error::CastRefusedCpp {
                     from: result,
-                    to: cpp_type(w.dtype()),
+                    to: w.dtype().typeid_name(),
                 },
                 _ => Error::CastRefused {
                     from: result,
@@ -282,13 +266,12 @@ fn outside(s: Scalar, dtype: DType, is_min: bool) -> bool {
     }
 }
 
+/// The range an integer number is held to for `dtype`: the type's own (a bool's is not held, as
+/// the conversion to bool reads any non-zero value as true).
 fn int_range(dtype: DType) -> (f64, f64) {
     match dtype {
-        DType::U8 => (0.0, 255.0),
-        DType::I8 => (-128.0, 127.0),
-        DType::I16 => (-32768.0, 32767.0),
-        DType::I32 => (i32::MIN as f64, i32::MAX as f64),
-        _ => (i64::MIN as f64, i64::MAX as f64),
+        DType::Bool => DType::I64.range(),
+        t => t.range(),
     }
 }
 

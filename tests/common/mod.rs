@@ -19,28 +19,28 @@ pub use ops_table::NAMED_OPS;
 
 /// The ten dtypes, by C code, with the names the library and the oracle use.
 pub const DTYPES: [(&str, i32); 10] = [
-    ("bool", 0),
-    ("uint8", 1),
-    ("int8", 2),
-    ("int16", 3),
-    ("int32", 4),
-    ("int64", 5),
-    ("float16", 6),
-    ("bfloat16", 7),
-    ("float32", 8),
-    ("float64", 9),
+    ("bool", BC_DTYPE_BOOL),
+    ("uint8", BC_DTYPE_UINT8),
+    ("int8", BC_DTYPE_INT8),
+    ("int16", BC_DTYPE_INT16),
+    ("int32", BC_DTYPE_INT32),
+    ("int64", BC_DTYPE_INT64),
+    ("float16", BC_DTYPE_FLOAT16),
+    ("bfloat16", BC_DTYPE_BFLOAT16),
+    ("float32", BC_DTYPE_FLOAT32),
+    ("float64", BC_DTYPE_FLOAT64),
 ];
 
-pub const BOOL: i32 = 0;
-pub const U8: i32 = 1;
-pub const I8: i32 = 2;
-pub const I16: i32 = 3;
-pub const I32: i32 = 4;
-pub const I64: i32 = 5;
-pub const F16: i32 = 6;
-pub const BF16: i32 = 7;
-pub const F32: i32 = 8;
-pub const F64: i32 = 9;
+pub const BOOL: i32 = BC_DTYPE_BOOL;
+pub const U8: i32 = BC_DTYPE_UINT8;
+pub const I8: i32 = BC_DTYPE_INT8;
+pub const I16: i32 = BC_DTYPE_INT16;
+pub const I32: i32 = BC_DTYPE_INT32;
+pub const I64: i32 = BC_DTYPE_INT64;
+pub const F16: i32 = BC_DTYPE_FLOAT16;
+pub const BF16: i32 = BC_DTYPE_BFLOAT16;
+pub const F32: i32 = BC_DTYPE_FLOAT32;
+pub const F64: i32 = BC_DTYPE_FLOAT64;
 
 /// The operations of `bc_binary*`, by code (`BC_OP_*`), named as in `torch`.
 pub fn op_name(op: i32) -> &'static str {
