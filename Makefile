@@ -105,8 +105,10 @@ go-bench:
 	cargo build --release
 	bash scripts/go_bench.sh
 
-# The Julia package's central step (reversed sizes and strides) through the C API from Python
-# ctypes, against a reference of Julia's broadcasting rule: runs without Julia.
+# The Julia package's central step (reversed sizes and strides) and its other C calls through the
+# C API from Python ctypes, against a reference of Julia's broadcasting rule; then its symbols
+# (each one exported) and its coverage of the C API (each function wrapped or listed with a
+# reason): runs without Julia.
 julia-proxy-test:
 	cargo build --release
 	python3 bindings/julia/test/colmajor_proxy.py target/release/libbroadcast.so
