@@ -69,6 +69,7 @@ const FUNCTIONS = (
     :bc_plan_reduce, :bc_plan_sum_to_size, :bc_plan_binary_sum_to,
     :bc_unary, :bc_unary_inplace, :bc_unary_out, :bc_var, :bc_std,
     :bc_tensor_numel, :bc_tensor_format, :bc_tensor_data, :bc_all, :bc_any, :bc_clamp, :bc_clamp_scalar,
+    :bc_tensor_reshape,
 )
 
 fn(name::Symbol) = FN[name]
@@ -494,6 +495,28 @@ function Base.permutedims(t::Tensor, perm)
                               t, pointer(d), n, out)
     return view_of(t, out, st)
 end
+
+"""
+    reshape(t::Tensor, dims...)
+    vec(t::Tensor)
+
+`t` with the Julia size `dims` (one of them may be `:`), its elements taken in Julia's
+column-major order, as `reshape(A, dims...)` takes an array's: the library's row-major reshape of
+the reversed sizes is exactly that. The result views `t`'s memory when the strides allow it,
+and is otherwise (a slice with steps, a permuted view) a copy in new memory, as PyTorch's
+reshape is (Julia's reshape of an array always shares). `vec(t)` is `reshape(t, :)`.
+"""
+function Base.reshape(t::Tensor, dims::Union{Integer,Colon}...)
+    s = Int64[d isa Colon ? -1 : d for d in reverse(dims)] # -1: the library infers the size
+    copied = Ref{Bool}(false)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = GC.@preserve s ccall(fn(:bc_tensor_reshape), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Ref{Bool}, Ref{Ptr{Cvoid}}),
+                              t, pointer(s), length(s), copied, out)
+    check(st)
+    return Tensor(Own(), out[], copied[] ? nothing : t.root)
+end
+Base.reshape(t::Tensor, dims::Tuple{Vararg{Union{Integer,Colon}}}) = reshape(t, dims...)
+Base.vec(t::Tensor) = reshape(t, :)
 
 """
     slice(t::Tensor, dim::Integer, r::AbstractRange)

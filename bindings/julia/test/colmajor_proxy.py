@@ -28,7 +28,8 @@ an array or a number), `dest .= a .op b` (bc_binary_out into a strided view), `d
 (bc_unary_out), `ifelse.(c, 0f0, A)` (a 0-dimensional operand of bc_where), `clamp.(A, lo, hi)`
 (bc_clamp_scalar), `sum(A)`, `maximum(A)`, `all(A; dims)`, ... (bc_reduce, bc_all and bc_any:
 no dims gives a 0-dimensional result read as the value), `length` (bc_tensor_numel) and `show`
-(bc_tensor_format: row-major text). Ends with `N passed, N failed`.
+(bc_tensor_format: row-major text), `reshape(A, dims...)` (bc_tensor_reshape of the reversed
+sizes: Julia's column-major order, no copy of a dense array). Ends with `N passed, N failed`.
 
 Usage: colmajor_proxy.py [path/to/libbroadcast.so] (default: target/release of this repository).
 BC_PROXY_SEED and BC_PROXY_PAIRS override the seed (printed) and the number of pairs (1500).
@@ -93,6 +94,8 @@ lib.bc_reduce.restype = ctypes.c_int32
 for _name in ("bc_all", "bc_any"):
     getattr(lib, _name).argtypes = [P, I64P, ctypes.c_size_t, ctypes.c_bool, ctypes.POINTER(P)]
     getattr(lib, _name).restype = ctypes.c_int32
+lib.bc_tensor_reshape.argtypes = [P, I64P, ctypes.c_size_t, ctypes.POINTER(ctypes.c_bool), ctypes.POINTER(P)]
+lib.bc_tensor_reshape.restype = ctypes.c_int32
 lib.bc_tensor_numel.argtypes = [P, ctypes.POINTER(ctypes.c_int64)]
 lib.bc_tensor_numel.restype = ctypes.c_int32
 lib.bc_tensor_format.argtypes = [P, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]
@@ -758,6 +761,42 @@ def check_reduce_value(rng):
         lib.bc_tensor_free(ta)
 
 
+def check_reshape(rng, dtype):
+    """reshape(A, dims...) as the package asks for it (the Julia sizes reversed, `:` as -1)
+    against Julia's: the same elements in column-major order; a dense array is never copied."""
+    size = [rng.randint(1, 4) for _ in range(rng.randint(0, 4))]
+    A = JuliaArray(rng, dtype, size)
+    factors = []
+    for s in size:  # the element count as a product of other sizes
+        factors += [2, s // 2] if s % 2 == 0 and s > 2 and rng.random() < 0.5 else [s]
+    rng.shuffle(factors)
+    if rng.random() < 0.3:
+        factors.append(1)
+    dims = list(factors)
+    if dims and rng.random() < 0.3:
+        dims[rng.randrange(len(dims))] = -1  # Julia's `:`
+    arr = (ctypes.c_int64 * max(len(dims), 1))(*reversed(dims))
+    ta, tr, copied = A.tensor(), P(), ctypes.c_bool()
+    try:
+        st = lib.bc_tensor_reshape(ta, arr, len(dims), ctypes.byref(copied), ctypes.byref(tr))
+        if st != BC_OK:
+            return f"reshape {tuple(size)} to {tuple(dims)}: the library failed: {last_error()}"
+        if julia_size_of(tr) != tuple(factors):
+            return f"reshape {tuple(size)} to {tuple(dims)}: size {julia_size_of(tr)}, Julia's {tuple(factors)}"
+        want = [element(A, i) for i in column_major_indices(tuple(size))]
+        got = julia_array_of(tr, dtype, factors)
+        if not same_values(got, want):
+            return f"reshape {tuple(size)} to {tuple(dims)}: values differ from Julia's"
+        dense = all(s == math.prod(size[:k]) for k, s in enumerate(A.strides))
+        if dense and copied.value:
+            return f"reshape of a dense {tuple(size)} copied, where Julia's shares the memory"
+        return None
+    finally:
+        if tr:
+            lib.bc_tensor_free(tr)
+        lib.bc_tensor_free(ta)
+
+
 def check_format():
     """show(t): the library's text of the reversed view is row-major, Julia's 2x3 Float32[1 2 3;
     4 5 6] printing as 3 rows of 2 (the text is PyTorch's repr of that row-major tensor)."""
@@ -846,7 +885,8 @@ def main():
                    (".=", lambda: check_assign(rng, rng.choice(list(DTYPES)))),
                    ("out form", lambda: check_out(rng, rng.choice(list(DTYPES)))),
                    ("ifelse/clamp with numbers", lambda: check_number_operands(rng, rng.choice(list(DTYPES)))),
-                   ("reduction to a value", lambda: check_reduce_value(rng))]
+                   ("reduction to a value", lambda: check_reduce_value(rng)),
+                   ("reshape", lambda: check_reshape(rng, rng.choice(list(DTYPES))))]
     for what, check in conventions:
         count = pairs // 5
         for n in range(count):

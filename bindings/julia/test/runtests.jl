@@ -526,6 +526,19 @@ end
     @test sum(Tensor(Int32[1, 2, 3]))[] == 6 # a number: getindex of it is itself
     @test Tensor(fill(2.5))[] == 2.5
 
+    # reshape in Julia's column-major order: a view of the memory where the strides allow one.
+    R = reshape(collect(1.0:24.0), 4, 6)
+    r = Tensor(R)
+    @test Array(reshape(r, 3, 8)) == reshape(R, 3, 8) && Array(reshape(r, (2, :, 3))) == reshape(R, 2, 4, 3)
+    @test Array(vec(r)) == vec(R) && size(vec(r)) == (24,)
+    rv = reshape(r, 8, 3)
+    LB.add!(rv, 100.0)
+    @test R[1] == 101.0 # a view of R's memory, as Julia's reshape is
+    sl = LB.slice(r, 1, 1:2:3) # rows 1 and 3: no view can flatten it
+    @test Array(vec(sl)) == vec(R[1:2:3, :])
+    e = caught(() -> reshape(r, 5, 5))
+    @test e isa BroadcastError && e.status == LB.BC_ERR_SHAPE
+
     # Equality by value, with Tensors and with arrays; hash agrees.
     @test t == Tensor(copy(A)) && t == A && A == t
     @test t != Tensor(Float32[1 2 3; 4 5 7]) && t != Float32[1 2 3] && t != permutedims(A)

@@ -79,14 +79,13 @@ NOT_WRAPPED = {
     "bc_tensor_transpose": "permutedims(t, perm) is the view, for any two dimensions",
     "bc_tensor_as_strided": "not wrapped yet: an unchecked view, for which Julia code has "
                             "Base's own strided views of the array",
-    "bc_tensor_view": "not wrapped yet (reshape of a Julia array is Base's reshape before "
-                      "Tensor(A))",
-    "bc_tensor_reshape": "as bc_tensor_view",
-    "bc_tensor_unsqueeze": "as bc_tensor_view",
+    "bc_tensor_view": "reshape(t, dims...) is bc_tensor_reshape, a view whenever the strides "
+                      "allow one, as Julia's reshape is",
+    "bc_tensor_unsqueeze": "reshape(t, dims...) with a size 1 added",
     "bc_tensor_squeeze": "not wrapped yet: PyTorch's squeeze keeps a dimension whose size is "
                          "not 1 where Julia's dropdims refuses it",
     "bc_tensor_squeeze_all": "as bc_tensor_squeeze",
-    "bc_tensor_flatten": "as bc_tensor_view",
+    "bc_tensor_flatten": "vec(t) is reshape(t, :), which is the flattening in Julia's order",
     "bc_lerp": "no Julia function has PyTorch's lerp, addcmul or addcdiv: not wrapped yet",
     "bc_lerp_inplace": "as bc_lerp",
     "bc_lerp_out": "as bc_lerp",
