@@ -39,8 +39,6 @@ NOT_USED = {
     "bc_unary_out": "the out forms call each operation's own bc_<name>_out",
     "bc_tensor_is_live": "a bc::Tensor owns its handle, so it never holds a freed one; a caller "
                          "holding raw handles can call the C function",
-    "bc_clamp_scalar_out": "not wrapped yet: clamp with number bounds into an existing tensor "
-                           "(the tensor-bound clamp has its out form)",
 }
 # A number operand: the generic calls with the operation's code (BC_HPP_NUMBER), for every
 # operation, rather than the four named ones.
