@@ -41,9 +41,11 @@ $(VENV)/numpy-installed:
 # Formatting, lints, the generated header matching the code and docs/api.md matching the header,
 # no reference outside the repo, the stated Rust minimum true for the lockfile, the C ABI only
 # grown since the headers kept in abi/, the installed library within its size budget, and the
-# headers clean under clang's -Wdocumentation (skipped, saying so, without clang++).
+# headers clean under clang's -Wdocumentation (skipped, saying so, without clang++), and every C
+# function used by the C++ header or listed with the reason it is not.
 check: header-drift self-contained size-check
 	bash scripts/header_doc_check.sh
+	python3 scripts/cpp_coverage.py
 	python3 scripts/msrv_check.py
 	python3 scripts/gen_ops.py --check
 	python3 scripts/gen_api_doc.py --check
@@ -103,8 +105,10 @@ go-bench:
 	cargo build --release
 	bash scripts/go_bench.sh
 
-# The Julia package's central step (reversed sizes and strides) through the C API from Python
-# ctypes, against a reference of Julia's broadcasting rule: runs without Julia.
+# The Julia package's central step (reversed sizes and strides) and its other C calls through the
+# C API from Python ctypes, against a reference of Julia's broadcasting rule; then its symbols
+# (each one exported) and its coverage of the C API (each function wrapped or listed with a
+# reason): runs without Julia.
 julia-proxy-test:
 	cargo build --release
 	python3 bindings/julia/test/colmajor_proxy.py target/release/libbroadcast.so

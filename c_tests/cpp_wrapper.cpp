@@ -1093,6 +1093,9 @@ static void math_operations() {
     CHECK(bc::argmax(x).at<const int64_t>() == 2 && bc::argmin(x, 1).to_vector<int64_t>() == (std::vector<int64_t>{0, 1}));
     CHECK(bc::all(x).at<const bool>() && !bc::any(x - x).at<const bool>());
     CHECK(bc::clamp(x, 2, 5).to_vector<float>() == (std::vector<float>{2, 4, 5, 2}));
+    bc::Tensor clamped = bc::Tensor::zeros(bc::DType::Float32, {2, 2});
+    bc::clamp(x, 2, 5, clamped); // number bounds into an existing tensor (bc_clamp_scalar_out)
+    CHECK(clamped.to_vector<float>() == (std::vector<float>{2, 4, 5, 2}));
     CHECK(bc::lerp(x, x * 3.0f, 0.5).to_vector<float>() == (std::vector<float>{2, 8, 18, 4}));
     CHECK(bc::addcmul(x, x, x, 2).to_vector<float>() == (std::vector<float>{3, 36, 171, 10}));
     bc::addcdiv_inplace(x, x, x);

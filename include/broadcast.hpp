@@ -1307,11 +1307,17 @@ inline void clamp(const Tensor &input, const Tensor &min, const Tensor &max, Ten
 inline void clamp_inplace(Tensor &input, const Tensor &min, const Tensor &max) {
     detail::check(bc_clamp_inplace(detail::handle(input), detail::handle(min), detail::handle(max)));
 }
-/// clamp with number bounds (bc_clamp_scalar): bc::clamp(t, 0, 2.5).
+/// clamp with number bounds (bc_clamp_scalar): bc::clamp(t, 0, 2.5); into an existing tensor of
+/// the same type, bc::clamp(t, 0, 2.5, out) (bc_clamp_scalar_out).
 template <class L, class H, detail::if_number<L> = 0, detail::if_number<H> = 0>
 Tensor clamp(const Tensor &input, L min, H max) {
     const bc_scalar lo = detail::number(min), hi = detail::number(max);
     return detail::make([&](bc_tensor **out) { return bc_clamp_scalar(detail::handle(input), &lo, &hi, out); });
+}
+template <class L, class H, detail::if_number<L> = 0, detail::if_number<H> = 0>
+void clamp(const Tensor &input, L min, H max, Tensor &out) {
+    const bc_scalar lo = detail::number(min), hi = detail::number(max);
+    detail::check(bc_clamp_scalar_out(detail::handle(input), &lo, &hi, detail::handle(out)));
 }
 template <class L, class H, detail::if_number<L> = 0, detail::if_number<H> = 0>
 void clamp_inplace(Tensor &input, L min, H max) {

@@ -9,12 +9,15 @@ turns one rule into the other, so `LibBroadcast.add(A, B)` has the shape and val
     A = rand(Float32, 3, 4); B = rand(Float32, 3)
     LibBroadcast.add(A, B) == A .+ B        # true, and the same for sub, mul, divide
     t = Tensor(A)                           # a view of A's memory, no copy
-    Array(t .+ Tensor(B))                   # Tensors broadcast with .+ .- .* ./
+    t .+ B == A .+ B                        # dot syntax with a Tensor runs the library (TensorStyle)
+    sqrt.(abs.(t)), ifelse.(t .> 0.5f0, 0f0, t), clamp.(t, 0, 1), t .^ 2
+    t .+= B; Array(t)                       # in place (copyto!): A itself is updated
     LibBroadcast.lt(A, B) == (A .< B)       # and the C API's other operations (OPS below)
     LibBroadcast.select(A .> 0, A, B)       # ifelse.(A .> 0, A, B), torch.where
     Array(t .* 2.5), Array(1 .- t)          # numbers, promoted as PyTorch promotes Python's
+    t[2, 3], size(t, 3), t == A             # reads, Julia's size rule, equality by value
     LibBroadcast.plan(+, A, B)              # what A .+ B would do, from types and sizes alone
-    sum(t; dims = 2)                        # reductions over Julia's dimensions (sum(A; dims = 2))
+    sum(t; dims = 2), mean(t), maximum(t)   # reductions over Julia's dimensions (Statistics.mean)
     LibBroadcast.sum_to_size(*, t, Tensor(B), 3)  # sum(A .* B; dims = 2), without making A .* B
 
 Element types follow PyTorch's promotion, not Julia's: integer division gives `Float32`,
@@ -22,11 +25,20 @@ Element types follow PyTorch's promotion, not Julia's: integer division gives `F
 written in row-major terms; the fields of a [`BroadcastError`](@ref) are in Julia's order.
 
 The library is found at `ENV["LIBBROADCAST_PATH"]` (a file path), else as `libbroadcast.so.0`
-(installed), else as `libbroadcast` on the loader's search path.
+(installed; `libbroadcast.0.dylib` on macOS, `broadcast.dll` on Windows), else as `libbroadcast`
+on the loader's search path.
+
+Julia cannot be installed where this package is developed: its tests (test/runtests.jl) have not
+run there. What runs is test/symbols_check.py (every C function named is exported, every export
+wrapped or listed with a reason) and test/colmajor_proxy.py (the package's C calls replayed from
+Python against Julia's rules).
 """
 module LibBroadcast
 
 using Libdl
+# mean, var and std of a Tensor are methods of Statistics' functions (LibBroadcast.mean is
+# Statistics.mean).
+using Statistics: Statistics, mean, var, std
 
 export Tensor, BroadcastError, BFloat16Bits
 
@@ -56,6 +68,8 @@ const FUNCTIONS = (
     :bc_plan_binary_rscalar, :bc_plan_binary_scalar_inplace, :bc_plan_where, :bc_plan_where_out,
     :bc_plan_reduce, :bc_plan_sum_to_size, :bc_plan_binary_sum_to,
     :bc_unary, :bc_unary_inplace, :bc_unary_out, :bc_var, :bc_std,
+    :bc_tensor_numel, :bc_tensor_format, :bc_tensor_data, :bc_all, :bc_any, :bc_clamp, :bc_clamp_scalar,
+    :bc_tensor_reshape,
 )
 
 fn(name::Symbol) = FN[name]
@@ -66,10 +80,19 @@ const API_VERSION = v"0.2.0"
 
 const WARNING_CALLBACK = Ref{Ptr{Cvoid}}(C_NULL)
 
+# The names tried after ENV["LIBBROADCAST_PATH"]: the installed name (its soname), then the
+# name cargo builds, on the loader's search path ("libbroadcast" gets the platform's suffix).
+# On Windows cargo names the library broadcast.dll, without the lib prefix.
+function library_names()
+    Sys.iswindows() && return ["broadcast.dll", "libbroadcast"]
+    Sys.isapple() && return ["libbroadcast.0.dylib", "libbroadcast"]
+    return ["libbroadcast.so.0", "libbroadcast"]
+end
+
 function __init__()
     candidates = String[]
     haskey(ENV, "LIBBROADCAST_PATH") && push!(candidates, ENV["LIBBROADCAST_PATH"])
-    append!(candidates, ["libbroadcast.so.0", "libbroadcast"])
+    append!(candidates, library_names())
     handle = nothing
     for c in candidates
         handle = Libdl.dlopen(c, Libdl.RTLD_NOW; throw_error = false)
@@ -311,15 +334,96 @@ end
 Base.eltype(t::Tensor) = ELTYPES[dtype(t)+1]
 Base.ndims(t::Tensor) = ndim(t)
 Base.size(t::Tensor) = Tuple(Int.(reverse(dims(t, false))))
-Base.size(t::Tensor, d::Integer) = size(t)[d]
+# Past the last dimension a size is 1, as for Julia's arrays (size(A, 0) is a BoundsError).
+function Base.size(t::Tensor, d::Integer)
+    sz = size(t)
+    return d <= length(sz) ? sz[d] : 1
+end
 Base.strides(t::Tensor) = Tuple(Int.(reverse(dims(t, true))))
-Base.length(t::Tensor) = prod(size(t))
+function Base.length(t::Tensor)
+    r = Ref{Int64}(0)
+    check(ccall(fn(:bc_tensor_numel), Int32, (Ptr{Cvoid}, Ref{Int64}), t, r))
+    return Int(r[])
+end
 Base.isopen(t::Tensor) = (@atomic t.ptr) != C_NULL
 
+# The library's text of t (PyTorch's repr, in row-major terms), sized first as the message is.
+function formatted(t::Tensor)
+    n = Ref{Csize_t}(0)
+    check(ccall(fn(:bc_tensor_format), Int32, (Ptr{Cvoid}, Ptr{UInt8}, Csize_t, Ref{Csize_t}), t, C_NULL, 0, n))
+    buf = Vector{UInt8}(undef, n[] + 1)
+    GC.@preserve buf check(ccall(fn(:bc_tensor_format), Int32, (Ptr{Cvoid}, Ptr{UInt8}, Csize_t, Ref{Csize_t}),
+                                 t, pointer(buf), length(buf), n))
+    return String(buf[1:n[]])
+end
+
+"""
+    show(io, t::Tensor)
+
+The library's text of `t`, as PyTorch prints the tensor: row-major, so the nesting is Julia's
+dimensions from the last to the first (a 2×3 Tensor prints as 3 rows of 2). The `text/plain`
+form (the REPL's) puts the Julia size and element type first. A tensor the library will not
+print (it would read more than 2^20 elements) shows its size and type only.
+"""
 function Base.show(io::IO, t::Tensor)
     isopen(t) || return print(io, "Tensor(closed)")
-    print(io, "Tensor{", eltype(t), "}", size(t))
+    text = try
+        formatted(t)
+    catch e
+        e isa BroadcastError || rethrow()
+        nothing
+    end
+    text === nothing ? print(io, "Tensor{", eltype(t), "}", size(t)) : print(io, text)
 end
+
+function Base.show(io::IO, ::MIME"text/plain", t::Tensor)
+    isopen(t) || return print(io, "Tensor(closed)")
+    n = ndims(t)
+    print(io, n == 0 ? "0-dimensional" : n == 1 ? "$(length(t))-element" : join(size(t), "×"),
+          " Tensor{", eltype(t), "}:\n")
+    show(io, t)
+end
+
+"""
+    t[i, j, ...]
+    t[k]
+
+An element of `t`, read from its memory: Julia indices (from 1, in Julia's dimension order; a
+single index counts in Julia's column-major order; trailing indices may be 1, `t[]` reads a
+0-dimensional tensor), a `BoundsError` outside. Tensors are read only this way: write with
+`.=` (a broadcast, computed by the library).
+"""
+function Base.getindex(t::Tensor, I::Integer...)
+    sz = size(t)
+    if length(I) == 1 && length(sz) != 1
+        1 <= I[1] <= prod(sz) || throw(BoundsError(t, I))
+        idx = Tuple(CartesianIndices(sz)[I[1]])
+    else
+        length(I) >= length(sz) && all(isone, I[length(sz)+1:end]) || throw(BoundsError(t, I))
+        all(k -> 1 <= I[k] <= sz[k], 1:length(sz)) || throw(BoundsError(t, I))
+        idx = I[1:length(sz)]
+    end
+    T = eltype(t)
+    st = strides(t)
+    at = sum(((idx[k] - 1) * st[k] for k in 1:length(idx)); init = 0)
+    data = Ref{Ptr{Cvoid}}(C_NULL)
+    # The address is valid while t is open: t stays rooted, so its finalizer cannot free it.
+    GC.@preserve t begin
+        check(ccall(fn(:bc_tensor_data), Int32, (Ptr{Cvoid}, Ref{Ptr{Cvoid}}, Ptr{Csize_t}, Ptr{Bool}),
+                    t, data, C_NULL, C_NULL))
+        return unsafe_load(Ptr{T}(data[]) + at * sizeof(T))
+    end
+end
+
+# Equality by value, as for arrays: the same size and equal elements (Julia's ==, so NaN is not
+# equal to itself and isequal is Julia's too); hash agrees with the array's.
+Base.:(==)(a::Tensor, b::Tensor) = Array(a) == Array(b)
+Base.:(==)(a::Tensor, B::AbstractArray) = Array(a) == B
+Base.:(==)(A::AbstractArray, b::Tensor) = A == Array(b)
+Base.isequal(a::Tensor, b::Tensor) = isequal(Array(a), Array(b))
+Base.isequal(a::Tensor, B::AbstractArray) = isequal(Array(a), B)
+Base.isequal(A::AbstractArray, b::Tensor) = isequal(A, Array(b))
+Base.hash(t::Tensor, h::UInt) = hash(Array(t), h)
 
 """
     Array(t::Tensor)
@@ -391,6 +495,28 @@ function Base.permutedims(t::Tensor, perm)
                               t, pointer(d), n, out)
     return view_of(t, out, st)
 end
+
+"""
+    reshape(t::Tensor, dims...)
+    vec(t::Tensor)
+
+`t` with the Julia size `dims` (one of them may be `:`), its elements taken in Julia's
+column-major order, as `reshape(A, dims...)` takes an array's: the library's row-major reshape of
+the reversed sizes is exactly that. The result views `t`'s memory when the strides allow it,
+and is otherwise (a slice with steps, a permuted view) a copy in new memory, as PyTorch's
+reshape is (Julia's reshape of an array always shares). `vec(t)` is `reshape(t, :)`.
+"""
+function Base.reshape(t::Tensor, dims::Union{Integer,Colon}...)
+    s = Int64[d isa Colon ? -1 : d for d in reverse(dims)] # -1: the library infers the size
+    copied = Ref{Bool}(false)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = GC.@preserve s ccall(fn(:bc_tensor_reshape), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Ref{Bool}, Ref{Ptr{Cvoid}}),
+                              t, pointer(s), length(s), copied, out)
+    check(st)
+    return Tensor(Own(), out[], copied[] ? nothing : t.root)
+end
+Base.reshape(t::Tensor, dims::Tuple{Vararg{Union{Integer,Colon}}}) = reshape(t, dims...)
+Base.vec(t::Tensor) = reshape(t, :)
 
 """
     slice(t::Tensor, dim::Integer, r::AbstractRange)
@@ -559,11 +685,6 @@ for (name, name!, code, f) in OPS
         $name!(out, a, b) = binary!(Int32($code), out, a, b)
         @doc $doc $name
     end
-    f === nothing || @eval begin
-        Base.Broadcast.broadcasted(::typeof(Base.$f), a::Tensor, b::Tensor) = $name(a, b)
-        Base.Broadcast.broadcasted(::typeof(Base.$f), a::Tensor, s::Number) = $name(a, s)
-        Base.Broadcast.broadcasted(::typeof(Base.$f), s::Number, b::Tensor) = $name(s, b)
-    end
 end
 
 function unary(op::Int32, t::Tensor)
@@ -624,7 +745,7 @@ const UNARY_OPS = (
     (:isinf, nothing, BC_UNARY_ISINF, :isinf),
     (:isfinite, nothing, BC_UNARY_ISFINITE, :isfinite),
     (:signbit, nothing, BC_UNARY_SIGNBIT, :signbit),
-    (:logical_not, :logical_not!, BC_UNARY_LOGICAL_NOT, nothing),
+    (:logical_not, :logical_not!, BC_UNARY_LOGICAL_NOT, :!),
     (:bitwise_not, :bitwise_not!, BC_UNARY_BITWISE_NOT, :~),
 )
 
@@ -642,11 +763,7 @@ for (name, name!, code, f) in UNARY_OPS
     end
     name! === nothing || @eval $name!(t::Tensor) = unary!(Int32($code), t)
     @eval $(name! === nothing ? Symbol(name, :!) : name!)(out::Tensor, t::Tensor) = unary!(Int32($code), out, t)
-    f === nothing || @eval Base.Broadcast.broadcasted(::typeof(Base.$f), t::Tensor) = $name(t)
 end
-
-# t .^ 2 with a literal exponent is lowered to literal_pow.
-Base.Broadcast.broadcasted(::typeof(Base.literal_pow), ::typeof(^), t::Tensor, ::Val{p}) where {p} = pow(t, p)
 
 """
     select(cond, a, b)
@@ -694,7 +811,206 @@ function select!(Out::AbstractArray, C::AbstractArray, A::AbstractArray, B::Abst
     return Out
 end
 
-Base.Broadcast.broadcasted(::typeof(Base.ifelse), c::Tensor, a::Tensor, b::Tensor) = select(c, a, b)
+# ---------------------------------------------------------------------------------------------
+# Dot syntax: a broadcast with a Tensor among its operands is computed by the library
+# ---------------------------------------------------------------------------------------------
+
+const Broadcasted = Base.Broadcast.Broadcasted
+
+"""
+    TensorStyle
+
+The broadcast style of [`Tensor`](@ref): a dotted expression with a Tensor among its operands
+(with arrays and numbers) is computed by the library, one call per dotted function, in Julia's
+order of dimensions: `t .+ A`, `2 .* t`, `sqrt.(t)`, `t .^ 2`, `ifelse.(c, 0f0, t)`,
+`clamp.(t, 0, 1)`, and nested forms such as `abs.(t .- A) .< 1e-3`, whose arrays in inner
+calls are computed by the library too. The result is a new Tensor; `dest .= ...` and
+`dest .+= ...` write into `dest`, a Tensor or an array whose memory the library can view
+(`copyto!`). The functions are those of `OPS` (two operands), `UNARY_OPS` (one), `ifelse` and
+`clamp` (three), or their names here (`LibBroadcast.add.(t, A)`); any other function, and an
+operand that is not a Tensor, an array of one of the ten element types or a real number, is an
+`ArgumentError` (nothing is computed element by element in Julia). Promotion is PyTorch's
+(numbers by category, as Python numbers), so an element type may differ from Julia's
+broadcast's; sizes follow Julia's rule, and a mismatch is the library's `BroadcastError`.
+"""
+struct TensorStyle <: Base.Broadcast.BroadcastStyle end
+
+Base.Broadcast.BroadcastStyle(::Type{Tensor}) = TensorStyle()
+# A Tensor decides the style against arrays and numbers, and against tuples (then refused with
+# an ArgumentError naming the tuple, not Julia's conflict message).
+Base.Broadcast.BroadcastStyle(::TensorStyle, ::Base.Broadcast.AbstractArrayStyle) = TensorStyle()
+Base.Broadcast.BroadcastStyle(::TensorStyle, ::Base.Broadcast.Style{Tuple}) = TensorStyle()
+# A Tensor is an operand as itself: without this, broadcasting would collect it.
+Base.Broadcast.broadcastable(t::Tensor) = t
+# The library checks the sizes, with PyTorch's messages; Julia's axes are not computed.
+Base.Broadcast.instantiate(bc::Broadcasted{TensorStyle}) = bc
+Base.copy(bc::Broadcasted{TensorStyle}) = evaluate(bc)
+# dest .= bc (and dest .op= x): straight to copyto!, without Julia's check of dest's axes.
+Base.Broadcast.materialize!(::TensorStyle, dest, bc::Broadcasted) = copyto!(dest, bc)
+
+# What an operand of a dotted expression is to the library: a Tensor or a number, and whether it
+# was made here (a Tensor over an array, or an inner result), to be closed once used.
+operand(t::Tensor) = (t, false)
+operand(x::Real) = (x, false)
+operand(A::AbstractArray) = (Tensor(A), true)
+operand(r::Base.RefValue) = r[] isa Real ? (r[], false) :
+    throw(ArgumentError("LibBroadcast cannot broadcast a Ref of a $(typeof(r[])) with a Tensor"))
+function operand(bc::Broadcasted)
+    v = evaluate(bc)
+    return (v, v isa Tensor)
+end
+operand(x) = throw(ArgumentError("LibBroadcast cannot broadcast a $(typeof(x)) with a Tensor: " *
+                                 "the operands are Tensors, arrays and real numbers"))
+
+# f(values...) with the operands of `args`, closing the Tensors made for the call.
+function with_operands(f, args::Tuple)
+    made = Tensor[]
+    try
+        values = map(args) do a
+            v, owned = operand(a)
+            owned && push!(made, v)
+            v
+        end
+        return f(values...)
+    finally
+        foreach(close, made)
+    end
+end
+
+# t .^ 2 is lowered to literal_pow(^, t, Val(2)), its function and exponent wrapped in Refs.
+is_literal_pow(bc::Broadcasted) = bc.f === Base.literal_pow && length(bc.args) == 3
+literal_exponent(bc::Broadcasted) = exponent_of(bc.args[3] isa Ref ? bc.args[3][] : bc.args[3])
+exponent_of(::Val{p}) where {p} = p
+
+# The value of a dotted expression: a new Tensor, or a number when every operand is one.
+function evaluate(bc::Broadcasted)
+    if is_literal_pow(bc)
+        p = literal_exponent(bc)
+        return with_operands(x -> x isa Real ? x^p : pow(x, p), (bc.args[2],))
+    end
+    return with_operands((values...) -> apply(bc.f, values...), bc.args)
+end
+
+# The BC_OP_* or BC_UNARY_* code of a dotted function, or an ArgumentError naming it.
+function dotted_code(table, f, what)
+    for (name, _, code, g) in table
+        (getfield(@__MODULE__, name) === f || g isa Symbol && getfield(Base, g) === f) && return Int32(code)
+    end
+    throw(ArgumentError("LibBroadcast cannot broadcast $f with a Tensor: it is not one of the library's " *
+                        "$what (LibBroadcast.$(table === OPS ? "OPS" : "UNARY_OPS"))"))
+end
+
+# A number where the library takes a tensor (where, clamp with a tensor bound): a 0-dimensional
+# Tensor, which promotes by category as a number does against the dimensioned operands.
+function zero_dim(x::Real)
+    v = x isa Elem ? x : x isa Integer ? Int64(x) : Float64(x)
+    return Tensor(fill(v))
+end
+
+# f(values...) by the library, each value a Tensor or a number, one at least a Tensor.
+function apply(f, values...)
+    all(v -> v isa Real, values) && return f(values...) # a broadcast of numbers is a number
+    n = length(values)
+    n == 1 && f === identity && return copy(values[1])
+    n == 1 && return unary(dotted_code(UNARY_OPS, f, "unary operations"), values[1])
+    n == 2 && return binary(dotted_code(OPS, f, "operations"), values[1], values[2])
+    n == 3 && f === ifelse && return as_tensors(select, values...)
+    n == 3 && f === clamp && return clamped(values...)
+    throw(ArgumentError("LibBroadcast cannot broadcast $f with $n operands over a Tensor"))
+end
+
+# f(tensors...) with the numbers among `values` made 0-dimensional Tensors for the call.
+function as_tensors(f, values...)
+    made = Tensor[]
+    try
+        ts = map(v -> v isa Tensor ? v : (z = zero_dim(v); push!(made, z); z), values)
+        return f(ts...)
+    finally
+        foreach(close, made)
+    end
+end
+
+# clamp.(x, lo, hi): PyTorch's clamp, with number bounds (bc_clamp_scalar) or tensor bounds.
+function clamped(x, lo, hi)
+    if x isa Tensor && lo isa Real && hi isa Real
+        out = Ref{Ptr{Cvoid}}(C_NULL)
+        st = ccall(fn(:bc_clamp_scalar), Int32, (Ptr{Cvoid}, Ref{CScalar}, Ref{CScalar}, Ref{Ptr{Cvoid}}),
+                   x, cscalar(lo), cscalar(hi), out)
+        check(st)
+        flush_warnings()
+        return Tensor(Own(), out[], nothing)
+    end
+    return as_tensors(x, lo, hi) do tx, tlo, thi
+        out = Ref{Ptr{Cvoid}}(C_NULL)
+        st = ccall(fn(:bc_clamp), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Ref{Ptr{Cvoid}}), tx, tlo, thi, out)
+        check(st)
+        flush_warnings()
+        Tensor(Own(), out[], nothing)
+    end
+end
+
+"""
+    copyto!(dest::Tensor, bc::Broadcasted)
+    copyto!(dest::AbstractArray, bc::Broadcasted{TensorStyle})
+
+`dest .= bc`, computed by the library. `dest .op= x` (the target the first operand) is the
+library's in-place form, with PyTorch's rule: the broadcast size must be `dest`'s own. The last
+operation writes into `dest` with its `out` form when its operands are Tensors and arrays (the
+result cast to `dest`'s element type as PyTorch casts into `out`); otherwise the value is made
+first and copied, broadcast to `dest`'s size. An array `dest` must be one the library can view
+(a strided array of one of the ten element types).
+"""
+Base.copyto!(dest::Tensor, bc::Broadcasted) = write_into!(dest, bc, dest)
+
+function Base.copyto!(dest::AbstractArray, bc::Broadcasted{TensorStyle})
+    with(t -> write_into!(t, bc, dest), writable(dest))
+    return dest
+end
+
+# `target .= bc` into `dest`, the Tensor over `target` (`target` itself when it is a Tensor), so
+# that `target .+= x` (where the first operand is `target`) is the in-place form.
+function write_into!(dest::Tensor, bc::Broadcasted, target)
+    f, args = bc.f, bc.args
+    n = length(args)
+    is_op(table) = any(e -> e[4] isa Symbol && getfield(Base, e[4]) === f || getfield(@__MODULE__, e[1]) === f, table)
+    if n == 1 && f === identity
+        with_operands(x -> assign!(dest, x), args)
+    elseif n == 2 && args[1] === target && is_op(OPS)
+        with_operands(x -> binary!(dotted_code(OPS, f, "operations"), dest, x), (args[2],))
+    elseif n == 2 && is_op(OPS)
+        with_operands(args) do a, b
+            code = dotted_code(OPS, f, "operations")
+            a isa Tensor && b isa Tensor ? binary!(code, dest, a, b) : assign_made!(dest, binary(code, a, b))
+        end
+    elseif n == 1 && is_op(UNARY_OPS)
+        code = dotted_code(UNARY_OPS, f, "unary operations")
+        if args[1] === target
+            unary!(code, dest) # t .= sqrt.(t): in place
+        else
+            with_operands(x -> x isa Tensor ? unary!(code, dest, x) : assign!(dest, f(x)), args)
+        end
+    elseif n == 3 && f === ifelse
+        with_operands(args) do c, a, b
+            as_tensors((tc, ta, tb) -> select!(dest, tc, ta, tb), c, a, b)
+        end
+    else
+        assign_made!(dest, evaluate(bc))
+    end
+    return dest
+end
+
+# dest .= x for an x made here, closed afterwards (a number is assigned as it is).
+assign_made!(dest::Tensor, x) = x isa Tensor ? with(v -> assign!(dest, v), x) : assign!(dest, x)
+
+# dest .= x (a Tensor or a number). The library has no broadcasting copy: x, expanded to dest's
+# size, times true is written into dest (bc_binary_out). x * true is x exactly in every element
+# type (x & true for Bool), and the out form casts it to dest's type as PyTorch's out= does.
+function assign!(dest::Tensor, x)
+    as_tensors(x, true) do tx, one
+        with(e -> binary!(Int32(BC_OP_MUL), dest, e, one), expand(tx, size(dest)...))
+    end
+    return dest
+end
 
 # ---------------------------------------------------------------------------------------------
 # The planner: what a call would do, from element types, sizes and strides alone
@@ -862,15 +1178,23 @@ function rowmajor_dims(n, dims)
     return Int64[n - d for d in dims]
 end
 
-# `code` (a BC_REDUCE_* code) of `t` over Julia's `dims`, each kept as size 1 as Julia's reductions
-# keep them; over every dimension (`:`) a 0-dimensional Tensor.
-function reduction(code::Int32, t::Tensor, dims)
+# A reduction of `t` over Julia's `dims`: `call(dims, ndims, keepdim, out)` makes the library
+# call with the row-major dimensions, or (NULL, 0) for every dimension (`:`; bc_all and bc_any
+# read an empty non-NULL list as no dimension). Over some dimensions a Tensor, where each stays
+# as size 1 as Julia's reductions keep them; over every dimension the value, as `sum(A)` gives a
+# number.
+function reduced(call, t::Tensor, dims)
     d = rowmajor_dims(ndims(t), dims)
     out = Ref{Ptr{Cvoid}}(C_NULL)
-    st = GC.@preserve d ccall(fn(:bc_reduce), Int32, (Int32, Ptr{Cvoid}, Ptr{Int64}, Csize_t, Bool, Ref{Ptr{Cvoid}}),
-                              code, t, pointer(d), length(d), !(dims isa Colon), out)
+    st = GC.@preserve d call(dims isa Colon ? Ptr{Int64}(C_NULL) : pointer(d), length(d), !(dims isa Colon), out)
     check(st)
-    return Tensor(Own(), out[], nothing)
+    r = Tensor(Own(), out[], nothing)
+    return dims isa Colon ? with(x -> x[], r) : r
+end
+
+# `code` (a BC_REDUCE_* code) of `t` over Julia's `dims`.
+reduction(code::Int32, t::Tensor, dims) = reduced(t, dims) do d, n, keep, out
+    ccall(fn(:bc_reduce), Int32, (Int32, Ptr{Cvoid}, Ptr{Int64}, Csize_t, Bool, Ref{Ptr{Cvoid}}), code, t, d, n, keep, out)
 end
 
 """
@@ -878,42 +1202,48 @@ end
     prod(t::Tensor; dims = :)
     maximum(t::Tensor; dims = :)
     minimum(t::Tensor; dims = :)
-    LibBroadcast.mean(t::Tensor; dims = :)
+    mean(t::Tensor; dims = :)      # Statistics.mean
+    all(t::Tensor; dims = :)
+    any(t::Tensor; dims = :)
 
 Reductions computed by the library, over Julia's dimensions `dims` (an integer or a collection),
-which stay as size 1 as in `sum(A; dims)`; without `dims`, over everything, giving a
-0-dimensional Tensor. The element types are PyTorch's: `sum` and `prod` of `Bool` and integers
-give `Int64`, `mean` of them is an error, `maximum` and `minimum` (PyTorch's amax and amin: NaN
-wins, nothing to reduce is an error) keep the type. Floating sums are pairwise, with the bound
-of docs/semantics.md.
+each of which stays as size 1, giving a Tensor as `sum(A; dims)` gives an array; without `dims`,
+over everything, giving the value, as `sum(A)` does. The element types are PyTorch's: `sum` and
+`prod` of `Bool` and integers give `Int64`, `mean` of them is an error, `maximum` and `minimum`
+(PyTorch's amax and amin: NaN wins, nothing to reduce is an error) keep the type, `all` and
+`any` give `Bool` (nonzero is true). Floating sums are pairwise, with the bound of
+docs/semantics.md. These are Base's (and Statistics') reductions: the elementwise
+`LibBroadcast.maximum(a, b)` is `max.(a, b)`, another function.
 """
 Base.sum(t::Tensor; dims = :) = reduction(BC_REDUCE_SUM, t, dims)
 Base.prod(t::Tensor; dims = :) = reduction(BC_REDUCE_PROD, t, dims)
 Base.maximum(t::Tensor; dims = :) = reduction(BC_REDUCE_AMAX, t, dims)
 Base.minimum(t::Tensor; dims = :) = reduction(BC_REDUCE_AMIN, t, dims)
-mean(t::Tensor; dims = :) = reduction(BC_REDUCE_MEAN, t, dims)
+Statistics.mean(t::Tensor; dims = :) = reduction(BC_REDUCE_MEAN, t, dims)
+Base.all(t::Tensor; dims = :) = reduced(t, dims) do d, n, keep, out
+    ccall(fn(:bc_all), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Bool, Ref{Ptr{Cvoid}}), t, d, n, keep, out)
+end
+Base.any(t::Tensor; dims = :) = reduced(t, dims) do d, n, keep, out
+    ccall(fn(:bc_any), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Bool, Ref{Ptr{Cvoid}}), t, d, n, keep, out)
+end
 
-# PyTorch's var (std its square root) of `t` over Julia's `dims`, kept as size 1.
-function var_std(f::Symbol, t::Tensor, dims, corrected::Bool)
-    d = rowmajor_dims(ndims(t), dims)
-    out = Ref{Ptr{Cvoid}}(C_NULL)
-    st = GC.@preserve d ccall(fn(f), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cdouble, Bool, Ref{Ptr{Cvoid}}),
-                              t, pointer(d), length(d), corrected ? 1.0 : 0.0, !(dims isa Colon), out)
-    check(st)
-    return Tensor(Own(), out[], nothing)
+# PyTorch's var (std its square root) of `t` over Julia's `dims`.
+var_std(f::Symbol, t::Tensor, dims, corrected::Bool) = reduced(t, dims) do d, n, keep, out
+    ccall(fn(f), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cdouble, Bool, Ref{Ptr{Cvoid}}),
+          t, d, n, corrected ? 1.0 : 0.0, keep, out)
 end
 
 """
-    LibBroadcast.var(t::Tensor; dims = :, corrected = true)
-    LibBroadcast.std(t::Tensor; dims = :, corrected = true)
+    var(t::Tensor; dims = :, corrected = true)   # Statistics.var
+    std(t::Tensor; dims = :, corrected = true)   # Statistics.std
 
 The variance and standard deviation computed by the library (PyTorch's `var`/`std` with
 `correction` 1, or 0 when `corrected` is false), over Julia's `dims`, kept as size 1 as in
-`Statistics.var`; floating element types only, computed in Float64 and rounded once.
+`Statistics.var` (without `dims`, the value); floating element types only, computed in Float64
+and rounded once. `mean`, the other keyword of `Statistics.var`, is not taken.
 """
-var(t::Tensor; dims = :, corrected::Bool = true) = var_std(:bc_var, t, dims, corrected)
-std(t::Tensor; dims = :, corrected::Bool = true) = var_std(:bc_std, t, dims, corrected)
-@doc (@doc var) std
+Statistics.var(t::Tensor; dims = :, corrected::Bool = true) = var_std(:bc_var, t, dims, corrected)
+Statistics.std(t::Tensor; dims = :, corrected::Bool = true) = var_std(:bc_std, t, dims, corrected)
 
 """
     sum_to_size(t::Tensor, sz::Integer...)
@@ -947,11 +1277,12 @@ const Described = Union{Geometry,AbstractArray,Tensor}
 
 # The BC_REDUCE_* code of one of the reductions.
 function reduction_code(f)
-    for (g, code) in ((sum, BC_REDUCE_SUM), (mean, BC_REDUCE_MEAN), (prod, BC_REDUCE_PROD),
-                      (maximum, BC_REDUCE_AMAX), (minimum, BC_REDUCE_AMIN))
+    # Base's reductions: maximum and minimum here are the module's elementwise operations.
+    for (g, code) in ((Base.sum, BC_REDUCE_SUM), (Statistics.mean, BC_REDUCE_MEAN), (Base.prod, BC_REDUCE_PROD),
+                      (Base.maximum, BC_REDUCE_AMAX), (Base.minimum, BC_REDUCE_AMIN))
         g === f && return code
     end
-    throw(ArgumentError("$f is not one of sum, LibBroadcast.mean, prod, maximum, minimum"))
+    throw(ArgumentError("$f is not one of sum, mean, prod, maximum, minimum"))
 end
 
 """
@@ -959,7 +1290,7 @@ end
     plan_sum_to_size(t, sz::Integer...)
     plan_sum_to_size(f, a, b, sz::Integer...)
 
-What `f(t; dims)` (`f` one of `sum`, `prod`, `maximum`, `minimum`, `LibBroadcast.mean`) and
+What `f(t; dims)` (`f` one of `sum`, `prod`, `maximum`, `minimum`, `mean`) and
 [`sum_to_size`](@ref) would do, from the operands' element types, sizes and strides alone, as
 [`plan`](@ref) reports it: for a reduction `compute_eltype` is the type it accumulates in and
 `loop_size` is (elements each output reduces, outputs); when `sum_to_size` sums nothing, the call

@@ -21,7 +21,15 @@ types: the library's integer division gives Float32 where Julia's gives Float64)
 then the reductions as LibBroadcast calls them: `sum(A; dims)` over Julia dimensions d passed as row-major n - d with keepdim, and
 `sum_to_size(A, sz...)` with the sizes reversed, on int32 and int64 arrays (exact, wrapping sums),
 against Julia's `sum(A; dims)`; then `abs.(A)` and `.-A` (`LibBroadcast.abs`, `neg`: bc_unary on
-the reversed view) against Julia's elementwise forms. Ends with `N passed, N failed`.
+the reversed view) against Julia's elementwise forms; then the paths of Julia's conventions:
+`t[i...]` (bc_tensor_data and the reversed strides, on views, slices and expanded views),
+`dest .= x` (x expanded to dest's size, times a 0-dimensional true, bc_binary_out into dest; x
+an array or a number), `dest .= a .op b` (bc_binary_out into a strided view), `dest .= f.(a)`
+(bc_unary_out), `ifelse.(c, 0f0, A)` (a 0-dimensional operand of bc_where), `clamp.(A, lo, hi)`
+(bc_clamp_scalar), `sum(A)`, `maximum(A)`, `all(A; dims)`, ... (bc_reduce, bc_all and bc_any:
+no dims gives a 0-dimensional result read as the value), `length` (bc_tensor_numel) and `show`
+(bc_tensor_format: row-major text), `reshape(A, dims...)` (bc_tensor_reshape of the reversed
+sizes: Julia's column-major order, no copy of a dense array). Ends with `N passed, N failed`.
 
 Usage: colmajor_proxy.py [path/to/libbroadcast.so] (default: target/release of this repository).
 BC_PROXY_SEED and BC_PROXY_PAIRS override the seed (printed) and the number of pairs (1500).
@@ -69,6 +77,38 @@ lib.bc_tensor_sum_to_size.argtypes = [P, I64P, ctypes.c_size_t, ctypes.POINTER(P
 lib.bc_tensor_sum_to_size.restype = ctypes.c_int32
 lib.bc_last_error_message.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
 lib.bc_last_error_message.restype = ctypes.c_size_t
+lib.bc_tensor_data.argtypes = [P, ctypes.POINTER(P), ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_bool)]
+lib.bc_tensor_data.restype = ctypes.c_int32
+lib.bc_tensor_strides.argtypes = [P, I64P, ctypes.c_size_t]
+lib.bc_tensor_strides.restype = ctypes.c_int32
+lib.bc_tensor_expand.argtypes = [P, I64P, ctypes.c_size_t, ctypes.POINTER(P)]
+lib.bc_tensor_expand.restype = ctypes.c_int32
+lib.bc_tensor_slice.argtypes = [P, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(P)]
+lib.bc_tensor_slice.restype = ctypes.c_int32
+lib.bc_binary_out.argtypes = [ctypes.c_int32, P, P, P]
+lib.bc_binary_out.restype = ctypes.c_int32
+lib.bc_unary_out.argtypes = [ctypes.c_int32, P, P]
+lib.bc_unary_out.restype = ctypes.c_int32
+lib.bc_reduce.argtypes = [ctypes.c_int32, P, I64P, ctypes.c_size_t, ctypes.c_bool, ctypes.POINTER(P)]
+lib.bc_reduce.restype = ctypes.c_int32
+for _name in ("bc_all", "bc_any"):
+    getattr(lib, _name).argtypes = [P, I64P, ctypes.c_size_t, ctypes.c_bool, ctypes.POINTER(P)]
+    getattr(lib, _name).restype = ctypes.c_int32
+lib.bc_tensor_reshape.argtypes = [P, I64P, ctypes.c_size_t, ctypes.POINTER(ctypes.c_bool), ctypes.POINTER(P)]
+lib.bc_tensor_reshape.restype = ctypes.c_int32
+lib.bc_tensor_numel.argtypes = [P, ctypes.POINTER(ctypes.c_int64)]
+lib.bc_tensor_numel.restype = ctypes.c_int32
+lib.bc_tensor_format.argtypes = [P, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]
+lib.bc_tensor_format.restype = ctypes.c_int32
+
+
+class CScalar(ctypes.Structure):
+    """struct bc_scalar, as the package's CScalar mirrors it."""
+    _fields_ = [("kind", ctypes.c_int32), ("b", ctypes.c_bool), ("i", ctypes.c_int64), ("f", ctypes.c_double)]
+
+
+lib.bc_clamp_scalar.argtypes = [P, ctypes.POINTER(CScalar), ctypes.POINTER(CScalar), ctypes.POINTER(P)]
+lib.bc_clamp_scalar.restype = ctypes.c_int32
 
 # The codes as the package has them: its generated codes.jl (from include/broadcast.h).
 with open(os.path.join(HERE, "..", "src", "codes.jl")) as f:
@@ -440,6 +480,351 @@ def check_unary(rng, dtype):
         lib.bc_tensor_free(ta)
 
 
+# ------------------------------------------------------------------------------------------------
+# Julia's conventions: reads, .=, out forms, numbers as 0-dimensional tensors, reductions to a value
+# ------------------------------------------------------------------------------------------------
+
+def ctype_of(dtype):
+    return (BOOL if dtype == "bool" else DTYPES[dtype])[1]
+
+
+class ZeroDim:
+    """zero_dim(x) of the package, Tensor(fill(x)): a 0-dimensional wrap of one element."""
+
+    def __init__(self, dtype, value):
+        code, ctype, _ = BOOL if dtype == "bool" else DTYPES[dtype]
+        self.buf = (ctype * 1)(value)
+        self.t = P()
+        st = lib.bc_tensor_wrap(code, ctypes.addressof(self.buf), ctypes.sizeof(ctype), None, None, 0, 0,
+                                None, None, ctypes.byref(self.t))
+        if st != BC_OK:
+            raise RuntimeError(f"bc_tensor_wrap of a 0-d {dtype} failed ({st}): {last_error()}")
+
+    def free(self):
+        lib.bc_tensor_free(self.t)
+
+
+def expand(t, julia_size):
+    """LibBroadcast.expand(t, sz...): the sizes reversed; (status, view)."""
+    s = (ctypes.c_int64 * max(len(julia_size), 1))(*reversed(julia_size))
+    out = P()
+    return lib.bc_tensor_expand(t, s, len(julia_size), ctypes.byref(out)), out
+
+
+def read_element(t, dtype, idx):
+    """t[i1, i2, ...] as the package reads it (indices from 0 here): bc_tensor_data's address plus
+    the index times Julia's strides (the library's reversed)."""
+    data = P()
+    assert lib.bc_tensor_data(t, ctypes.byref(data), None, None) == BC_OK
+    nd = ctypes.c_size_t()
+    assert lib.bc_tensor_ndim(t, ctypes.byref(nd)) == BC_OK
+    st = (ctypes.c_int64 * max(nd.value, 1))()
+    assert lib.bc_tensor_strides(t, st, nd.value) == BC_OK
+    jstrides = list(reversed(st[: nd.value]))
+    at = sum(i * s for i, s in zip(idx, jstrides))
+    ctype = ctype_of(dtype)
+    return ctype.from_address(data.value + at * ctypes.sizeof(ctype)).value
+
+
+def check_getindex(rng, dtype):
+    """t[i...] on a wrapped view, a slice of it or an expanded view, against Julia's A[i...]; and
+    length(t) (bc_tensor_numel)."""
+    size = random_size(rng, rng.randint(0, 4))
+    A = JuliaArray(rng, dtype, size)
+    t, v = A.tensor(), P()
+    kind = rng.choice(["view", "slice", "expand"])
+    try:
+        ref = lambda i: element(A, i)  # noqa: E731
+        vsize = tuple(size)
+        d = rng.randrange(len(size)) if size else None  # Julia dimension d + 1
+        if kind == "slice" and size and size[d] > 0:
+            first = rng.randint(1, size[d])
+            step = rng.randint(1, 3)
+            last = rng.randint(first - 1, size[d])  # may be empty
+            count = max(0, (last - first) // step + 1)
+            # slice(t, d + 1, first:step:last): bc_tensor_slice(t, n - (d + 1), first - 1, stop, step)
+            stop = first - 1 + (count - 1) * step + 1 if count else first - 1
+            st = lib.bc_tensor_slice(t, len(size) - (d + 1), first - 1, stop, step, ctypes.byref(v))
+            if st != BC_OK:
+                return f"slice: the library failed: {last_error()}"
+            vsize = tuple(count if k == d else s for k, s in enumerate(size))
+            ref = lambda i: element(A, tuple(first - 1 + i[d] * step if k == d else i[k]  # noqa: E731
+                                              for k in range(len(i))))
+        elif kind == "expand":
+            vsize = tuple(rng.randint(1, 3) if s == 1 else s for s in size) + tuple(
+                rng.randint(1, 3) for _ in range(rng.randint(0, 1)))
+            st, v = expand(t, vsize)
+            if st != BC_OK:
+                return f"expand to {vsize}: the library failed: {last_error()}"
+        target = v if v else t
+        n = ctypes.c_int64()
+        assert lib.bc_tensor_numel(target, ctypes.byref(n)) == BC_OK
+        if n.value != math.prod(vsize):
+            return f"{kind}: length {n.value}, Julia's {math.prod(vsize)}"
+        for i in column_major_indices(vsize):
+            got, want = read_element(target, dtype, i), ref(i)
+            if not same_values([got], [want]):
+                return f"{kind} {vsize}: t[{tuple(k + 1 for k in i)}] is {got}, Julia's {want}"
+        return None
+    finally:
+        if v:
+            lib.bc_tensor_free(v)
+        lib.bc_tensor_free(t)
+
+
+def check_assign(rng, dtype):
+    """dest .= x as the package writes it (expand x to dest's size, times a 0-d true, out into
+    dest), x an array (sometimes of float64 into float32) or a number; against Julia's dest .= x."""
+    dsize = random_size(rng, rng.randint(0, 4))
+    D = JuliaArray(rng, dtype, dsize)
+    before = D.snapshot()
+    src_dtype = "float64" if dtype == "float32" and rng.random() < 0.3 else dtype
+    number = rng.random() < 0.3
+    fits = True
+    if number:
+        S = None
+        value = JuliaArray(rng, src_dtype, [1]).buf[0]
+        zs = ZeroDim(src_dtype, value)
+        ts = zs.t
+        src = lambda i: value  # noqa: E731
+    else:
+        ssize = [s if rng.random() < 0.6 else 1 for s in dsize][: rng.randint(0, len(dsize))]
+        if ssize and rng.random() < 0.1:  # a size changed: it fits only where it meets dest's or 1
+            k = rng.randrange(len(ssize))
+            ssize[k] += 1
+            fits = ssize[k] in (dsize[k], 1)
+        S = JuliaArray(rng, src_dtype, ssize)
+        zs, ts = None, S.tensor()
+        src = lambda i: element(S, i)  # noqa: E731
+    td = D.tensor()
+    one = ZeroDim("bool", True)
+    e = P()
+    try:
+        st, e = expand(ts, D.size)
+        if st == BC_OK:
+            st = lib.bc_binary_out(OPS["mul"], e, one.t, td)
+        if not fits:
+            if st == BC_OK:
+                return f"source {tuple(S.size)} does not broadcast to {tuple(dsize)}, the library wrote"
+            return None if D.snapshot() == before else "a refused .= changed dest"
+        if st != BC_OK:
+            return f"the library failed: {last_error()}"
+        want = list(before)
+        for i in column_major_indices(D.size):
+            at = D.offset + sum(i[k] * D.strides[k] for k in range(len(i)))
+            x = src(i)
+            want[at] = ctypes.c_float(x).value if dtype == "float32" else x
+        if not same_values(D.snapshot(), want):
+            return f"dest {tuple(dsize)} after .= {'a number' if number else tuple(S.size)} ({src_dtype}) differs from Julia's"
+        return None
+    finally:
+        for x in (e, td):
+            if x:
+                lib.bc_tensor_free(x)
+        one.free()
+        if zs:
+            zs.free()
+        elif ts:
+            lib.bc_tensor_free(ts)
+
+
+def check_out(rng, dtype):
+    """dest .= a .op b (bc_binary_out) and dest .= abs.(a) / .-a (bc_unary_out) into a strided
+    view of the broadcast size; the rest of dest's parent unchanged."""
+    while True:
+        sa, sb = random_pair(rng)
+        size = julia_broadcast_size(sa, sb)[0]
+        if size is not None:
+            break
+    unary = rng.random() < 0.3
+    if unary:
+        size = tuple(sa)
+    A, B, D = JuliaArray(rng, dtype, sa), JuliaArray(rng, dtype, sb), JuliaArray(rng, dtype, size)
+    before = D.snapshot()
+    ta, tb, td = A.tensor(), B.tensor(), D.tensor()
+    try:
+        if unary:
+            name = rng.choice(["abs", "neg"])
+            st = lib.bc_unary_out(C["BC_UNARY_" + name.upper()], ta, td)
+            bits = {"int32": 32, "int64": 64}.get(dtype)
+
+            def f(i):
+                y = abs(element(A, i)) if name == "abs" else -element(A, i)
+                return wrap_int(y, bits) if bits else y
+        else:
+            op = rng.choice([o for o in OPS if o != "div" or DTYPES[dtype][2]])
+            name = op
+            st = lib.bc_binary_out(OPS[op], ta, tb, td)
+
+            def f(i):
+                return apply(op, dtype, element(A, i), element(B, i))
+        if st != BC_OK:
+            return f"{name}: the library failed: {last_error()}"
+        want = list(before)
+        for i in column_major_indices(size):
+            want[D.offset + sum(i[k] * D.strides[k] for k in range(len(i)))] = f(i)
+        return None if same_values(D.snapshot(), want) else f"{name} into a view of {size}: dest differs from Julia's"
+    finally:
+        for t in (ta, tb, td):
+            lib.bc_tensor_free(t)
+
+
+def check_number_operands(rng, dtype):
+    """ifelse.(C, x, A) (x a 0-dimensional operand of bc_where) and clamp.(A, lo, hi)
+    (bc_clamp_scalar with two numbers), against Julia's elementwise forms."""
+    size = random_size(rng, rng.randint(0, 4))
+    A = JuliaArray(rng, dtype, size)
+    ta, tr = A.tensor(), P()
+    floating = DTYPES[dtype][2]
+    try:
+        if rng.random() < 0.5:
+            sc = [s if rng.random() < 0.7 else 1 for s in size][: rng.randint(0, len(size))]
+            Cnd = JuliaArray(rng, "bool", sc)
+            x = JuliaArray(rng, dtype, [1]).buf[0]
+            zx, tc = ZeroDim(dtype, x), Cnd.tensor()
+            try:
+                st = lib.bc_where(tc, zx.t, ta, ctypes.byref(tr))
+            finally:
+                zx.free()
+                lib.bc_tensor_free(tc)
+            what = "ifelse"
+            want = [x if element(Cnd, i) else element(A, i) for i in column_major_indices(tuple(size))]
+        else:
+            lo, hi = sorted([rng.randint(-9, 9), rng.randint(-9, 9)])
+            if floating:
+                lo, hi = lo / 4, hi / 4
+                kind = C["BC_SCALAR_FLOAT"]
+                clo, chi = CScalar(kind, False, 0, lo), CScalar(kind, False, 0, hi)
+            else:
+                kind = C["BC_SCALAR_INT"]
+                clo, chi = CScalar(kind, False, lo, 0.0), CScalar(kind, False, hi, 0.0)
+            st = lib.bc_clamp_scalar(ta, ctypes.byref(clo), ctypes.byref(chi), ctypes.byref(tr))
+            what = "clamp"
+            want = [min(max(element(A, i), lo), hi) for i in column_major_indices(tuple(size))]
+            if dtype == "float32":
+                want = [ctypes.c_float(w).value for w in want]
+        if st != BC_OK:
+            return f"{what}: the library failed: {last_error()}"
+        if julia_size_of(tr) != tuple(size):
+            return f"{what}: result size {julia_size_of(tr)}, Julia's {tuple(size)}"
+        got = julia_array_of(tr, dtype, size)
+        return None if same_values(got, want) else f"{what}: values {got}, Julia's {want}"
+    finally:
+        if tr:
+            lib.bc_tensor_free(tr)
+        lib.bc_tensor_free(ta)
+
+
+def check_reduce_value(rng):
+    """sum(A), prod(A), maximum(A), minimum(A) (bc_reduce over no listed dimension, without
+    keepdim: a 0-dimensional result, read as the value) and maximum(A; dims) (bc_reduce, dims
+    reversed, keepdim) on int64; all(A; dims) and any(A) (bc_all, bc_any) on Bool."""
+    size = [rng.randint(1, 4) for _ in range(rng.randint(1, 4))]
+    n = len(size)
+    boolean = rng.random() < 0.4
+    A = JuliaArray(rng, "bool" if boolean else "int64", size)
+    ta, tr = A.tensor(), P()
+    values = [element(A, i) for i in column_major_indices(tuple(size))]
+    with_dims = rng.random() < 0.5
+    dims = sorted(rng.sample(range(n), rng.randint(1, n))) if with_dims else []
+    # No dims (Julia's `:`) is (NULL, 0), as the package passes it: an empty non-NULL list is no
+    # dimension to bc_all and bc_any.
+    args = (ctypes.c_int64 * len(dims))(*[n - (d + 1) for d in dims]) if with_dims else None
+    try:
+        if boolean:
+            name = rng.choice(["all", "any"])
+            st = getattr(lib, "bc_" + name)(ta, args, len(dims), with_dims, ctypes.byref(tr))
+            fold, out_dtype = (all if name == "all" else any), "bool"
+        else:
+            name = rng.choice(["sum", "prod", "amax", "amin"])
+            st = lib.bc_reduce(C["BC_REDUCE_" + name.upper()], ta, args, len(dims), with_dims, ctypes.byref(tr))
+            fold = {"sum": lambda v: wrap_int(sum(v), 64), "prod": lambda v: wrap_int(math.prod(v), 64),
+                    "amax": max, "amin": min}[name]
+            out_dtype = "int64"
+        if st != BC_OK:
+            return f"{name}: the library failed: {last_error()}"
+        target = tuple(1 if d in dims else s for d, s in enumerate(size)) if with_dims else ()
+        if julia_size_of(tr) != target:
+            return f"{name}: result size {julia_size_of(tr)}, Julia's {target}"
+        groups = {}
+        for i in column_major_indices(tuple(size)):
+            key = tuple(0 if d in dims else i[d] for d in range(n)) if with_dims else ()
+            groups.setdefault(key, []).append(element(A, i))
+        for key in column_major_indices(target):
+            got, want = read_element(tr, out_dtype, key), fold(groups[key])
+            if got != want:
+                return f"{name} over {dims if with_dims else ':'} of {tuple(size)}: {got} at {key}, Julia's {want}"
+        return None
+    finally:
+        if tr:
+            lib.bc_tensor_free(tr)
+        lib.bc_tensor_free(ta)
+
+
+def check_reshape(rng, dtype):
+    """reshape(A, dims...) as the package asks for it (the Julia sizes reversed, `:` as -1)
+    against Julia's: the same elements in column-major order; a dense array is never copied."""
+    size = [rng.randint(1, 4) for _ in range(rng.randint(0, 4))]
+    A = JuliaArray(rng, dtype, size)
+    factors = []
+    for s in size:  # the element count as a product of other sizes
+        factors += [2, s // 2] if s % 2 == 0 and s > 2 and rng.random() < 0.5 else [s]
+    rng.shuffle(factors)
+    if rng.random() < 0.3:
+        factors.append(1)
+    dims = list(factors)
+    if dims and rng.random() < 0.3:
+        dims[rng.randrange(len(dims))] = -1  # Julia's `:`
+    arr = (ctypes.c_int64 * max(len(dims), 1))(*reversed(dims))
+    ta, tr, copied = A.tensor(), P(), ctypes.c_bool()
+    try:
+        st = lib.bc_tensor_reshape(ta, arr, len(dims), ctypes.byref(copied), ctypes.byref(tr))
+        if st != BC_OK:
+            return f"reshape {tuple(size)} to {tuple(dims)}: the library failed: {last_error()}"
+        if julia_size_of(tr) != tuple(factors):
+            return f"reshape {tuple(size)} to {tuple(dims)}: size {julia_size_of(tr)}, Julia's {tuple(factors)}"
+        want = [element(A, i) for i in column_major_indices(tuple(size))]
+        got = julia_array_of(tr, dtype, factors)
+        if not same_values(got, want):
+            return f"reshape {tuple(size)} to {tuple(dims)}: values differ from Julia's"
+        dense = all(s == math.prod(size[:k]) for k, s in enumerate(A.strides))
+        if dense and copied.value:
+            return f"reshape of a dense {tuple(size)} copied, where Julia's shares the memory"
+        return None
+    finally:
+        if tr:
+            lib.bc_tensor_free(tr)
+        lib.bc_tensor_free(ta)
+
+
+def check_format():
+    """show(t): the library's text of the reversed view is row-major, Julia's 2x3 Float32[1 2 3;
+    4 5 6] printing as 3 rows of 2 (the text is PyTorch's repr of that row-major tensor)."""
+    problems = []
+    for dtype, size, values, want in [
+            ("float32", (2, 3), [1, 4, 2, 5, 3, 6], "tensor([[1., 4.],\n        [2., 5.],\n        [3., 6.]])"),
+            ("int32", (3,), [1, 2, 3], "tensor([1, 2, 3], dtype=torch.int32)"),
+            ("int64", (3,), [1, 2, 3], "tensor([1, 2, 3])")]:
+        code, ctype, _ = DTYPES[dtype]
+        buf = (ctype * len(values))(*values)
+        jstrides = [1]
+        for s in size[:-1]:
+            jstrides.append(jstrides[-1] * s)
+        shape = (ctypes.c_int64 * len(size))(*reversed(size))
+        strides = (ctypes.c_int64 * len(size))(*reversed(jstrides))
+        t = P()
+        assert lib.bc_tensor_wrap(code, ctypes.addressof(buf), ctypes.sizeof(buf), shape, strides, len(size), 0,
+                                  None, None, ctypes.byref(t)) == BC_OK
+        n = ctypes.c_size_t()
+        assert lib.bc_tensor_format(t, None, 0, ctypes.byref(n)) == BC_OK
+        text = ctypes.create_string_buffer(n.value + 1)
+        assert lib.bc_tensor_format(t, text, n.value + 1, ctypes.byref(n)) == BC_OK
+        lib.bc_tensor_free(t)
+        if text.value.decode() != want:
+            problems.append(f"show of a {size} {dtype}: {text.value.decode()!r}, expected {want!r}")
+    return problems
+
+
 def main():
     seed = int(os.environ.get("BC_PROXY_SEED", random.randrange(1 << 32)))
     pairs = int(os.environ.get("BC_PROXY_PAIRS", 1500))
@@ -496,6 +881,28 @@ def main():
             if failed <= 10:
                 print(f"FAIL unary {n}, {dtype}: {problem}")
     print(f"{unaries} unary operations checked")
+    conventions = [("getindex", lambda: check_getindex(rng, rng.choice(list(DTYPES)))),
+                   (".=", lambda: check_assign(rng, rng.choice(list(DTYPES)))),
+                   ("out form", lambda: check_out(rng, rng.choice(list(DTYPES)))),
+                   ("ifelse/clamp with numbers", lambda: check_number_operands(rng, rng.choice(list(DTYPES)))),
+                   ("reduction to a value", lambda: check_reduce_value(rng)),
+                   ("reshape", lambda: check_reshape(rng, rng.choice(list(DTYPES))))]
+    for what, check in conventions:
+        count = pairs // 5
+        for n in range(count):
+            problem = check()
+            if problem is None:
+                passed += 1
+            else:
+                failed += 1
+                if failed <= 10:
+                    print(f"FAIL {what} {n}: {problem}")
+        print(f"{count} cases of {what} checked")
+    format_problems = check_format()
+    for problem in format_problems:
+        failed += 1
+        print(f"FAIL show: {problem}")
+    passed += 3 - len(format_problems)  # the three texts of check_format
     if lib.bc_tensor_live_count() != live:
         failed += 1
         print(f"FAIL: {lib.bc_tensor_live_count() - live} tensor handles leaked")

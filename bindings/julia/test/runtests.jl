@@ -4,6 +4,7 @@
 
 using LibBroadcast
 using Random
+using Statistics
 using Test
 
 const LB = LibBroadcast
@@ -271,16 +272,44 @@ end
     t = Tensor(A)
     @test Array(sum(t; dims = 1)) == sum(A; dims = 1)
     @test Array(sum(t; dims = 2)) == sum(A; dims = 2)
-    @test Array(sum(t))[] == sum(A)
+    # Without dims, the value, as sum(A) gives a number.
+    @test sum(t) === sum(A) === 21.0f0
     @test Array(prod(t; dims = 2)) == prod(A; dims = 2)
     @test Array(maximum(t; dims = 1)) == maximum(A; dims = 1)
-    @test Array(minimum(t))[] == 1.0f0
-    @test Array(LB.mean(t; dims = (1, 2))) == fill(3.5f0, 1, 1)
+    @test maximum(t) === 6.0f0 && minimum(t) === 1.0f0 && prod(t) === 720.0f0
+    @test Array(minimum(t; dims = 2)) == minimum(A; dims = 2)
+    # Statistics' functions, Statistics.mean itself (LB.mean is the same function).
+    @test LB.mean === Statistics.mean && LB.var === Statistics.var && LB.std === Statistics.std
+    @test mean(t) === 3.5f0
+    @test Array(mean(t; dims = (1, 2))) == fill(3.5f0, 1, 1)
+    @test Array(mean(t; dims = 2)) == mean(A; dims = 2)
+    @test Array(var(t; dims = 1)) ≈ var(A; dims = 1)
+    @test Array(std(t; dims = 2, corrected = false)) ≈ std(A; dims = 2, corrected = false)
+    @test var(t) ≈ var(A)
     s = sum(Tensor(Int32[1, 2, 3]))
-    @test eltype(s) == Int64 && Array(s)[] == 6
-    e = caught(() -> LB.mean(Tensor(Int32[1, 2, 3])))
+    @test s === Int64(6) # PyTorch's sum of integers is Int64
+    e = caught(() -> mean(Tensor(Int32[1, 2, 3])))
     @test e isa BroadcastError && e.status == LB.BC_ERR_DTYPE
     @test_throws ArgumentError sum(t; dims = 3)
+    @test_throws ArgumentError sum(t; dims = 0)
+    # dims over a 3-dimensional array: Julia dimension d is the library's n - d.
+    C = reshape(Float64.(1:24), 2, 3, 4)
+    c = Tensor(C)
+    for d in (1, 2, 3, (1, 3), (2, 3), (1, 2, 3))
+        @test Array(sum(c; dims = d)) == sum(C; dims = d)
+        @test Array(maximum(c; dims = d)) == maximum(C; dims = d)
+        @test Array(minimum(c; dims = d)) == minimum(C; dims = d)
+        @test Array(prod(c; dims = d)) ≈ prod(C; dims = d)
+        @test Array(mean(c; dims = d)) ≈ mean(C; dims = d)
+    end
+    # all and any: Bool, nonzero is true.
+    M = Bool[1 0 1; 1 1 1]
+    m = Tensor(M)
+    @test all(m) === false && any(m) === true
+    @test Array(all(m; dims = 1)) == all(M; dims = 1) && Array(any(m; dims = 2)) == any(M; dims = 2)
+    @test all(Tensor([1.0, 2.0])) === true && any(Tensor([0.0, 0.0])) === false
+    close(m)
+    close(c)
 
     @test Array(LB.sum_to_size(t, 1, 3)) == sum(A; dims = 1)
     @test Array(LB.sum_to_size(t, 2)) == vec(sum(A; dims = 2))
@@ -363,7 +392,10 @@ end
     @test p.size == size(r) == (3, 1) && p.strides == strides(r) && p.eltype == Float32
     @test p.compute_eltype == Float32 && p.loop_size == (4, 3) && p.alloc_bytes == 12
     @test LB.plan_reduce(sum, LB.Geometry(Int8, (2, 3))).eltype == Int64
-    e = caught(() -> LB.plan_reduce(LB.mean, LB.Geometry(Int32, (2,))))
+    # Base's maximum (the reduction), not the package's elementwise LibBroadcast.maximum.
+    @test LB.plan_reduce(maximum, A; dims = 1).size == (1, 4)
+    @test_throws ArgumentError LB.plan_reduce(LB.maximum, A; dims = 1)
+    e = caught(() -> LB.plan_reduce(mean, LB.Geometry(Int32, (2,))))
     @test e isa BroadcastError && e.status == LB.BC_ERR_DTYPE
     p = LB.plan_sum_to_size(A, 3)
     @test p.size == (3,) && p.alloc_bytes == 12 && p.loop_size == (4, 3)
@@ -373,4 +405,156 @@ end
     @test p.size == size(LB.sum_to_size(*, Tensor(A), Tensor(B), 3)) && p.eltype == Float32
     e = caught(() -> LB.plan_sum_to_size(*, A, B, 2))
     @test e isa BroadcastError && e.status == LB.BC_ERR_SHAPE
+end
+
+# Julia's conventions: dot syntax through the library (TensorStyle), .= and .op= (copyto!),
+# show, size past ndims, reads, equality, and the library's file names.
+@testset "dot syntax computed by the library" begin
+    A = Float32[1 2 3; 4 5 6] # size (2, 3)
+    B = Float32[10, 20]       # broadcasts along Julia's second dimension
+    t = Tensor(A)
+    # A Tensor with an array, a number, nested calls: a Tensor, with Julia's values here.
+    r = t .+ B
+    @test r isa Tensor && Array(r) == A .+ B
+    @test (B .+ t) isa Tensor && Array(B .+ t) == B .+ A
+    @test Array(t .* 2 .- B) == A .* 2 .- B
+    @test Array(abs.(t .- B) .< 10) == (abs.(A .- B) .< 10)
+    @test Array(sqrt.(t)) ≈ sqrt.(A)
+    @test Array(exp.(t ./ 10)) ≈ exp.(A ./ 10)
+    @test Array(.-t) == .-A && Array(round.(t ./ 4)) == round.(A ./ 4)
+    @test Array(max.(t, Tensor(B))) == max.(A, B)
+    @test Array(atan.(t, B)) ≈ atan.(A, B) # atan with two operands is atan2
+    @test Array(t .^ 2) == A .^ 2 && Array(t .^ 2 .+ 1) == A .^ 2 .+ 1
+    @test Array(LB.add.(t, B)) == A .+ B # the package's own functions dot too
+    @test Array(.!(t .> 2)) == .!(A .> 2)
+    # Inner calls on arrays alone are the library's too: PyTorch's promotion, not Julia's.
+    I = Int32[1 2 3; 4 5 6]
+    @test eltype(t .+ (I .* 2)) == Float32 && eltype(Tensor(I) .+ (I .+ 2.5)) == Float32
+    # ifelse with numbers among the operands, and the condition an array.
+    @test Array(ifelse.(t .> 2.5f0, 0f0, t)) == ifelse.(A .> 2.5f0, 0f0, A)
+    @test Array(ifelse.(A .> 2.5f0, t, -1f0)) == ifelse.(A .> 2.5f0, A, -1f0)
+    # clamp with number bounds and with tensor bounds.
+    @test Array(clamp.(t, 2, 5)) == clamp.(A, 2, 5)
+    @test Array(clamp.(t, B ./ 10, 4f0)) == clamp.(A, B ./ 10, 4f0)
+    # identity.(t) is a copy in new memory.
+    c = identity.(t)
+    @test Array(c) == A
+    LB.add!(c, 1)
+    @test A == Float32[1 2 3; 4 5 6]
+    # Numbers alone broadcast to a number, with a Tensor elsewhere in the expression.
+    @test Array(t .+ sqrt.(4.0)) == A .+ 2
+    # What the library cannot do is an error, never a silent element-by-element loop.
+    @test_throws ArgumentError (x -> x + 1).(t)
+    @test_throws ArgumentError t .+ (1, 2)
+    @test_throws ArgumentError t .+ ["a", "b"]
+    @test_throws ArgumentError t .+ Ref([1, 2])
+    @test_throws ArgumentError (+).(t, t, t)
+    @test_throws ArgumentError t .+ (1 + 2im) # complex numbers: no dtype in the library
+    e = caught(() -> t .+ Float32[1, 2, 3]) # sizes (2, 3) and (3,): Julia's rule refuses too
+    @test e isa BroadcastError && e.status == LB.BC_ERR_SHAPE
+    @test_throws DimensionMismatch A .+ Float32[1, 2, 3]
+    close(t)
+end
+
+@testset ".= and .op= write through copyto!" begin
+    A = zeros(Float32, 2, 3)
+    t = Tensor(A)
+    t .= 1.5f0 # a number, broadcast to t's size
+    @test A == fill(1.5f0, 2, 3)
+    t .= Float32[1, 2] # a column, broadcast along the second dimension
+    @test A == Float32[1 1 1; 2 2 2]
+    t .+= Float32[10 20 30] # in place: the library's in-place form
+    @test A == Float32[11 21 31; 12 22 32]
+    t .*= 2
+    @test A == Float32[22 42 62; 24 44 64]
+    u = Tensor(ones(Float32, 2, 3))
+    t .= u .- Float32[1, 2] # the out form
+    @test A == Float32[0 0 0; -1 -1 -1]
+    t .= abs.(u .* -3)
+    @test A == fill(3.0f0, 2, 3)
+    t .= sqrt.(t) # in place
+    @test A ≈ fill(sqrt(3.0f0), 2, 3)
+    t .= ifelse.(u .> 0, 7f0, u)
+    @test A == fill(7.0f0, 2, 3)
+    t .= clamp.(u, 2, 3) # made, then copied in
+    @test A == fill(2.0f0, 2, 3)
+    t .= Float64[0.25, 0.5] # cast into t's Float32, as PyTorch's out= casts
+    @test A == Float32[0.25 0.25 0.25; 0.5 0.5 0.5]
+    # The in-place rule: the broadcast size must be t's own.
+    e = caught(() -> t .+= ones(Float32, 2, 3, 2))
+    @test e isa BroadcastError && e.status == LB.BC_ERR_SHAPE
+    @test A == Float32[0.25 0.25 0.25; 0.5 0.5 0.5]
+    # An array written from an expression with a Tensor.
+    D = zeros(Float32, 2, 3)
+    D .= u .+ Float32[1, 2]
+    @test D == Float32[2 2 2; 3 3 3]
+    D .+= u
+    @test D == Float32[3 3 3; 4 4 4]
+    # A destination the library cannot view is refused.
+    @test_throws ArgumentError (1:3) .= Tensor([1, 2, 3])
+    close(t)
+    close(u)
+end
+
+@testset "show, size, getindex, ==" begin
+    A = Float32[1 2 3; 4 5 6]
+    t = Tensor(A)
+    # PyTorch's text: row-major, so Julia's 2×3 prints as 3 rows of 2.
+    @test sprint(show, t) == "tensor([[1., 4.],\n        [2., 5.],\n        [3., 6.]])"
+    @test sprint(show, Tensor(Int32[1, 2, 3])) == "tensor([1, 2, 3], dtype=torch.int32)"
+    @test sprint(show, Tensor([1, 2, 3])) == "tensor([1, 2, 3])"
+    @test sprint(show, MIME("text/plain"), t) ==
+          "2×3 Tensor{Float32}:\ntensor([[1., 4.],\n        [2., 5.],\n        [3., 6.]])"
+    @test startswith(sprint(show, MIME("text/plain"), Tensor([1.0])), "1-element Tensor{Float64}:\n")
+
+    # size past the last dimension is 1, as for arrays.
+    @test size(t, 1) == 2 && size(t, 2) == 3 && size(t, 3) == 1 && size(t, 7) == 1
+    @test_throws BoundsError size(t, 0)
+    @test length(t) == 6 && length(Tensor(zeros(0, 3))) == 0
+
+    # Reads, in Julia's order and column-major linear order, also of views.
+    @test t[2, 3] === 6.0f0 && t[1, 2] === 2.0f0 && t[2, 3, 1] === 6.0f0
+    @test [t[k] for k in 1:6] == vec(A)
+    @test_throws BoundsError t[3, 1]
+    @test_throws BoundsError t[7]
+    @test_throws BoundsError t[1, 1, 2]
+    P = reshape(collect(1:24), 4, 6)
+    v = Tensor(view(P, 2:2:4, 1:3:6)) # strided view: offset and strides in the address
+    @test v[2, 2] == P[4, 4] && v[1, 1] == P[2, 1]
+    @test LB.slice(Tensor(P), 2, 3:4)[1, 2] == P[1, 4]
+    @test LB.expand(Tensor(reshape([5.0, 6.0], 2, 1)), 2, 4)[2, 4] == 6.0 # a stride-0 dimension
+    @test sum(Tensor(Int32[1, 2, 3]))[] == 6 # a number: getindex of it is itself
+    @test Tensor(fill(2.5))[] == 2.5
+
+    # reshape in Julia's column-major order: a view of the memory where the strides allow one.
+    R = reshape(collect(1.0:24.0), 4, 6)
+    r = Tensor(R)
+    @test Array(reshape(r, 3, 8)) == reshape(R, 3, 8) && Array(reshape(r, (2, :, 3))) == reshape(R, 2, 4, 3)
+    @test Array(vec(r)) == vec(R) && size(vec(r)) == (24,)
+    rv = reshape(r, 8, 3)
+    LB.add!(rv, 100.0)
+    @test R[1] == 101.0 # a view of R's memory, as Julia's reshape is
+    sl = LB.slice(r, 1, 1:2:3) # rows 1 and 3: no view can flatten it
+    @test Array(vec(sl)) == vec(R[1:2:3, :])
+    e = caught(() -> reshape(r, 5, 5))
+    @test e isa BroadcastError && e.status == LB.BC_ERR_SHAPE
+
+    # Equality by value, with Tensors and with arrays; hash agrees.
+    @test t == Tensor(copy(A)) && t == A && A == t
+    @test t != Tensor(Float32[1 2 3; 4 5 7]) && t != Float32[1 2 3] && t != permutedims(A)
+    @test Tensor([NaN]) != Tensor([NaN]) && isequal(Tensor([NaN]), Tensor([NaN]))
+    @test hash(t) == hash(A) && isequal(t, A)
+    close(t)
+end
+
+@testset "library names" begin
+    names = LB.library_names()
+    if Sys.iswindows()
+        @test names[1] == "broadcast.dll"
+    elseif Sys.isapple()
+        @test names[1] == "libbroadcast.0.dylib"
+    else
+        @test names[1] == "libbroadcast.so.0"
+    end
+    @test last(names) == "libbroadcast"
 end
