@@ -313,6 +313,17 @@ static void *arg_in(int param, const void *content, size_t bytes) {
     return blocks[param];
 }
 
+/* A number (a clamp bound), written field by field: its padding keeps the block's fill, so the
+ * comparison of the block after the call reads no uninitialised bytes. */
+static void *arg_scalar(int param) {
+    bc_scalar *s = (bc_scalar *)(void *)blocks[param];
+    s->kind = BC_SCALAR_FLOAT;
+    s->b = false;
+    s->i = 0;
+    s->f = 0.5;
+    return s;
+}
+
 /* Memory holding the float32 (2, 3) elements (data to copy in, or to wrap). */
 static void *arg_f32_data(int param) {
     return arg_in(param, F32_VALUES, sizeof F32_VALUES);

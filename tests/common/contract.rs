@@ -314,14 +314,7 @@ fn pointer_arg(
                  sizeof(struct bc_expr_step[3]))"
             ),
         ),
-        "const struct bc_scalar *" => arg(
-            "ROLE_MEMORY",
-            0,
-            format!(
-                "arg_in({i}, (const struct bc_scalar[]){{{{BC_SCALAR_FLOAT, false, 0, 0.5}}}}, \
-                 sizeof(struct bc_scalar))"
-            ),
-        ),
+        "const struct bc_scalar *" => arg("ROLE_MEMORY", 0, format!("arg_scalar({i})")),
         "const void *" => arg("ROLE_MEMORY", 24, format!("arg_f32_data({i})")),
         "void *" if p.name == "user_data" => arg("ROLE_MEMORY", 0, format!("arg_user_data({i})")),
         // Memory to wrap holds the valid tensor's elements; a buffer to copy them into has room.
