@@ -45,7 +45,7 @@ enum contract_role {
     ROLE_OUT_HANDLES,          /* `count` out-handle slots: NULL; NULL in every slot after a failure */
     ROLE_OUT_DLPACK,           /* an unversioned DLPack out-slot: as ROLE_OUT_HANDLES */
     ROLE_OUT_DLPACK_VERSIONED, /* a DLPack 1.x out-slot: as ROLE_OUT_HANDLES */
-    ROLE_MEMORY                /* other caller memory, read or written: NULL */
+    ROLE_MEMORY                /* any other pointer (caller memory, a DLPack struct, a callback): NULL */
 };
 
 /* How a call reports its outcome. */
