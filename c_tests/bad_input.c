@@ -1,8 +1,10 @@
 /*
- * bad_input.c: every way a caller can hold the C API wrong, and the contract's answer to each.
+ * bad_input.c: ways a caller can hold the C API wrong that need more than the boundary checks,
+ * and the contract's answer to each. NULL in every pointer position of every function, and freed,
+ * forged and stale handles in every handle position, are checked for every export by the contract
+ * test (c_tests/contract.c, generated from the header); this file keeps the rest:
  *
- *  - NULL for every pointer argument of every function (BC_ERR_NULL_ARG, `*out` set to NULL),
- *    except the documented (NULL, 0) empty cases, which are valid;
+ *  - the documented (NULL, 0) empty cases, which are valid;
  *  - unknown dtype / op codes (BC_ERR_INVALID_ARG), negative sizes, size products that overflow
  *    int64 (BC_ERR_OVERFLOW), an allocation far too large (BC_ERR_ALLOC, and the process goes on);
  *  - buffers that are too small (BC_ERR_BUFFER_TOO_SMALL, the buffer left alone);
@@ -11,8 +13,8 @@
  *  - bc_tensor_wrap bounds checks, and the release callback: never on failure, exactly once when
  *    the last view of the memory is freed;
  *  - the version macros agree with bc_version();
- *  - freed and foreign handles (BC_ERR_INVALID_HANDLE), a panic inside the library (BC_ERR_INTERNAL,
- *    the library stays usable), and the last error being per thread.
+ *  - a panic inside the library (BC_ERR_INTERNAL, the library stays usable), the last error being
+ *    per thread, and bc_tensor_broadcast_tensors with one array as input and output.
  *
  * The contract is README.md ("Ownership and errors") and the header's comments; the texts come from
  * docs/semantics.md.
@@ -33,15 +35,12 @@
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
 
-typedef int32_t (*binop_fn)(const bc_tensor *, const bc_tensor *, bc_tensor **);
 typedef int32_t (*inplace_fn)(bc_tensor *, const bc_tensor *);
 typedef int32_t (*outop_fn)(const bc_tensor *, const bc_tensor *, bc_tensor *);
 typedef int32_t (*ctor_fn)(int32_t, const int64_t *, size_t, bc_tensor **);
 
-static const binop_fn BINOPS[] = {bc_add, bc_sub, bc_mul, bc_div};
 static const inplace_fn INPLACE_OPS[] = {bc_add_inplace, bc_sub_inplace, bc_mul_inplace, bc_div_inplace};
 static const outop_fn OUT_OPS[] = {bc_add_out, bc_sub_out, bc_mul_out, bc_div_out};
-static const char *const OP_NAMES[] = {"add", "sub", "mul", "div"};
 static const ctor_fn CTORS[] = {bc_tensor_empty, bc_tensor_zeros, bc_tensor_ones};
 static const char *const CTOR_NAMES[] = {"empty", "zeros", "ones"};
 
@@ -220,34 +219,17 @@ static void test_dtype_size_and_name(void) {
 }
 
 /* ============================================================================================== */
-/* NULL pointers                                                                                   */
+/* (NULL, 0): the documented empty cases, which are valid                                          */
+/* (NULL in any other pointer position is the contract test's: c_tests/contract.c)                 */
 /* ============================================================================================== */
 
-static void test_null_settings(void) {
-    /* a NULL handler is valid: it restores the default (stderr) */
-    CHECK_OK(bc_set_warning_handler(NULL, NULL));
-    int dummy = 0;
-    CHECK_OK(bc_set_warning_handler(NULL, &dummy));
-    CHECK_OK(bc_set_broadcast_warning(false));
-    CHECK_OK(bc_set_legacy_fallback(false));
-    CHECK(!bc_get_broadcast_warning());
-    CHECK(!bc_get_legacy_fallback());
-}
-
-static void test_null_shape_functions(void) {
+static void test_empty_shapes(void) {
     const int64_t a[] = {2, 1}, b[] = {3};
     int64_t out[4] = {-7, -7, -7, -7};
     size_t nd = 99;
     bool yes = false;
 
-    /* bc_shape_broadcast */
-    CHECK_STATUS(bc_shape_broadcast(NULL, 2, b, 1, out, 4, &nd), BC_ERR_NULL_ARG);
-    CHECK_LAST_STATUS(BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_shape_broadcast(a, 2, NULL, 1, out, 4, &nd), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_shape_broadcast(a, 2, b, 1, NULL, 4, &nd), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_shape_broadcast(a, 2, b, 1, out, 4, NULL), BC_ERR_NULL_ARG);
-    /* (NULL, 0) is the 0-d shape */
-    nd = 99;
+    /* bc_shape_broadcast: (NULL, 0) is the 0-d shape */
     CHECK_OK(bc_shape_broadcast(NULL, 0, NULL, 0, NULL, 0, &nd));
     CHECK_EQ_SIZE(nd, 0);
     nd = 99;
@@ -258,47 +240,30 @@ static void test_null_shape_functions(void) {
     CHECK_DIMS(out, nd, 3);
 
     /* bc_shape_is_broadcastable */
-    CHECK_STATUS(bc_shape_is_broadcastable(NULL, 2, b, 1, &yes), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_shape_is_broadcastable(a, 2, NULL, 1, &yes), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_shape_is_broadcastable(a, 2, b, 1, NULL), BC_ERR_NULL_ARG);
-    yes = false;
     CHECK_OK(bc_shape_is_broadcastable(NULL, 0, NULL, 0, &yes));
     CHECK(yes);
     yes = false;
     CHECK_OK(bc_shape_is_broadcastable(NULL, 0, a, 2, &yes));
     CHECK(yes);
 
-    /* bc_shape_broadcast_n */
+    /* bc_shape_broadcast_n: shapes[2] = (NULL, 0) is 0-d */
     const int64_t *shapes[3] = {a, b, NULL};
     size_t ndims[3] = {2, 1, 0};
     nd = 99;
-    CHECK_OK(bc_shape_broadcast_n(shapes, ndims, 3, out, 4, &nd)); /* shapes[2] = (NULL, 0): 0-d */
+    CHECK_OK(bc_shape_broadcast_n(shapes, ndims, 3, out, 4, &nd));
     CHECK_DIMS(out, nd, 2, 3);
-    CHECK_STATUS(bc_shape_broadcast_n(NULL, ndims, 3, out, 4, &nd), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_shape_broadcast_n(shapes, NULL, 3, out, 4, &nd), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_shape_broadcast_n(shapes, ndims, 3, NULL, 4, &nd), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_shape_broadcast_n(shapes, ndims, 3, out, 4, NULL), BC_ERR_NULL_ARG);
-    const int64_t *holes[2] = {a, NULL};
-    size_t hole_ndims[2] = {2, 1}; /* NULL with a non-zero ndim */
-    CHECK_STATUS(bc_shape_broadcast_n(holes, hole_ndims, 2, out, 4, &nd), BC_ERR_NULL_ARG);
     /* no shapes at all: the 0-d shape (as torch.broadcast_shapes()) */
     nd = 99;
     CHECK_OK(bc_shape_broadcast_n(NULL, NULL, 0, NULL, 0, &nd));
     CHECK_EQ_SIZE(nd, 0);
 }
 
-static void test_null_constructors(void) {
-    const int64_t shape[] = {2, 3};
+static void test_empty_constructors(void) {
     float data[6] = {0};
     bc_tensor *t = SENTINEL;
 
+    /* (NULL, 0): a 0-d tensor */
     for (size_t i = 0; i < COUNT_OF(CTORS); i++) {
-        t = SENTINEL;
-        CHECK_STATUS(CTORS[i](BC_DTYPE_FLOAT32, NULL, 2, &t), BC_ERR_NULL_ARG);
-        if (t != NULL) printf("        bc_tensor_%s did not set *out to NULL\n", CTOR_NAMES[i]);
-        CHECK(t == NULL);
-        CHECK_STATUS(CTORS[i](BC_DTYPE_FLOAT32, shape, 2, NULL), BC_ERR_NULL_ARG);
-        /* (NULL, 0): a 0-d tensor */
         t = NULL;
         CHECK_OK(CTORS[i](BC_DTYPE_FLOAT32, NULL, 0, &t));
         size_t nd = 99;
@@ -307,28 +272,17 @@ static void test_null_constructors(void) {
         CHECK_OK(bc_tensor_numel(t, &numel));
         CHECK_EQ_SIZE(nd, 0);
         CHECK_EQ_INT(numel, 1);
+        if (check_current_failures) printf("        (bc_tensor_%s)\n", CTOR_NAMES[i]);
         bc_tensor_free(t);
     }
-
-    t = SENTINEL;
-    CHECK_STATUS(bc_tensor_full(BC_DTYPE_FLOAT32, NULL, 2, 1.0, &t), BC_ERR_NULL_ARG);
-    CHECK(t == NULL);
-    CHECK_STATUS(bc_tensor_full(BC_DTYPE_FLOAT32, shape, 2, 1.0, NULL), BC_ERR_NULL_ARG);
     t = NULL;
     CHECK_OK(bc_tensor_full(BC_DTYPE_FLOAT32, NULL, 0, 2.5, &t));
     CHECK_SHAPE0(t);
     CHECK_F32(t, 2.5f);
     bc_tensor_free(t);
 
-    /* bc_tensor_from_data */
-    t = SENTINEL;
-    CHECK_STATUS(bc_tensor_from_data(BC_DTYPE_FLOAT32, NULL, 2, data, sizeof data, &t), BC_ERR_NULL_ARG);
-    CHECK(t == NULL);
-    t = SENTINEL;
-    CHECK_STATUS(bc_tensor_from_data(BC_DTYPE_FLOAT32, shape, 2, NULL, sizeof data, &t), BC_ERR_NULL_ARG);
-    CHECK(t == NULL);
-    CHECK_STATUS(bc_tensor_from_data(BC_DTYPE_FLOAT32, shape, 2, data, sizeof data, NULL), BC_ERR_NULL_ARG);
-    /* data may be NULL iff nbytes == 0: fine for an empty tensor */
+    /* bc_tensor_from_data: data may be NULL iff nbytes == 0: fine for an empty tensor */
+    const int64_t shape[] = {2, 3};
     const int64_t empty_shape[] = {2, 0};
     t = NULL;
     CHECK_OK(bc_tensor_from_data(BC_DTYPE_FLOAT32, empty_shape, 2, NULL, 0, &t));
@@ -344,20 +298,8 @@ static void test_null_constructors(void) {
     CHECK_SHAPE0(t);
     bc_tensor_free(t);
 
-    /* bc_tensor_wrap */
+    /* bc_tensor_wrap: data NULL is fine when nbytes is 0 (an empty tensor) */
     release_log log = {0, NULL};
-    t = SENTINEL;
-    CHECK_STATUS(bc_tensor_wrap(BC_DTYPE_FLOAT32, NULL, sizeof data, shape, NULL, 2, 0, on_release, &log, &t),
-                 BC_ERR_NULL_ARG);
-    CHECK(t == NULL);
-    t = SENTINEL;
-    CHECK_STATUS(bc_tensor_wrap(BC_DTYPE_FLOAT32, data, sizeof data, NULL, NULL, 2, 0, on_release, &log, &t),
-                 BC_ERR_NULL_ARG);
-    CHECK(t == NULL);
-    CHECK_STATUS(bc_tensor_wrap(BC_DTYPE_FLOAT32, data, sizeof data, shape, NULL, 2, 0, on_release, &log, NULL),
-                 BC_ERR_NULL_ARG);
-    CHECK_EQ_INT(log.calls, 0); /* never called for a wrap that failed */
-    /* data NULL is fine when nbytes is 0 (an empty tensor): NULL_ARG is only for nbytes > 0 */
     const int64_t no_elems[] = {0, 3};
     const int32_t empty_dtypes[] = {BC_DTYPE_BOOL, BC_DTYPE_FLOAT32, BC_DTYPE_FLOAT64};
     for (size_t i = 0; i < COUNT_OF(empty_dtypes); i++) {
@@ -382,50 +324,11 @@ static void test_null_constructors(void) {
     CHECK_OK(bc_tensor_wrap(BC_DTYPE_FLOAT32, data, sizeof data, shape, NULL, 2, 0, NULL, NULL, &t));
     CHECK_STRIDES(t, 3, 1);
     bc_tensor_free(t);
-
-    /* bc_tensor_free(NULL) is a no-op */
-    bc_tensor_free(NULL);
 }
 
-static void test_null_accessors(void) {
+static void test_empty_accessors(void) {
     const int64_t shape[] = {2, 3};
     bc_tensor *t = arange_f32(shape, 2);
-    bc_tensor *o = SENTINEL;
-    int32_t dt = -1;
-    size_t nd = 0;
-    int64_t i64 = 0, buf[4] = {0};
-    bool flag = false;
-    float fbuf[6];
-
-    o = SENTINEL;
-    CHECK_STATUS(bc_tensor_clone(NULL, &o), BC_ERR_NULL_ARG);
-    CHECK(o == NULL);
-    CHECK_STATUS(bc_tensor_clone(t, NULL), BC_ERR_NULL_ARG);
-    o = SENTINEL;
-    CHECK_STATUS(bc_tensor_contiguous(NULL, &o), BC_ERR_NULL_ARG);
-    CHECK(o == NULL);
-    CHECK_STATUS(bc_tensor_contiguous(t, NULL), BC_ERR_NULL_ARG);
-    o = SENTINEL;
-    CHECK_STATUS(bc_tensor_to_dtype(NULL, BC_DTYPE_INT32, &o), BC_ERR_NULL_ARG);
-    CHECK(o == NULL);
-    CHECK_STATUS(bc_tensor_to_dtype(t, BC_DTYPE_INT32, NULL), BC_ERR_NULL_ARG);
-
-    CHECK_STATUS(bc_tensor_dtype(NULL, &dt), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_tensor_dtype(t, NULL), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_tensor_ndim(NULL, &nd), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_tensor_ndim(t, NULL), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_tensor_shape(NULL, buf, 4), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_tensor_shape(t, NULL, 4), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_tensor_strides(NULL, buf, 4), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_tensor_strides(t, NULL, 4), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_tensor_offset(NULL, &i64), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_tensor_offset(t, NULL), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_tensor_numel(NULL, &i64), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_tensor_numel(t, NULL), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_tensor_is_contiguous(NULL, &flag), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_tensor_is_contiguous(t, NULL), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_tensor_copy_to(NULL, fbuf, sizeof fbuf), BC_ERR_NULL_ARG);
-    CHECK_STATUS(bc_tensor_copy_to(t, NULL, sizeof fbuf), BC_ERR_NULL_ARG);
 
     /* (NULL, 0) for a 0-d tensor's shape/strides, and for an empty tensor's data */
     bc_tensor *scalar = NULL;
@@ -445,76 +348,9 @@ static void test_null_accessors(void) {
     bc_tensor_free(t);
 }
 
-static void test_null_views(void) {
+static void test_empty_views(void) {
     const int64_t shape[] = {2, 1};
-    const int64_t sizes[] = {2, 3};
-    const int64_t dims[] = {1, 0};
-    const int64_t strides[] = {1, 1};
     bc_tensor *t = arange_f32(shape, 2);
-    bc_tensor *o = SENTINEL;
-
-    o = SENTINEL;
-    CHECK_STATUS(bc_tensor_expand(NULL, sizes, 2, &o), BC_ERR_NULL_ARG);
-    CHECK(o == NULL);
-    o = SENTINEL;
-    CHECK_STATUS(bc_tensor_expand(t, NULL, 2, &o), BC_ERR_NULL_ARG);
-    CHECK(o == NULL);
-    CHECK_STATUS(bc_tensor_expand(t, sizes, 2, NULL), BC_ERR_NULL_ARG);
-
-    o = SENTINEL;
-    CHECK_STATUS(bc_tensor_broadcast_to(NULL, sizes, 2, &o), BC_ERR_NULL_ARG);
-    CHECK(o == NULL);
-    o = SENTINEL;
-    CHECK_STATUS(bc_tensor_broadcast_to(t, NULL, 2, &o), BC_ERR_NULL_ARG);
-    CHECK(o == NULL);
-    CHECK_STATUS(bc_tensor_broadcast_to(t, sizes, 2, NULL), BC_ERR_NULL_ARG);
-
-    o = SENTINEL;
-    CHECK_STATUS(bc_tensor_expand_as(NULL, t, &o), BC_ERR_NULL_ARG);
-    CHECK(o == NULL);
-    o = SENTINEL;
-    CHECK_STATUS(bc_tensor_expand_as(t, NULL, &o), BC_ERR_NULL_ARG);
-    CHECK(o == NULL);
-    CHECK_STATUS(bc_tensor_expand_as(t, t, NULL), BC_ERR_NULL_ARG);
-
-    const bc_tensor *ins[2] = {t, t};
-    const bc_tensor *ins_hole[2] = {t, NULL};
-    bc_tensor *outs[2] = {SENTINEL, SENTINEL};
-    CHECK_STATUS(bc_tensor_broadcast_tensors(NULL, 2, outs), BC_ERR_NULL_ARG);
-    CHECK((outs[0] == NULL || outs[0] == SENTINEL) && (outs[1] == NULL || outs[1] == SENTINEL));
-    outs[0] = outs[1] = SENTINEL;
-    CHECK_STATUS(bc_tensor_broadcast_tensors(ins_hole, 2, outs), BC_ERR_NULL_ARG);
-    CHECK((outs[0] == NULL || outs[0] == SENTINEL) && (outs[1] == NULL || outs[1] == SENTINEL));
-    CHECK_STATUS(bc_tensor_broadcast_tensors(ins, 2, NULL), BC_ERR_NULL_ARG);
-
-    o = SENTINEL;
-    CHECK_STATUS(bc_tensor_permute(NULL, dims, 2, &o), BC_ERR_NULL_ARG);
-    CHECK(o == NULL);
-    o = SENTINEL;
-    CHECK_STATUS(bc_tensor_permute(t, NULL, 2, &o), BC_ERR_NULL_ARG);
-    CHECK(o == NULL);
-    CHECK_STATUS(bc_tensor_permute(t, dims, 2, NULL), BC_ERR_NULL_ARG);
-
-    o = SENTINEL;
-    CHECK_STATUS(bc_tensor_transpose(NULL, 0, 1, &o), BC_ERR_NULL_ARG);
-    CHECK(o == NULL);
-    CHECK_STATUS(bc_tensor_transpose(t, 0, 1, NULL), BC_ERR_NULL_ARG);
-
-    o = SENTINEL;
-    CHECK_STATUS(bc_tensor_slice(NULL, 0, 0, 1, 1, &o), BC_ERR_NULL_ARG);
-    CHECK(o == NULL);
-    CHECK_STATUS(bc_tensor_slice(t, 0, 0, 1, 1, NULL), BC_ERR_NULL_ARG);
-
-    o = SENTINEL;
-    CHECK_STATUS(bc_tensor_as_strided(NULL, sizes, strides, 2, 0, &o), BC_ERR_NULL_ARG);
-    CHECK(o == NULL);
-    o = SENTINEL;
-    CHECK_STATUS(bc_tensor_as_strided(t, NULL, strides, 2, 0, &o), BC_ERR_NULL_ARG);
-    CHECK(o == NULL);
-    o = SENTINEL;
-    CHECK_STATUS(bc_tensor_as_strided(t, sizes, NULL, 2, 0, &o), BC_ERR_NULL_ARG);
-    CHECK(o == NULL);
-    CHECK_STATUS(bc_tensor_as_strided(t, sizes, strides, 2, 0, NULL), BC_ERR_NULL_ARG);
 
     /* (NULL, 0) shapes: a 0-d view */
     bc_tensor *scalar = NULL, *v = NULL;
@@ -533,50 +369,6 @@ static void test_null_views(void) {
     bc_tensor_free(v);
     bc_tensor_free(scalar);
     bc_tensor_free(t);
-}
-
-static void test_null_ops(void) {
-    const int64_t shape[] = {2, 2};
-    bc_tensor *a = arange_f32(shape, 2);
-    bc_tensor *b = arange_f32(shape, 2);
-    bc_tensor *out = arange_f32(shape, 2);
-    bc_tensor *o = SENTINEL;
-
-    for (size_t i = 0; i < 4; i++) {
-        o = SENTINEL;
-        CHECK_STATUS(BINOPS[i](NULL, b, &o), BC_ERR_NULL_ARG);
-        CHECK(o == NULL);
-        o = SENTINEL;
-        CHECK_STATUS(BINOPS[i](a, NULL, &o), BC_ERR_NULL_ARG);
-        CHECK(o == NULL);
-        CHECK_STATUS(BINOPS[i](a, b, NULL), BC_ERR_NULL_ARG);
-        CHECK_STATUS(INPLACE_OPS[i](NULL, b), BC_ERR_NULL_ARG);
-        CHECK_STATUS(INPLACE_OPS[i](a, NULL), BC_ERR_NULL_ARG);
-        CHECK_STATUS(OUT_OPS[i](NULL, b, out), BC_ERR_NULL_ARG);
-        CHECK_STATUS(OUT_OPS[i](a, NULL, out), BC_ERR_NULL_ARG);
-        CHECK_STATUS(OUT_OPS[i](a, b, NULL), BC_ERR_NULL_ARG);
-
-        const int32_t op = (int32_t)i;
-        o = SENTINEL;
-        CHECK_STATUS(bc_binary(op, NULL, b, &o), BC_ERR_NULL_ARG);
-        CHECK(o == NULL);
-        o = SENTINEL;
-        CHECK_STATUS(bc_binary(op, a, NULL, &o), BC_ERR_NULL_ARG);
-        CHECK(o == NULL);
-        CHECK_STATUS(bc_binary(op, a, b, NULL), BC_ERR_NULL_ARG);
-        CHECK_STATUS(bc_binary_inplace(op, NULL, b), BC_ERR_NULL_ARG);
-        CHECK_STATUS(bc_binary_inplace(op, a, NULL), BC_ERR_NULL_ARG);
-        CHECK_STATUS(bc_binary_out(op, NULL, b, out), BC_ERR_NULL_ARG);
-        CHECK_STATUS(bc_binary_out(op, a, NULL, out), BC_ERR_NULL_ARG);
-        CHECK_STATUS(bc_binary_out(op, a, b, NULL), BC_ERR_NULL_ARG);
-        if (check_current_failures) printf("        (while checking op %s)\n", OP_NAMES[i]);
-    }
-    /* none of that touched a, b or out */
-    CHECK_F32(a, 0.0f, 1.0f, 2.0f, 3.0f);
-    CHECK_F32(out, 0.0f, 1.0f, 2.0f, 3.0f);
-    bc_tensor_free(a);
-    bc_tensor_free(b);
-    bc_tensor_free(out);
 }
 
 /* ============================================================================================== */
@@ -1168,49 +960,8 @@ static void test_release_called_once_when_last_view_freed(void) {
 }
 
 /* ============================================================================================== */
-/* Handles, panics, threads                                                                        */
+/* Panics, threads                                                                                */
 /* ============================================================================================== */
-
-static void test_invalid_handles(void) {
-    const int64_t shape[] = {2};
-    bc_tensor *live = NULL, *dead = NULL;
-    CHECK_OK(bc_tensor_ones(BC_DTYPE_FLOAT32, shape, 1, &live));
-    CHECK_OK(bc_tensor_ones(BC_DTYPE_FLOAT32, shape, 1, &dead));
-    CHECK(bc_tensor_is_live(dead));
-    bc_tensor_free(dead); /* from here on `dead` is a stale token, never a valid handle */
-    CHECK(!bc_tensor_is_live(dead));
-    CHECK(!bc_tensor_is_live(NULL));
-    CHECK(!bc_tensor_is_live(SENTINEL));
-
-    bc_tensor *const bad[2] = {dead, SENTINEL}; /* freed, and never from this library */
-    for (size_t i = 0; i < 2; i++) {
-        size_t nd = 0;
-        float buf[2];
-        bc_tensor *o = SENTINEL;
-        CHECK_STATUS(bc_tensor_ndim(bad[i], &nd), BC_ERR_INVALID_HANDLE);
-        CHECK_STATUS(bc_tensor_copy_to(bad[i], buf, sizeof buf), BC_ERR_INVALID_HANDLE);
-        CHECK_STATUS(bc_tensor_clone(bad[i], &o), BC_ERR_INVALID_HANDLE);
-        CHECK(o == NULL);
-        o = SENTINEL;
-        CHECK_STATUS(bc_add(bad[i], live, &o), BC_ERR_INVALID_HANDLE);
-        CHECK(o == NULL);
-        o = SENTINEL;
-        CHECK_STATUS(bc_add(live, bad[i], &o), BC_ERR_INVALID_HANDLE);
-        CHECK(o == NULL);
-        CHECK_STATUS(bc_add_inplace(bad[i], live), BC_ERR_INVALID_HANDLE);
-        CHECK_STATUS(bc_add_inplace(live, bad[i]), BC_ERR_INVALID_HANDLE);
-        CHECK_STATUS(bc_add_out(live, live, bad[i]), BC_ERR_INVALID_HANDLE);
-        o = SENTINEL;
-        CHECK_STATUS(bc_tensor_expand_as(live, bad[i], &o), BC_ERR_INVALID_HANDLE);
-        CHECK(o == NULL);
-        /* freeing it again does nothing but record the error */
-        bc_last_error_clear();
-        bc_tensor_free(bad[i]);
-        CHECK_LAST_STATUS(BC_ERR_INVALID_HANDLE);
-    }
-    CHECK_F32(live, 1.0f, 1.0f);
-    bc_tensor_free(live);
-}
 
 static void test_panic_is_caught_at_the_boundary(void) {
     CHECK_STATUS(bc_debug_panic(), BC_ERR_INTERNAL);
@@ -1354,12 +1105,10 @@ int main(void) {
     RUN_TEST(version_macros_match_bc_version);
     RUN_TEST(last_error_message_api);
     RUN_TEST(dtype_size_and_name);
-    RUN_TEST(null_settings);
-    RUN_TEST(null_shape_functions);
-    RUN_TEST(null_constructors);
-    RUN_TEST(null_accessors);
-    RUN_TEST(null_views);
-    RUN_TEST(null_ops);
+    RUN_TEST(empty_shapes);
+    RUN_TEST(empty_constructors);
+    RUN_TEST(empty_accessors);
+    RUN_TEST(empty_views);
     RUN_TEST(invalid_dtype_codes);
     RUN_TEST(invalid_op_codes);
     RUN_TEST(negative_sizes);
@@ -1372,7 +1121,6 @@ int main(void) {
     RUN_TEST(refused_out_shape_leaves_out);
     RUN_TEST(wrap_out_of_bounds_refused);
     RUN_TEST(release_called_once_when_last_view_freed);
-    RUN_TEST(invalid_handles);
     RUN_TEST(broadcast_tensors_in_place);
     RUN_TEST(panic_is_caught_at_the_boundary);
     RUN_TEST(last_error_is_per_thread);

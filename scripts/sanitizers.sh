@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Memory checking: the C suite (tests/c_suite.rs, c_tests/*.c) under AddressSanitizer
-# + UndefinedBehaviorSanitizer and under valgrind, with zero errors and zero leaks; and, since Miri
+# Memory checking: the C suite (tests/c_suite.rs, c_tests/*.c, among them the boundary contract
+# of every export, c_tests/contract.c with its calls generated from the header) under
+# AddressSanitizer + UndefinedBehaviorSanitizer and under valgrind, with zero errors and zero
+# leaks; and, since Miri
 # cannot run here (no miri/rust-src components and no network to fetch them), the engine's unsafe
 # code under valgrind through the Rust reliability tests and the fuzz corpus.
 #

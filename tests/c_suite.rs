@@ -3,7 +3,9 @@
 //! with its output when it exits non-zero. One `#[test]` per C program, plus header hygiene
 //! (C++17, two C translation units, an ignored status warns), the C++ interface
 //! (`include/broadcast.hpp`, `c_tests/cpp_wrapper.cpp`), the examples the README shows, and a
-//! check that no file in `c_tests/` is left out.
+//! check that no file in `c_tests/` is left out. `contract` first writes the calls of
+//! `c_tests/contract.c` from the header (`contract_exports.h`, beside the binaries), so the
+//! boundary contract of every export runs here too, under the sanitizer script's wrappers.
 //!
 //! The compiler is found with the `cc` crate (so `CC`/`CXX` are honoured). The library is taken
 //! from `target/<profile>/deps`, where `cargo test` itself builds the cdylib and staticlib (only
@@ -22,6 +24,13 @@
 //! Flags and wrapper are split on whitespace (no quoting).
 #![cfg(unix)]
 
+#[path = "common/contract.rs"]
+mod contract;
+#[path = "common/header.rs"]
+mod header;
+#[path = "common/ops_table.rs"]
+mod ops_table;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -31,6 +40,7 @@ use std::time::{Duration, Instant};
 const KNOWN_SOURCES: &[&str] = &[
     "documented_examples.c",
     "bad_input.c",
+    "contract.c",
     "ops.c",
     "thread_exit.c",
     "ops_more.c",
@@ -314,6 +324,106 @@ fn documented_examples() {
 #[test]
 fn bad_input() {
     build_and_run("bad_input");
+}
+
+/// The boundary contract of every export (c_tests/contract.c), with the calls generated from the
+/// header now (tests/common/contract.rs): a new export is checked without a test of its own.
+#[test]
+fn contract() {
+    let p = paths();
+    let text = header::header_text();
+    let protos = header::prototypes();
+    let stale = contract::stale_exceptions(&protos);
+    assert!(stale.is_empty(), "{}", stale.join("\n"));
+    // The operations without a floating-point kernel get integer tensors.
+    let int_only: Vec<&str> = ops_table::NAMED_OPS
+        .iter()
+        .filter(|op| !op.float)
+        .flat_map(|op| op.exports)
+        .chain(
+            ops_table::NAMED_UNARY
+                .iter()
+                .filter(|op| !op.float)
+                .flat_map(|op| op.exports.into_iter().chain(op.inplace.map(|i| i.0))),
+        )
+        .collect();
+    let generated = contract::generate(&protos, &header::function_pointer_types(&text), &int_only)
+        .unwrap_or_else(|errors| {
+            panic!(
+                "the contract test cannot cover every export:\n  {}",
+                errors.join("\n  ")
+            )
+        });
+    println!(
+        "contract: {} exports in include/broadcast.h; {} checked at the boundary, {} without a \
+         pointer parameter (nothing to pass wrong): {}",
+        protos.len(),
+        generated.checked.len(),
+        generated.no_pointer.len(),
+        generated.no_pointer.join(", ")
+    );
+    assert_eq!(
+        generated.checked.len() + generated.no_pointer.len(),
+        protos.len(),
+        "every export is either checked or takes no pointer"
+    );
+    println!("exceptions, from the header's own words:");
+    for (export, param, why) in contract::OPTIONAL {
+        println!("  {export} `{param}` may be NULL: {why}");
+    }
+    for (export, param, why) in contract::FREED {
+        println!("  {export} `{param}` is freed, not written: {why}");
+    }
+    for (export, param, why) in contract::WRITTEN_ON_FAILURE {
+        println!("  {export} `{param}` is written also on failure: {why}");
+    }
+    for (export, param, why) in contract::BOOL_TENSORS {
+        println!("  {export} `{param}` is a bool tensor: {why}");
+    }
+    for (export, how, why) in contract::RESULTS {
+        println!("  {export} judged as {how}: {why}");
+    }
+    for (export, why) in contract::UNRECORDED {
+        println!("  {export} does not record its failures: {why}");
+    }
+    std::fs::write(p.out_dir.join("contract_exports.h"), &generated.source)
+        .expect("write contract_exports.h");
+    let include = format!("-I{}", p.out_dir.display());
+    let exe = build(&p, "contract", &["c_tests/contract.c"], false, &[&include]);
+    run(&p, &exe);
+}
+
+/// The generator covers an export it has never seen from its parameter types alone, and refuses
+/// one with a parameter type it has no rule for (so such an export cannot go unchecked).
+#[test]
+fn contract_covers_new_exports_by_type_and_refuses_unknown_types() {
+    let fn_types = header::function_pointer_types(&header::header_text());
+    let new = header::parse(
+        "BC_MUST_USE int32_t bc_brand_new(const struct bc_tensor *t, const int64_t *sizes,\n\
+         size_t ndim, struct bc_tensor **out);",
+    );
+    let generated = contract::generate(&new, &fn_types, &[]).map_err(|e| e.join("; "));
+    let generated = generated.expect("a new export of known parameter types is covered");
+    assert_eq!(generated.checked, ["bc_brand_new"]);
+    assert!(
+        generated.source.contains(
+            "{\"bc_brand_new\", RESULT_STATUS, true, 4, {{\"t\", ROLE_TENSOR, 0, false, false}, \
+         {\"sizes\", ROLE_MEMORY, 2, false, false}, {\"ndim\", ROLE_VALUE, 0, false, false}, \
+         {\"out\", ROLE_OUT_HANDLES, 1, false, false}}, call_bc_brand_new},"
+        ),
+        "{}",
+        generated.source
+    );
+    let unknown = header::parse("int32_t bc_odd(const struct bc_tensor *t, struct bc_mystery *m);");
+    let errors = contract::generate(&unknown, &fn_types, &[])
+        .err()
+        .expect("an unknown parameter type is refused");
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("bc_odd") && e.contains("struct bc_mystery *")),
+        "{errors:?}"
+    );
 }
 
 #[test]

@@ -21,6 +21,8 @@
 //! To add a scenario (say for a new export), add one entry to [`scenarios`]: a name, a status,
 //! and a setup that makes the inputs with the `Ctx` helpers and returns the call.
 use broadcast::ffi::*;
+#[path = "common/header.rs"]
+mod header;
 #[path = "common/ops_table.rs"]
 mod ops_table;
 use ops_table::{NAMED_OPS, NAMED_UNARY};
@@ -2569,26 +2571,7 @@ fn check_outcome(
 
 /// Exported functions, from the header (a new export appears there with its declaration).
 fn exported() -> Vec<String> {
-    let header =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/broadcast.h"))
-            .expect("include/broadcast.h");
-    // Declarations only: drop comments, then take every `bc_name(`.
-    let mut code = String::new();
-    let mut rest = header.as_str();
-    while let Some(i) = rest.find("/*") {
-        code.push_str(&rest[..i]);
-        rest = rest[i..].find("*/").map_or("", |j| &rest[i + j + 2..]);
-    }
-    code.push_str(rest);
-    let mut names: Vec<String> = code
-        .split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_' || ch == '('))
-        .filter_map(|w| w.split_once('(').map(|(name, _)| name))
-        .filter(|n| n.starts_with("bc_"))
-        .map(str::to_owned)
-        .collect();
-    names.sort();
-    names.dedup();
-    names
+    header::exported_functions()
 }
 
 /// Not swept, with the reason (checked to be exports, and run once unarmed).

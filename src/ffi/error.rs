@@ -430,7 +430,9 @@ pub unsafe extern "C" fn bc_last_error_shape(
 ) -> i32 {
     use super::status::*;
     call_or(BC_ERR_INTERNAL, || {
-        if ndim.is_null() {
+        // Every pointer is checked before anything is written: `buf` NULL with room is refused
+        // even when there is no shape to copy.
+        if ndim.is_null() || (buf.is_null() && cap > 0) {
             return BC_ERR_NULL_ARG;
         }
         if !(0..=1).contains(&which) {
@@ -456,10 +458,7 @@ pub unsafe extern "C" fn bc_last_error_shape(
         if shape.is_empty() {
             return BC_OK;
         }
-        if buf.is_null() {
-            return BC_ERR_NULL_ARG;
-        }
-        // SAFETY: buf is valid for cap >= shape.len() writes.
+        // SAFETY: buf is not NULL (cap >= shape.len() > 0) and valid for cap writes.
         unsafe { std::ptr::copy_nonoverlapping(shape.as_ptr(), buf, shape.len()) };
         BC_OK
     })

@@ -547,7 +547,16 @@ pub unsafe extern "C" fn bc_tensor_expand(
     out: *mut *mut bc_tensor,
 ) -> i32 {
     // SAFETY: forwarded.
-    unsafe { derive_sized(t, sizes, ndim, out, |t, sizes| Ok(t.expand(sizes)?)) }
+    unsafe {
+        derive_sized(
+            t,
+            sizes,
+            ndim,
+            "sizes",
+            out,
+            |t, sizes| Ok(t.expand(sizes)?),
+        )
+    }
 }
 
 /// The same as `bc_tensor_expand` (NumPy's and PyTorch's `broadcast_to`).
@@ -562,8 +571,17 @@ pub unsafe extern "C" fn bc_tensor_broadcast_to(
     ndim: usize,
     out: *mut *mut bc_tensor,
 ) -> i32 {
-    // SAFETY: forwarded.
-    unsafe { bc_tensor_expand(t, shape, ndim, out) }
+    // SAFETY: forwarded. (Not through bc_tensor_expand: errors name this function's `shape`.)
+    unsafe {
+        derive_sized(
+            t,
+            shape,
+            ndim,
+            "shape",
+            out,
+            |t, sizes| Ok(t.expand(sizes)?),
+        )
+    }
 }
 
 /// `t` expanded to the shape of `other` (a view).
@@ -752,7 +770,8 @@ pub unsafe extern "C" fn bc_tensor_as_strided(
     })
 }
 
-/// Runs `f` on the tensor behind `t` and the caller's `sizes`, and hands out the tensor it makes.
+/// Runs `f` on the tensor behind `t` and the caller's `sizes` (the argument `sizes_name`, for
+/// errors), and hands out the tensor it makes.
 ///
 /// # Safety
 /// `sizes` valid for `ndim` reads; `out` for one write.
@@ -760,14 +779,15 @@ unsafe fn derive_sized(
     t: *const bc_tensor,
     sizes: *const i64,
     ndim: usize,
+    sizes_name: &'static str,
     out: *mut *mut bc_tensor,
     f: impl FnOnce(&Tensor, &[i64]) -> Result<Tensor, FfiError>,
 ) -> i32 {
     call(|| {
         // SAFETY (this block): the caller's contract.
         let slot = unsafe { out_handle(out, "out")? };
-        handle::check_ndim(ndim, "sizes")?;
-        let sizes = unsafe { slice_in(sizes, ndim, "sizes")? };
+        handle::check_ndim(ndim, sizes_name)?;
+        let sizes = unsafe { slice_in(sizes, ndim, sizes_name)? };
         // Borrowed under the slot lock unless `f` may copy many elements.
         let made = handle::with([(t, "t")], ops::is_small, |[t]| f(t, sizes))??;
         hand_out(slot, made)
@@ -813,7 +833,11 @@ pub unsafe extern "C" fn bc_tensor_view(
     out: *mut *mut bc_tensor,
 ) -> i32 {
     // SAFETY: forwarded.
-    unsafe { derive_sized(t, sizes, ndim, out, |t, sizes| Ok(t.view_sizes(sizes)?)) }
+    unsafe {
+        derive_sized(t, sizes, ndim, "sizes", out, |t, sizes| {
+            Ok(t.view_sizes(sizes)?)
+        })
+    }
 }
 
 /// `t` with the shape `sizes` (PyTorch's `reshape`): a view, as `bc_tensor_view`, when the strides
@@ -840,7 +864,7 @@ pub unsafe extern "C" fn bc_tensor_reshape(
     let mut was_copied = false;
     // SAFETY: forwarded.
     unsafe {
-        let status = derive_sized(t, sizes, ndim, out, |t, sizes| {
+        let status = derive_sized(t, sizes, ndim, "sizes", out, |t, sizes| {
             let (made, c) = t.reshape(sizes)?;
             was_copied = c;
             Ok(made)
