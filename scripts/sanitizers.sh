@@ -108,17 +108,17 @@ for s in $STAGES; do
         ok=1
         # Build the test binaries, then run each under memcheck (one test thread: valgrind
         # serialises threads anyway). Subprocess-spawning tests re-run themselves, also checked.
-        for t in fuzz_api reliability_handles reliability_panic reliability_memory; do
+        for t in fuzz_api handle_registry panics out_of_memory; do
             exe=$(cargo test "$@" --no-run --message-format=json --test "$t" 2>/dev/null |
                 sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
             [ -n "$exe" ] || { echo "could not build $t"; ok=0; continue; }
             filter=""
             [ "$t" = fuzz_api ] && filter="corpus_replays_clean"
             echo "valgrind $t $filter"
-            # reliability_memory limits its children's address space, which valgrind's own
+            # out_of_memory limits its children's address space, which valgrind's own
             # reservations cannot live with: its in-process tests only.
             extra=""
-            [ "$t" = reliability_memory ] && extra="--skip tera_element --skip exhausting"
+            [ "$t" = out_of_memory ] && extra="--skip tera_element --skip exhausting"
             # `empty` tensors in the corpus have unspecified but zeroed elements: memcheck sees no
             # uninitialised reads.
             if ! valgrind --quiet --error-exitcode=99 --leak-check=no --track-origins=yes \
@@ -144,8 +144,8 @@ for s in $STAGES; do
             ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1" \
             CARGO_TARGET_DIR="$TARGET/asan" \
             cargo +nightly test "$@" --target "$host" \
-            --test fuzz_api --test reliability_handles --test reliability_panic \
-            --test reliability_threads --test reliability_memory -- --test-threads=2 \
+            --test fuzz_api --test handle_registry --test panics \
+            --test threads --test out_of_memory -- --test-threads=2 \
             --skip tera_element --skip exhausting; then
             # (The two skipped tests limit their child's address space, and ASan's shadow
             # memory alone needs terabytes of it; they run in every other stage.)

@@ -3,7 +3,7 @@
 # rounds, the API fuzzer for longer, both in release (where the engine's fast paths and real
 # timing apply), and optionally under ThreadSanitizer.
 #
-#   BC_STRESS_ROUNDS   rounds for tests/reliability_threads.rs and _panic.rs (default 500; CI: 50)
+#   BC_STRESS_ROUNDS   rounds for tests/threads.rs and _panic.rs (default 500; CI: 50)
 #   BC_FUZZ_SECONDS    seconds of random programs for tests/fuzz_api.rs (default 300; CI: 20)
 #   BC_FUZZ_SEED       fixed seed (default: the clock, printed)
 #   STRESS_TSAN=0      skip the ThreadSanitizer stage
@@ -26,8 +26,8 @@ fail() { echo "--- $1: FAILED"; FAILED=$((FAILED + 1)); }
 skip() { echo "--- $1: SKIPPED, NOT RUN: $2"; SKIPPED=$((SKIPPED + 1)); }
 
 echo "=== stress: threads and panics, $BC_STRESS_ROUNDS rounds, release ==="
-if cargo test --release --test reliability_threads --test reliability_panic \
-    --test reliability_handles --test reliability_memory; then
+if cargo test --release --test threads --test panics \
+    --test handle_registry --test out_of_memory; then
     pass threads
 else
     fail threads
@@ -54,7 +54,7 @@ else
         BC_STRESS_ROUNDS=$((BC_STRESS_ROUNDS / 10 + 1)) \
         CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/tsan" \
         cargo +nightly test -Zbuild-std --target "$host" \
-        --test reliability_threads --test reliability_panic; then
+        --test threads --test panics; then
         pass tsan
     else
         fail tsan

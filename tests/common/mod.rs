@@ -11,6 +11,7 @@ use std::ptr;
 use std::sync::{Mutex, MutexGuard};
 
 pub mod ops_table;
+pub mod raw;
 pub use ops_table::NAMED_OPS;
 
 // ---------------------------------------------------------------------------------------------

@@ -4,10 +4,10 @@
 //!
 //! Without the `catch_unwind` in the boundary these tests cannot pass: since Rust 1.81 a panic
 //! that reaches an `extern "C"` function aborts the process, which kills this test binary.
-mod reliability_support;
+mod common;
 
 use broadcast::ffi::*;
-use reliability_support::*;
+use common::raw::*;
 use std::panic::catch_unwind;
 use std::sync::{Arc, Barrier};
 

@@ -1,7 +1,7 @@
-//! Helpers shared by the `tests/reliability_*.rs` binaries: thin wrappers over the C ABI
-//! (`broadcast::ffi::*`, exactly what a C caller sees), a per-binary lock for tests that count
+//! Raw-handle helpers for the tests of the handle registry, memory exhaustion, panics, threads
+//! and regressions, which work with `*mut bc_tensor` as a C caller does (the rest of `common`
+//! owns its handles in `T`): thin wrappers over the C ABI, a per-binary lock for tests that count
 //! live handles, and a way to run one test in a child process under an address-space limit.
-#![allow(dead_code)]
 
 use broadcast::ffi::*;
 use std::ffi::c_char;
@@ -113,7 +113,7 @@ pub fn assert_library_works() {
 }
 
 /// Env var that marks a child process started by [`run_in_child`].
-pub const CHILD_ENV: &str = "BC_RELIABILITY_CHILD";
+pub const CHILD_ENV: &str = "BC_TEST_CHILD";
 
 /// Whether this process is a child started by [`run_in_child`] for `test`.
 pub fn is_child(test: &str) -> bool {

@@ -25,11 +25,11 @@
 //!   range of [-1, 0], but got 0"); PyTorch takes dims 0 and -1 for a 0-d tensor and returns it
 //!   unchanged. `slice` on a 0-d tensor now gives PyTorch's own refusal.
 //! * handles were `slot + 1` in the low half, so small integers named the first live tensors
-//!   (tested in `reliability_handles.rs`, `small_integers_are_not_handles`).
-mod reliability_support;
+//!   (tested in `handle_registry.rs`, `small_integers_are_not_handles`).
+mod common;
 
 use broadcast::ffi::*;
-use reliability_support::*;
+use common::raw::*;
 use std::ffi::c_void;
 use std::ptr;
 

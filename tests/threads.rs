@@ -5,10 +5,10 @@
 //!
 //! A fixed number of rounds: `BC_STRESS_ROUNDS` (default 50, about 2 s in a debug build);
 //! `scripts/stress.sh` runs more, in release, and optionally under ThreadSanitizer.
-mod reliability_support;
+mod common;
 
 use broadcast::ffi::*;
-use reliability_support::*;
+use common::raw::*;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;

@@ -7,10 +7,10 @@
 //! that aborts (Rust's `handle_alloc_error`, or a crash) is reported as killed by a signal.
 //! The in-process tests use requests of 2^62 bytes, which no x86-64 or aarch64 address space can
 //! satisfy, so they fail everywhere without a limit.
-mod reliability_support;
+mod common;
 
 use broadcast::ffi::*;
-use reliability_support::*;
+use common::raw::*;
 use std::ptr;
 
 /// Address-space limit for the child processes: far more than the tests need, far less than

@@ -10,10 +10,10 @@
 //! handle would be dereferenced (a crash or garbage, not the status); without the generation count
 //! a stale handle would reach the tensor that now lives in its slot (`stale_handle_*`); without
 //! the liveness check in `release`, a double free would free someone else's tensor.
-mod reliability_support;
+mod common;
 
 use broadcast::ffi::*;
-use reliability_support::*;
+use common::raw::*;
 use std::ffi::c_void;
 use std::ptr;
 
