@@ -23,6 +23,8 @@ use std::ptr;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+#[path = "api_scalar.rs"]
+mod scalar;
 #[path = "api_unary.rs"]
 mod unary;
 
@@ -1033,7 +1035,7 @@ const FAMILY_TABLE: [u8; 256] = {
         0, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 10, 10, 11, 12, 12, 12, 12, 13, 13, 13, 14, 14,
         14, 15, 16, 17, 18, 19, 12, 13, 0, 5,
     ];
-    const LATER: [u8; 8] = [20, 20, 20, 21, 21, 22, 22, 22];
+    const LATER: [u8; 12] = [20, 20, 20, 21, 21, 22, 22, 22, 23, 23, 23, 24];
     let mut t = [0u8; 256];
     let mut b = 0;
     while b < 256 {
@@ -1048,7 +1050,7 @@ const FAMILY_TABLE: [u8; 256] = {
 };
 
 /// The family each operation's calls are counted under.
-const FAMILIES: [&str; 23] = [
+const FAMILIES: [&str; 25] = [
     "create",
     "wrap",
     "free",
@@ -1072,6 +1074,8 @@ const FAMILIES: [&str; 23] = [
     "unary",
     "unary_inplace",
     "unary_out",
+    "scalar",
+    "scalar_inplace",
 ];
 
 impl Runner<'_> {
@@ -1104,7 +1108,9 @@ impl Runner<'_> {
                 19 => self.op_panic(),
                 20 => self.op_unary(),
                 21 => self.op_unary_inplace(),
-                _ => self.op_unary_out(),
+                22 => self.op_unary_out(),
+                23 => self.op_scalar(),
+                _ => self.op_scalar_inplace(),
             };
             match outcome {
                 Ok(Ok(())) => {}
@@ -2457,13 +2463,15 @@ impl Runner<'_> {
     }
 
     /// The contract's operation, on the model: checks in the library's order, then the values.
-    /// `dest`: None for out of place; Some((t, is_inplace)).
+    /// `dest`: None for out of place; Some((t, is_inplace)). `number`: which operand (0 or 1), if
+    /// any, is a number (a 0-d bool, int64 or float64 holding its value exactly).
     fn model_binary(
         &self,
         op_code: i32,
         a: &TM,
         b: &TM,
         dest: Option<(&TM, bool)>,
+        number: Option<usize>,
     ) -> Result<Expect<(Vec<usize>, i32, Vec<Option<Num>>, [usize; 3])>, Skip> {
         let mut warnings = [0usize; 3];
         // Defined for the types.
@@ -2528,7 +2536,14 @@ impl Runner<'_> {
         // not contiguous, the result (out of place) or a temporary (when the destination type is
         // not the computation type), converted copies of inputs of another type.
         let b_ndim = if fallback { a.ndim() } else { b.ndim() };
-        let mut ct = result_type(a.dtype, a.ndim() == 0, b.dtype, b_ndim == 0);
+        // A number ranks below 0-d tensors and raises only the category, a floating one counting
+        // as float32 (docs/semantics.md, section 6).
+        let as_number = |dt: i32| if dt == F64 { F32 } else { dt };
+        let mut ct = match number {
+            Some(0) => result_type(as_number(a.dtype), true, b.dtype, false),
+            Some(_) => result_type(a.dtype, false, as_number(b.dtype), true),
+            None => result_type(a.dtype, a.ndim() == 0, b.dtype, b_ndim == 0),
+        };
         if op_code == BC_OP_DIV && !is_float(ct) {
             ct = F32;
         }
@@ -2658,7 +2673,7 @@ impl Runner<'_> {
                 Ok(t) => t,
                 Err(s) => return Ok(Err(s)),
             };
-            self.model_binary(op, &ta, &tb, None)
+            self.model_binary(op, &ta, &tb, None, None)
         })() {
             Err(Skip) => return Ok(Err(Skip)),
             Ok(Err(s)) => Err(s),
@@ -2751,7 +2766,7 @@ impl Runner<'_> {
                 },
             };
             Ok(self
-                .model_binary(op, &ta, &tb, Some((&d, out.is_none())))?
+                .model_binary(op, &ta, &tb, Some((&d, out.is_none())), None)?
                 .map(|r| (d, r)))
         })();
         let expected = match model {
