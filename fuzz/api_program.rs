@@ -27,6 +27,8 @@ use std::sync::{Mutex, MutexGuard};
 mod scalar;
 #[path = "api_unary.rs"]
 mod unary;
+#[path = "api_where.rs"]
+mod where_;
 
 // ---------------------------------------------------------------------------------------------
 // Knobs
@@ -1035,7 +1037,7 @@ const FAMILY_TABLE: [u8; 256] = {
         0, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 10, 10, 11, 12, 12, 12, 12, 13, 13, 13, 14, 14,
         14, 15, 16, 17, 18, 19, 12, 13, 0, 5,
     ];
-    const LATER: [u8; 12] = [20, 20, 20, 21, 21, 22, 22, 22, 23, 23, 23, 24];
+    const LATER: [u8; 15] = [20, 20, 20, 21, 21, 22, 22, 22, 23, 23, 23, 24, 25, 25, 26];
     let mut t = [0u8; 256];
     let mut b = 0;
     while b < 256 {
@@ -1050,7 +1052,7 @@ const FAMILY_TABLE: [u8; 256] = {
 };
 
 /// The family each operation's calls are counted under.
-const FAMILIES: [&str; 25] = [
+const FAMILIES: [&str; 27] = [
     "create",
     "wrap",
     "free",
@@ -1076,6 +1078,8 @@ const FAMILIES: [&str; 25] = [
     "unary_out",
     "scalar",
     "scalar_inplace",
+    "where",
+    "where_out",
 ];
 
 impl Runner<'_> {
@@ -1110,7 +1114,9 @@ impl Runner<'_> {
                 21 => self.op_unary_inplace(),
                 22 => self.op_unary_out(),
                 23 => self.op_scalar(),
-                _ => self.op_scalar_inplace(),
+                24 => self.op_scalar_inplace(),
+                25 => self.op_where(),
+                _ => self.op_where_out(),
             };
             match outcome {
                 Ok(Ok(())) => {}
