@@ -23,6 +23,8 @@ use std::ptr;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+#[path = "api_reduce.rs"]
+mod reduce;
 #[path = "api_scalar.rs"]
 mod scalar;
 #[path = "api_unary.rs"]
@@ -1037,7 +1039,9 @@ const FAMILY_TABLE: [u8; 256] = {
         0, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 10, 10, 11, 12, 12, 12, 12, 13, 13, 13, 14, 14,
         14, 15, 16, 17, 18, 19, 12, 13, 0, 5,
     ];
-    const LATER: [u8; 15] = [20, 20, 20, 21, 21, 22, 22, 22, 23, 23, 23, 24, 25, 25, 26];
+    const LATER: [u8; 20] = [
+        20, 20, 20, 21, 21, 22, 22, 22, 23, 23, 23, 24, 25, 25, 26, 27, 27, 27, 28, 28,
+    ];
     let mut t = [0u8; 256];
     let mut b = 0;
     while b < 256 {
@@ -1052,7 +1056,7 @@ const FAMILY_TABLE: [u8; 256] = {
 };
 
 /// The family each operation's calls are counted under.
-const FAMILIES: [&str; 27] = [
+const FAMILIES: [&str; 29] = [
     "create",
     "wrap",
     "free",
@@ -1080,6 +1084,8 @@ const FAMILIES: [&str; 27] = [
     "scalar_inplace",
     "where",
     "where_out",
+    "reduce",
+    "all_any",
 ];
 
 impl Runner<'_> {
@@ -1116,7 +1122,9 @@ impl Runner<'_> {
                 23 => self.op_scalar(),
                 24 => self.op_scalar_inplace(),
                 25 => self.op_where(),
-                _ => self.op_where_out(),
+                26 => self.op_where_out(),
+                27 => self.op_reduce(),
+                _ => self.op_all_any(),
             };
             match outcome {
                 Ok(Ok(())) => {}

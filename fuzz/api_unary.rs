@@ -179,7 +179,7 @@ fn unary_value(op: i32, x: Num, result: i32) -> UVal {
 
 /// The next representable value of `n`'s floating type up or down; NaN, and an infinity moving
 /// outward, stay.
-fn step(n: Num, up: bool) -> Num {
+pub(super) fn step(n: Num, up: bool) -> Num {
     let (bits, width) = match n {
         Num::H(v) => (v.to_bits() as u64, 16),
         Num::BH(v) => (v.to_bits() as u64, 16),
@@ -240,7 +240,11 @@ fn near(dest: i32, result: i32, reference: f64, got: Num) -> bool {
 }
 
 /// The elements of a live handle, row-major, as `bc_tensor_copy_to` gives them.
-fn library_values(h: *const bc_tensor, dtype: i32, n: usize) -> Result<Vec<Num>, String> {
+pub(super) fn library_values(
+    h: *const bc_tensor,
+    dtype: i32,
+    n: usize,
+) -> Result<Vec<Num>, String> {
     let size = itemsize(dtype);
     let mut buf = vec![0u8; n * size + 8];
     // SAFETY: buf holds n * size bytes (and more).
