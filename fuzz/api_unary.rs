@@ -515,8 +515,21 @@ impl Runner<'_> {
             };
             let got = library_values(hd, d.dtype, values.len())?;
             let values = settle(what, d.dtype, result, &values, &got)?;
+            // `sign` of a bool is the element itself: its byte is copied as it is (a non-zero
+            // byte other than 1 included), so the model copies the bytes, taken before writing.
+            let x = self.resolve(a).expect("resolved above");
+            let bytes: Vec<Option<u8>> = match op == BC_UNARY_SIGN && x.dtype == BOOL {
+                true => indices(&x.shape)
+                    .iter()
+                    .map(|i| self.raw_byte(&x, i))
+                    .collect(),
+                false => Vec::new(),
+            };
             for (i, v) in values.into_iter().enumerate() {
                 self.write_at(&d, i, v);
+            }
+            for (i, byte) in bytes.into_iter().enumerate() {
+                self.write_byte_at(&d, i, byte);
             }
         }
         Ok(Ok(()))

@@ -103,14 +103,14 @@ impl Runner<'_> {
     }
 
     /// The byte of a one-byte element as memory holds it.
-    fn raw_byte(&self, t: &TM, idx: &[usize]) -> Option<u8> {
+    pub(super) fn raw_byte(&self, t: &TM, idx: &[usize]) -> Option<u8> {
         let (sp, at) = self.addr(t, idx);
         let m = self.mem(sp);
         m.known[at as usize].then(|| m.bytes[at as usize])
     }
 
     /// Writes the byte of a one-byte element (None: unknown).
-    fn write_byte_at(&mut self, t: &TM, flat: usize, byte: Option<u8>) {
+    pub(super) fn write_byte_at(&mut self, t: &TM, flat: usize, byte: Option<u8>) {
         let (sp, at) = self.addr(t, &unflatten(flat, &t.shape));
         let m = self.mem_mut(sp);
         match byte {
