@@ -27,6 +27,8 @@ use std::sync::{Mutex, MutexGuard};
 mod reduce;
 #[path = "api_scalar.rs"]
 mod scalar;
+#[path = "api_ternary.rs"]
+mod ternary;
 #[path = "api_unary.rs"]
 mod unary;
 #[path = "api_where.rs"]
@@ -1039,8 +1041,8 @@ const FAMILY_TABLE: [u8; 256] = {
         0, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 10, 10, 11, 12, 12, 12, 12, 13, 13, 13, 14, 14,
         14, 15, 16, 17, 18, 19, 12, 13, 0, 5,
     ];
-    const LATER: [u8; 20] = [
-        20, 20, 20, 21, 21, 22, 22, 22, 23, 23, 23, 24, 25, 25, 26, 27, 27, 27, 28, 28,
+    const LATER: [u8; 23] = [
+        20, 20, 20, 21, 21, 22, 22, 22, 23, 23, 23, 24, 25, 25, 26, 27, 27, 27, 28, 28, 29, 29, 30,
     ];
     let mut t = [0u8; 256];
     let mut b = 0;
@@ -1056,7 +1058,7 @@ const FAMILY_TABLE: [u8; 256] = {
 };
 
 /// The family each operation's calls are counted under.
-const FAMILIES: [&str; 29] = [
+const FAMILIES: [&str; 31] = [
     "create",
     "wrap",
     "free",
@@ -1086,6 +1088,8 @@ const FAMILIES: [&str; 29] = [
     "where_out",
     "reduce",
     "all_any",
+    "clamp",
+    "clamp_inplace",
 ];
 
 impl Runner<'_> {
@@ -1124,7 +1128,9 @@ impl Runner<'_> {
                 25 => self.op_where(),
                 26 => self.op_where_out(),
                 27 => self.op_reduce(),
-                _ => self.op_all_any(),
+                28 => self.op_all_any(),
+                29 => self.op_clamp(),
+                _ => self.op_clamp_inplace(),
             };
             match outcome {
                 Ok(Ok(())) => {}
