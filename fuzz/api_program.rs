@@ -23,6 +23,8 @@ use std::ptr;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+#[path = "api_expr.rs"]
+mod expr;
 #[path = "api_reduce.rs"]
 mod reduce;
 #[path = "api_scalar.rs"]
@@ -1041,8 +1043,9 @@ const FAMILY_TABLE: [u8; 256] = {
         0, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 10, 10, 11, 12, 12, 12, 12, 13, 13, 13, 14, 14,
         14, 15, 16, 17, 18, 19, 12, 13, 0, 5,
     ];
-    const LATER: [u8; 23] = [
+    const LATER: [u8; 26] = [
         20, 20, 20, 21, 21, 22, 22, 22, 23, 23, 23, 24, 25, 25, 26, 27, 27, 27, 28, 28, 29, 29, 30,
+        31, 31, 31,
     ];
     let mut t = [0u8; 256];
     let mut b = 0;
@@ -1058,7 +1061,7 @@ const FAMILY_TABLE: [u8; 256] = {
 };
 
 /// The family each operation's calls are counted under.
-const FAMILIES: [&str; 31] = [
+const FAMILIES: [&str; 32] = [
     "create",
     "wrap",
     "free",
@@ -1090,6 +1093,7 @@ const FAMILIES: [&str; 31] = [
     "all_any",
     "clamp",
     "clamp_inplace",
+    "expr",
 ];
 
 impl Runner<'_> {
@@ -1130,7 +1134,8 @@ impl Runner<'_> {
                 27 => self.op_reduce(),
                 28 => self.op_all_any(),
                 29 => self.op_clamp(),
-                _ => self.op_clamp_inplace(),
+                30 => self.op_clamp_inplace(),
+                _ => self.op_expr(),
             };
             match outcome {
                 Ok(Ok(())) => {}

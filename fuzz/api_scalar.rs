@@ -28,7 +28,7 @@ fn modelled(op: i32) -> bool {
 
 impl Runner<'_> {
     /// A code drawn from `BC_OP_COUNT`, or (rarely) one that names no operation.
-    fn any_op_code(&mut self) -> i32 {
+    pub(super) fn any_op_code(&mut self) -> i32 {
         let b = self.inp.u8();
         if b < 250 {
             b as i32 % BC_OP_COUNT

@@ -289,7 +289,7 @@ type UnaryModel = (i32, i32, Vec<Option<UVal>>);
 
 impl Runner<'_> {
     /// A code drawn from `BC_UNARY_COUNT`, or (rarely) one that names no operation.
-    fn unary_code(&mut self) -> i32 {
+    pub(super) fn unary_code(&mut self) -> i32 {
         let b = self.inp.u8();
         if b < 250 {
             b as i32 % BC_UNARY_COUNT

@@ -11,6 +11,11 @@ static WHERE_UINT8_WARNED: AtomicBool = AtomicBool::new(false);
 
 /// (shape, result type, values row-major, and for a bool result the bytes copied: `where`
 /// copies a bool element's byte as it is, a non-zero byte other than 1 included).
+/// Records that a `where` made otherwise (an expression's step) gave the warning.
+pub(super) fn note_warned() {
+    WHERE_UINT8_WARNED.store(true, Ordering::SeqCst);
+}
+
 type WhereModel = (Vec<usize>, i32, Vec<Option<Num>>, Vec<Option<u8>>);
 
 impl Runner<'_> {
