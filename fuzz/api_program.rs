@@ -33,6 +33,8 @@ mod scalar;
 mod ternary;
 #[path = "api_unary.rs"]
 mod unary;
+#[path = "api_views.rs"]
+mod views;
 #[path = "api_where.rs"]
 mod where_;
 
@@ -1043,9 +1045,9 @@ const FAMILY_TABLE: [u8; 256] = {
         0, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 10, 10, 11, 12, 12, 12, 12, 13, 13, 13, 14, 14,
         14, 15, 16, 17, 18, 19, 12, 13, 0, 5,
     ];
-    const LATER: [u8; 26] = [
+    const LATER: [u8; 29] = [
         20, 20, 20, 21, 21, 22, 22, 22, 23, 23, 23, 24, 25, 25, 26, 27, 27, 27, 28, 28, 29, 29, 30,
-        31, 31, 31,
+        31, 31, 31, 32, 32, 33,
     ];
     let mut t = [0u8; 256];
     let mut b = 0;
@@ -1061,7 +1063,7 @@ const FAMILY_TABLE: [u8; 256] = {
 };
 
 /// The family each operation's calls are counted under.
-const FAMILIES: [&str; 32] = [
+const FAMILIES: [&str; 34] = [
     "create",
     "wrap",
     "free",
@@ -1094,6 +1096,8 @@ const FAMILIES: [&str; 32] = [
     "clamp",
     "clamp_inplace",
     "expr",
+    "view",
+    "format",
 ];
 
 impl Runner<'_> {
@@ -1135,7 +1139,9 @@ impl Runner<'_> {
                 28 => self.op_all_any(),
                 29 => self.op_clamp(),
                 30 => self.op_clamp_inplace(),
-                _ => self.op_expr(),
+                31 => self.op_expr(),
+                32 => self.op_squeeze(),
+                _ => self.op_format(),
             };
             match outcome {
                 Ok(Ok(())) => {}
