@@ -25,6 +25,8 @@ use std::sync::{Mutex, MutexGuard};
 
 #[path = "api_expr.rs"]
 mod expr;
+#[path = "api_plan.rs"]
+mod plan;
 #[path = "api_reduce.rs"]
 mod reduce;
 #[path = "api_scalar.rs"]
@@ -1045,9 +1047,9 @@ const FAMILY_TABLE: [u8; 256] = {
         0, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 10, 10, 11, 12, 12, 12, 12, 13, 13, 13, 14, 14,
         14, 15, 16, 17, 18, 19, 12, 13, 0, 5,
     ];
-    const LATER: [u8; 29] = [
+    const LATER: [u8; 31] = [
         20, 20, 20, 21, 21, 22, 22, 22, 23, 23, 23, 24, 25, 25, 26, 27, 27, 27, 28, 28, 29, 29, 30,
-        31, 31, 31, 32, 32, 33,
+        31, 31, 31, 32, 32, 33, 34, 34,
     ];
     let mut t = [0u8; 256];
     let mut b = 0;
@@ -1063,7 +1065,7 @@ const FAMILY_TABLE: [u8; 256] = {
 };
 
 /// The family each operation's calls are counted under.
-const FAMILIES: [&str; 34] = [
+const FAMILIES: [&str; 35] = [
     "create",
     "wrap",
     "free",
@@ -1098,6 +1100,7 @@ const FAMILIES: [&str; 34] = [
     "expr",
     "view",
     "format",
+    "plan",
 ];
 
 impl Runner<'_> {
@@ -1141,7 +1144,8 @@ impl Runner<'_> {
                 30 => self.op_clamp_inplace(),
                 31 => self.op_expr(),
                 32 => self.op_squeeze(),
-                _ => self.op_format(),
+                33 => self.op_format(),
+                _ => self.op_plan(),
             };
             match outcome {
                 Ok(Ok(())) => {}
