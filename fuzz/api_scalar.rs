@@ -130,7 +130,8 @@ impl Runner<'_> {
                         (y.shape.clone(), y.strides.clone(), y.dtype != ct),
                     ],
                 );
-                Ok(self.new_tensor_strided(ct, &shape, strides, Some(values)))
+                let rt = binary_result(op, ct);
+                Ok(self.new_tensor_strided(rt, &shape, strides, Some(values)))
             }
         };
         let name = if number_first {
