@@ -5,7 +5,7 @@ RELEASE := target/release
 
 .PHONY: demo test prereqs generate test-python check bench bench-smoke header-drift data-check go-test go-env go-bench \
 	julia-proxy-test julia-test julia self-contained release-lib install install-files uninstall \
-	install-check size-check
+	install-check size-check fuzz
 
 # Build the library and run the C tour of the documented examples.
 demo:
@@ -24,6 +24,13 @@ test: prereqs data-check
 	BC_FUZZ_SECONDS=20 cargo test
 	bash scripts/sanitizers.sh
 	$(MAKE) test-python go-test julia check install-check bench-smoke
+
+# The C-API fuzzer (fuzz/README.md) for an hour instead of `make test`'s 20 seconds: random and
+# mutated programs from a clock seed (a debug build: overflow checks stay on), the per-family call
+# counts printed at the end. FUZZ_SECONDS may set another length.
+FUZZ_SECONDS ?= 3600
+fuzz:
+	BC_FUZZ_SECONDS=$(FUZZ_SECONDS) cargo test --test fuzz_api random_programs -- --nocapture
 
 # DLPack with a real producer and consumer: NumPy, through ctypes (tests/python). PYTHON may name
 # a Python with NumPy; by default a virtual environment in target/ gets NumPy from PyPI.

@@ -23,6 +23,23 @@ use std::ptr;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+#[path = "api_expr.rs"]
+mod expr;
+#[path = "api_plan.rs"]
+mod plan;
+#[path = "api_reduce.rs"]
+mod reduce;
+#[path = "api_scalar.rs"]
+mod scalar;
+#[path = "api_ternary.rs"]
+mod ternary;
+#[path = "api_unary.rs"]
+mod unary;
+#[path = "api_views.rs"]
+mod views;
+#[path = "api_where.rs"]
+mod where_;
+
 // ---------------------------------------------------------------------------------------------
 // Knobs
 // ---------------------------------------------------------------------------------------------
@@ -59,6 +76,32 @@ pub struct Stats {
     pub skipped: usize,
     /// (opcode, status) pairs seen: a cheap coverage signal for keeping corpus entries.
     pub coverage: std::collections::BTreeSet<(u8, i32)>,
+    /// Checked calls per API family: (calls, of which `BC_OK`).
+    pub families: std::collections::BTreeMap<&'static str, (usize, usize)>,
+}
+
+impl Stats {
+    /// Adds another run's counts to these.
+    pub fn merge(&mut self, other: &Stats) {
+        self.steps += other.steps;
+        self.calls += other.calls;
+        self.ok_calls += other.ok_calls;
+        self.skipped += other.skipped;
+        self.coverage.extend(other.coverage.iter().copied());
+        for (name, (calls, ok)) in &other.families {
+            let e = self.families.entry(name).or_default();
+            e.0 += calls;
+            e.1 += ok;
+        }
+    }
+
+    /// One line per family: `name calls (ok BC_OK)`.
+    pub fn family_report(&self) -> String {
+        self.families
+            .iter()
+            .map(|(name, (calls, ok))| format!("  {name:<16} {calls:>9} calls ({ok} BC_OK)\n"))
+            .collect()
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -996,16 +1039,80 @@ fn last_message() -> String {
     }
 }
 
+/// The operation a step's first byte selects. Bytes below 216 select as `byte % 36` in the
+/// first 36 entries (the decoding the corpus was first recorded with); each of the 40 others has
+/// its own entry in `LATER`. Changing an entry changes the programs that use that byte: rewrite
+/// the `regress-*` entries so they keep decoding as recorded (fuzz/README.md).
+const FAMILY_TABLE: [u8; 256] = {
+    const FIRST: [u8; 36] = [
+        0, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 10, 10, 11, 12, 12, 12, 12, 13, 13, 13, 14, 14,
+        14, 15, 16, 17, 18, 19, 12, 13, 0, 5,
+    ];
+    const LATER: [u8; 40] = [
+        20, 20, 20, 21, 21, 22, 22, 22, 23, 23, 23, 24, 25, 25, 26, 27, 27, 27, 28, 28, 29, 29, 30,
+        31, 31, 31, 32, 32, 33, 34, 34, 35, 35, 36, 37, 20, 20, 20, 21, 21,
+    ];
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = if b < 216 {
+            FIRST[b % 36]
+        } else {
+            LATER[b - 216]
+        };
+        b += 1;
+    }
+    t
+};
+
+/// The family each operation's calls are counted under.
+const FAMILIES: [&str; 38] = [
+    "create",
+    "wrap",
+    "free",
+    "free_invalid",
+    "copy",
+    "view",
+    "view",
+    "view",
+    "view",
+    "view",
+    "view",
+    "view",
+    "binary",
+    "binary_inplace",
+    "binary_out",
+    "query",
+    "shape",
+    "switch",
+    "poke",
+    "panic",
+    "unary",
+    "unary_inplace",
+    "unary_out",
+    "scalar",
+    "scalar_inplace",
+    "where",
+    "where_out",
+    "reduce",
+    "all_any",
+    "clamp",
+    "clamp_inplace",
+    "expr",
+    "view",
+    "format",
+    "plan",
+    "binary",
+    "binary_inplace",
+    "binary_out",
+];
+
 impl Runner<'_> {
     fn execute(&mut self) -> Result<(), String> {
         while !self.inp.done() && self.step < MAX_STEPS {
             self.step += 1;
             self.stats.steps += 1;
-            const TABLE: &[u8] = &[
-                0, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 10, 10, 11, 12, 12, 12, 12, 13, 13, 13,
-                14, 14, 14, 15, 16, 17, 18, 19, 12, 13, 0, 5,
-            ];
-            let op = TABLE[self.inp.below(TABLE.len())];
+            let op = FAMILY_TABLE[self.inp.u8() as usize];
             self.op = op;
             let outcome = match op {
                 0 => self.op_create(),
@@ -1020,14 +1127,32 @@ impl Runner<'_> {
                 9 => self.op_slice(),
                 10 => self.op_as_strided(),
                 11 => self.op_broadcast_tensors(),
-                12 => self.op_binary(),
-                13 => self.op_inplace(),
-                14 => self.op_out(),
+                12 => self.op_binary(false),
+                13 => self.op_inplace(false),
+                14 => self.op_out(false),
                 15 => self.op_query(),
                 16 => self.op_shapes(),
                 17 => self.op_switch(),
                 18 => self.op_poke(),
-                _ => self.op_panic(),
+                19 => self.op_panic(),
+                20 => self.op_unary(),
+                21 => self.op_unary_inplace(),
+                22 => self.op_unary_out(),
+                23 => self.op_scalar(),
+                24 => self.op_scalar_inplace(),
+                25 => self.op_where(),
+                26 => self.op_where_out(),
+                27 => self.op_reduce(),
+                28 => self.op_all_any(),
+                29 => self.op_clamp(),
+                30 => self.op_clamp_inplace(),
+                31 => self.op_expr(),
+                32 => self.op_squeeze(),
+                33 => self.op_format(),
+                34 => self.op_plan(),
+                35 => self.op_binary(true),
+                36 => self.op_inplace(true),
+                _ => self.op_out(true),
             };
             match outcome {
                 Ok(Ok(())) => {}
@@ -1379,8 +1504,15 @@ impl Runner<'_> {
     fn check_status(&mut self, what: &str, got: i32, expected: i32) -> Result<(), String> {
         self.stats.calls += 1;
         self.stats.coverage.insert((self.op, got));
+        let family = self
+            .stats
+            .families
+            .entry(FAMILIES[self.op as usize])
+            .or_default();
+        family.0 += 1;
         if got == BC_OK {
             self.stats.ok_calls += 1;
+            family.1 += 1;
         }
         if got != expected {
             let msg = if got != BC_OK {
@@ -2373,13 +2505,15 @@ impl Runner<'_> {
     }
 
     /// The contract's operation, on the model: checks in the library's order, then the values.
-    /// `dest`: None for out of place; Some((t, is_inplace)).
+    /// `dest`: None for out of place; Some((t, is_inplace)). `number`: which operand (0 or 1), if
+    /// any, is a number (a 0-d bool, int64 or float64 holding its value exactly).
     fn model_binary(
         &self,
         op_code: i32,
         a: &TM,
         b: &TM,
         dest: Option<(&TM, bool)>,
+        number: Option<usize>,
     ) -> Result<Expect<(Vec<usize>, i32, Vec<Option<Num>>, [usize; 3])>, Skip> {
         let mut warnings = [0usize; 3];
         // Defined for the types.
@@ -2444,7 +2578,14 @@ impl Runner<'_> {
         // not contiguous, the result (out of place) or a temporary (when the destination type is
         // not the computation type), converted copies of inputs of another type.
         let b_ndim = if fallback { a.ndim() } else { b.ndim() };
-        let mut ct = result_type(a.dtype, a.ndim() == 0, b.dtype, b_ndim == 0);
+        // A number ranks below 0-d tensors and raises only the category, a floating one counting
+        // as float32 (docs/semantics.md, section 6).
+        let as_number = |dt: i32| if dt == F64 { F32 } else { dt };
+        let mut ct = match number {
+            Some(0) => result_type(as_number(a.dtype), true, b.dtype, false),
+            Some(_) => result_type(a.dtype, false, as_number(b.dtype), true),
+            None => result_type(a.dtype, a.ndim() == 0, b.dtype, b_ndim == 0),
+        };
         if op_code == BC_OP_DIV && !is_float(ct) {
             ct = F32;
         }
@@ -2452,14 +2593,15 @@ impl Runner<'_> {
         if fallback && !self.contiguous(b) {
             allocs.push((b.numel(), itemsize(b.dtype)));
         }
+        let rt = binary_result(op_code, ct);
         match dest {
-            None => allocs.push((numel_of(&shape), itemsize(ct))),
+            None => allocs.push((numel_of(&shape), itemsize(rt))),
             Some((d, _)) => {
-                if !can_cast(ct, d.dtype) {
+                if !can_cast(rt, d.dtype) {
                     return Ok(Err(BC_ERR_DTYPE));
                 }
-                if d.dtype != ct {
-                    allocs.push((d.numel(), itemsize(ct)));
+                if d.dtype != rt {
+                    allocs.push((d.numel(), itemsize(rt)));
                 }
             }
         }
@@ -2491,7 +2633,7 @@ impl Runner<'_> {
                 .collect()
         };
         let b_flat = if fallback { Some(self.values(b)) } else { None };
-        let dest_dtype = dest.map_or(ct, |d| d.0.dtype);
+        let dest_dtype = dest.map_or(rt, |d| d.0.dtype);
         // PyTorch's mul and div in float16/bfloat16 read a one-element second operand of another
         // type straight into float32, not rounded to the computation type first
         // (docs/semantics.md section 11).
@@ -2515,12 +2657,23 @@ impl Runner<'_> {
                         let r = if op_code == BC_OP_MUL { x * s } else { x / s };
                         Num::from_f64(ct, r as f64)
                     }
-                    _ => x.cast(ct).apply(op_code, y.cast(ct)),
+                    _ => binary_value(op_code, x.cast(ct), y.cast(ct)),
                 };
                 Some(v.cast(dest_dtype))
             })
             .collect();
         Ok(Ok((out_shape, ct, values, warnings)))
+    }
+
+    /// A binary code: from `BC_OP_COUNT` (None for a valid one the model does not compute), or
+    /// one of the four arithmetic ones.
+    fn binary_code(&mut self, every_code: bool) -> Option<i32> {
+        if !every_code {
+            return Some(self.op_code());
+        }
+        let op = self.any_op_code();
+        let unmodelled = (0..BC_OP_COUNT).contains(&op) && !binary_modelled(op);
+        (!unmodelled).then_some(op)
     }
 
     fn contiguous(&self, t: &TM) -> bool {
@@ -2539,8 +2692,8 @@ impl Runner<'_> {
         true
     }
 
-    /// One of the four operations the model computes (`BC_OP_ADD` to `BC_OP_DIV`), or a code
-    /// that is no operation.
+    /// One of the four arithmetic operations (`BC_OP_ADD` to `BC_OP_DIV`), or a code that is no
+    /// operation (the decoding the corpus was recorded with).
     fn op_code(&mut self) -> i32 {
         let b = self.inp.u8();
         let past_last = BC_OP_COUNT;
@@ -2551,8 +2704,12 @@ impl Runner<'_> {
         }
     }
 
-    fn op_binary(&mut self) -> Result<Result<(), Skip>, String> {
-        let op = self.op_code();
+    /// `every_code`: the code is drawn from `BC_OP_COUNT` (those the model does not compute are
+    /// skipped), else one of the four arithmetic ones.
+    fn op_binary(&mut self, every_code: bool) -> Result<Result<(), Skip>, String> {
+        let Some(op) = self.binary_code(every_code) else {
+            return Ok(Err(Skip));
+        };
         let a = self.arg();
         let b = self.arg();
         let dst = self.inp.below(NSLOTS);
@@ -2574,7 +2731,7 @@ impl Runner<'_> {
                 Ok(t) => t,
                 Err(s) => return Ok(Err(s)),
             };
-            self.model_binary(op, &ta, &tb, None)
+            self.model_binary(op, &ta, &tb, None, None)
         })() {
             Err(Skip) => return Ok(Err(Skip)),
             Ok(Err(s)) => Err(s),
@@ -2594,7 +2751,8 @@ impl Runner<'_> {
                         (b_geometry.0, b_geometry.1, tb.dtype != ct),
                     ],
                 );
-                Ok(self.new_tensor_strided(ct, &shape, strides, Some(values)))
+                let rt = binary_result(op, ct);
+                Ok(self.new_tensor_strided(rt, &shape, strides, Some(values)))
             }
         };
         self.note(format!(
@@ -2621,16 +2779,20 @@ impl Runner<'_> {
         r
     }
 
-    fn op_inplace(&mut self) -> Result<Result<(), Skip>, String> {
-        let op = self.op_code();
+    fn op_inplace(&mut self, every_code: bool) -> Result<Result<(), Skip>, String> {
+        let Some(op) = self.binary_code(every_code) else {
+            return Ok(Err(Skip));
+        };
         let a = self.arg();
         let b = self.arg();
         let via_named = self.inp.flag();
         self.op_write(op, a, b, None, via_named)
     }
 
-    fn op_out(&mut self) -> Result<Result<(), Skip>, String> {
-        let op = self.op_code();
+    fn op_out(&mut self, every_code: bool) -> Result<Result<(), Skip>, String> {
+        let Some(op) = self.binary_code(every_code) else {
+            return Ok(Err(Skip));
+        };
         let a = self.arg();
         let b = self.arg();
         let out = self.arg();
@@ -2667,7 +2829,7 @@ impl Runner<'_> {
                 },
             };
             Ok(self
-                .model_binary(op, &ta, &tb, Some((&d, out.is_none())))?
+                .model_binary(op, &ta, &tb, Some((&d, out.is_none())), None)?
                 .map(|r| (d, r)))
         })();
         let expected = match model {
@@ -3000,6 +3162,84 @@ impl Runner<'_> {
         let st = bc_debug_panic();
         self.check_status("debug_panic", st, BC_ERR_INTERNAL)?;
         Ok(Ok(()))
+    }
+}
+
+/// The comparisons and logical operations give bool, the others their computation type.
+fn binary_result(op: i32, ct: i32) -> i32 {
+    match op {
+        BC_OP_EQ | BC_OP_NE | BC_OP_LT | BC_OP_LE | BC_OP_GT | BC_OP_GE | BC_OP_LOGICAL_AND
+        | BC_OP_LOGICAL_OR | BC_OP_LOGICAL_XOR => BOOL,
+        _ => ct,
+    }
+}
+
+/// The operations whose values the model computes (docs/semantics.md, sections 6 and 11).
+fn binary_modelled(op: i32) -> bool {
+    matches!(
+        op,
+        BC_OP_ADD
+            | BC_OP_SUB
+            | BC_OP_MUL
+            | BC_OP_DIV
+            | BC_OP_EQ
+            | BC_OP_NE
+            | BC_OP_LT
+            | BC_OP_LE
+            | BC_OP_GT
+            | BC_OP_GE
+            | BC_OP_MAXIMUM
+            | BC_OP_MINIMUM
+            | BC_OP_LOGICAL_AND
+            | BC_OP_LOGICAL_OR
+            | BC_OP_LOGICAL_XOR
+    )
+}
+
+/// `x op y`, both of the computation type: comparisons unordered and unequal for NaN, logical
+/// operations on truth values (NaN is true), `maximum`/`minimum` NaN when either is (else C++'s
+/// `std::max`/`std::min`: a tie keeps the first), bools or/and.
+fn binary_value(op: i32, x: Num, y: Num) -> Num {
+    let dt = x.dtype();
+    let truth = |v: Num| v.is_nan() || v.to_f64() != 0.0;
+    match op {
+        BC_OP_ADD | BC_OP_SUB | BC_OP_MUL | BC_OP_DIV => x.apply(op, y),
+        BC_OP_LOGICAL_AND => Num::B(truth(x) && truth(y)),
+        BC_OP_LOGICAL_OR => Num::B(truth(x) || truth(y)),
+        BC_OP_LOGICAL_XOR => Num::B(truth(x) != truth(y)),
+        BC_OP_MAXIMUM | BC_OP_MINIMUM => {
+            let max = op == BC_OP_MAXIMUM;
+            if is_float(dt) {
+                let (a, b) = (x.to_f64(), y.to_f64());
+                let r = if a.is_nan() || b.is_nan() {
+                    f64::NAN
+                } else if (max && a < b) || (!max && b < a) {
+                    b
+                } else {
+                    a
+                };
+                Num::from_f64(dt, r)
+            } else {
+                let (a, b) = (x.to_i64(), y.to_i64());
+                Num::from_i64(dt, if max { a.max(b) } else { a.min(b) })
+            }
+        }
+        _ => {
+            let ord = if is_float(dt) {
+                x.to_f64().partial_cmp(&y.to_f64())
+            } else {
+                Some(x.to_i64().cmp(&y.to_i64()))
+            };
+            use std::cmp::Ordering::*;
+            Num::B(match op {
+                BC_OP_EQ => ord == Some(Equal),
+                BC_OP_NE => ord != Some(Equal),
+                BC_OP_LT => ord == Some(Less),
+                BC_OP_LE => matches!(ord, Some(Less | Equal)),
+                BC_OP_GT => ord == Some(Greater),
+                _ => matches!(ord, Some(Greater | Equal)),
+            })
+        }
     }
 }
 

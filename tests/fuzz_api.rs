@@ -15,7 +15,7 @@
 #[path = "../fuzz/api_program.rs"]
 mod api_program;
 
-use api_program::{run, Config, Rng};
+use api_program::{run, Config, Rng, Stats};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -51,14 +51,19 @@ fn hex(data: &[u8]) -> String {
 fn corpus_replays_clean() {
     let entries = corpus();
     assert!(!entries.is_empty(), "fuzz/corpus/api is empty");
-    let mut calls = 0;
+    let mut total = Stats::default();
     for (path, data) in &entries {
         match run(data, config()) {
-            Ok(stats) => calls += stats.calls,
+            Ok(stats) => total.merge(&stats),
             Err(e) => panic!("{}:\n{e}", path.display()),
         }
     }
-    println!("{} corpus programs, {calls} checked calls", entries.len());
+    println!(
+        "{} corpus programs, {} checked calls; per family:\n{}",
+        entries.len(),
+        total.calls,
+        total.family_report()
+    );
 }
 
 #[test]
@@ -103,7 +108,8 @@ fn random_programs() {
         }
     }
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
-    let (mut programs, mut calls, mut ok_calls, mut skipped, mut saved) = (0u64, 0, 0, 0, 0);
+    let (mut programs, mut saved) = (0u64, 0);
+    let mut total = Stats::default();
     while Instant::now() < deadline {
         let data = if !base.is_empty() && rng.next() % 2 == 0 {
             let pick = &base[(rng.next() % base.len() as u64) as usize];
@@ -115,9 +121,7 @@ fn random_programs() {
         programs += 1;
         match run(&data, config()) {
             Ok(stats) => {
-                calls += stats.calls;
-                ok_calls += stats.ok_calls;
-                skipped += stats.skipped;
+                total.merge(&stats);
                 let before = coverage.len();
                 coverage.extend(stats.coverage);
                 if save && coverage.len() > before {
@@ -143,9 +147,16 @@ fn random_programs() {
         }
     }
     println!(
-        "fuzz_api: {programs} programs, {calls} checked calls ({ok_calls} BC_OK), {skipped} \
-         steps skipped, {} (operation, status) pairs reached, {saved} new corpus entries",
+        "fuzz_api: {programs} programs, {} checked calls ({} BC_OK), {} steps skipped, {} \
+         (operation, status) pairs reached, {saved} new corpus entries",
+        total.calls,
+        total.ok_calls,
+        total.skipped,
         coverage.len()
+    );
+    println!(
+        "fuzz_api: checked calls per family:\n{}",
+        total.family_report()
     );
     let pairs: Vec<String> = coverage
         .iter()

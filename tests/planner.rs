@@ -769,3 +769,20 @@ fn null_message(name: &str) -> String {
     assert_eq!(s, BC_ERR_NULL_ARG);
     last_error()
 }
+
+/// A broadcast result whose element count does not fit (a `[1, 2, 6, 1]` bfloat16 with an
+/// int64 expanded to `i64::MAX` elements): the planner refuses it as the call does, for every
+/// operation, instead of overflowing its own count of the result's elements.
+#[test]
+fn result_too_large_to_count() {
+    let a = T::zeros(BC_DTYPE_BFLOAT16, &[1, 2, 6, 1]).unwrap();
+    let b = T::zeros(BC_DTYPE_INT64, &[1])
+        .unwrap()
+        .expand(&[i64::MAX])
+        .unwrap();
+    let mut tally = Tally::default();
+    for op in 0..BC_OP_COUNT {
+        agree(op, &a, &b, Form::New, &mut tally).unwrap_or_else(|e| panic!("op {op}: {e}"));
+    }
+    assert_eq!(tally.ok, 0, "{tally:?}");
+}

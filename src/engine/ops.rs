@@ -16,7 +16,7 @@ use super::parallel;
 use super::plan::{broadcast_strides, Plan, SmallPlan};
 use super::shape::{
     broadcast_shapes, broadcast_shapes_n, check_inplace, check_output_shape, checked_nbytes,
-    contiguous_strides, is_contiguous, numel, Dims, Strides,
+    checked_numel, contiguous_strides, is_contiguous, numel, Dims, Strides,
 };
 use super::tensor::{copy_into, Init, Scalar, Tensor};
 use smallvec::{smallvec, SmallVec};
@@ -748,7 +748,8 @@ pub fn plan_where(
     out: Option<Geometry<'_>>,
 ) -> Result<Report> {
     let (dtype, shape) = decide_where(&cond, &a, &b, out.as_ref())?;
-    let elements = |g: Geometry<'_>| checked_nbytes(g.numel(), dtype.size());
+    // A broadcast shape's elements may not fit (the call refuses its result the same way).
+    let elements = |g: Geometry<'_>| checked_nbytes(checked_numel(g.shape)?, dtype.size());
     let mut alloc_bytes = 0;
     let new_strides;
     let written = match out {
@@ -810,7 +811,9 @@ fn report(
     run: Run,
     row_major_result: bool,
 ) -> Result<Report> {
-    let elements = |g: Geometry<'_>, dtype: DType| checked_nbytes(g.numel(), dtype.size());
+    // A broadcast shape's elements may not fit (the call refuses its result the same way).
+    let elements =
+        |g: Geometry<'_>, dtype: DType| checked_nbytes(checked_numel(g.shape)?, dtype.size());
     let mut alloc_bytes = 0;
     // `b` as the computation reads it (see `read_b`).
     let b_row_major;

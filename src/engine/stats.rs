@@ -96,13 +96,18 @@ pub fn all_any(t: &Tensor, dims: Option<&[i64]>, keepdim: bool, any: bool) -> Re
         DType::U8 => DType::U8,
         _ => DType::Bool,
     };
-    let zero = unary(UnaryOp::LogicalNot, t)?;
     let dims = match dims {
-        Some([]) => return finish(&unary(UnaryOp::LogicalNot, &zero)?, t.shape(), result),
+        Some([]) => {
+            let zero = unary(UnaryOp::LogicalNot, t)?;
+            return finish(&unary(UnaryOp::LogicalNot, &zero)?, t.shape(), result);
+        }
         Some(dims) => dims,
         None => &[],
     };
+    // The dimensions are checked before anything is computed: a refused list is refused
+    // whatever the input's size (its element test may not fit in memory).
     let r = reduced(t, dims, keepdim)?;
+    let zero = unary(UnaryOp::LogicalNot, t)?;
     // `all`: no zero element; `any`: some non-zero element.
     let (counted, test) = match any {
         true => (unary(UnaryOp::LogicalNot, &zero)?, BinaryOp::Gt),
@@ -273,4 +278,24 @@ pub fn nanmean(t: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
     let counted = unary(UnaryOp::LogicalNot, &unary(UnaryOp::Isnan, t)?)?;
     let count = reduce::reduce(ReduceOp::Sum, &counted, dims, keepdim)?;
     binary(BinaryOp::Div, &sum, &count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A dimension out of range is refused before the elements are tested, so an expanded input
+    /// too large to test element by element gets the dimension's error, not an allocation's.
+    #[test]
+    fn all_any_check_dims_before_testing_elements() {
+        let one = Tensor::new(DType::I64, &[1], Init::Fill(0.0)).unwrap();
+        let huge = one.expand(&[i64::MAX]).unwrap();
+        for any in [false, true] {
+            let err = all_any(&huge, Some(&[64]), false, any).unwrap_err();
+            assert!(
+                matches!(err, Error::DimOutOfRange { dim: 64, ndim: 1 }),
+                "{err:?}"
+            );
+        }
+    }
 }

@@ -1,0 +1,251 @@
+//! Fused expressions: `bc_expr_eval` against the same steps made as separate calls (`bc_binary`
+//! for every `BC_OP_*` code, `bc_unary` for every `BC_UNARY_*` code, `bc_where`, a 0-d tensor for
+//! each constant), as the header states: the first failing step's status, else the same type,
+//! shape, strides and elements (a NaN may be any NaN), and the same broadcast warnings. The
+//! separate calls are the reference here (each family checks them against the model); the fused
+//! result is installed with their elements, so every later check of the world compares it too.
+use super::unary::library_values;
+use super::*;
+
+/// A program step as drawn, with what the separate evaluation needs.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Input(usize),
+    Const(i32, Num),
+    Op(i32),
+    Where,
+    Unary(i32),
+}
+
+/// Frees the handles when the evaluation ends, whatever way.
+struct Owned(Vec<*mut bc_tensor>);
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        for &h in &self.0 {
+            bc_tensor_free(h);
+        }
+    }
+}
+
+/// The three broadcast warning counters (the where warning, once per process, is not compared).
+fn broadcast_warnings() -> [usize; 3] {
+    std::array::from_fn(|k| WARNINGS[k].load(Ordering::SeqCst))
+}
+
+fn other_warnings() -> usize {
+    WARNINGS[WARN_OTHER].load(Ordering::SeqCst)
+}
+
+impl Runner<'_> {
+    /// Draws a well-formed program (or, rarely, one with a code that names nothing) over up to
+    /// three live tensors with at most 64 elements each.
+    fn draw_program(&mut self, ninputs: usize) -> Vec<Step> {
+        let len = 1 + self.inp.below(6);
+        let mut steps = Vec::new();
+        let mut depth = 0usize;
+        for _ in 0..len {
+            // Push while fewer than two values wait; otherwise reduce or push.
+            let choice = self.inp.below(10);
+            let step = match choice {
+                0..=2 if depth < 6 => Step::Input(self.inp.below(ninputs)),
+                3 if depth < 6 => {
+                    let dt = self.inp.below(10) as i32;
+                    let v = self.inp.value();
+                    let int = self.inp.int();
+                    let n = match is_float(dt) {
+                        true => Num::from_f64(dt, v),
+                        false => Num::from_i64(dt, int),
+                    };
+                    Step::Const(dt, n)
+                }
+                4..=6 if depth >= 2 => Step::Op(self.any_op_code()),
+                7 if depth >= 3 => Step::Where,
+                _ if depth >= 1 => Step::Unary(self.unary_code()),
+                _ => Step::Input(self.inp.below(ninputs)),
+            };
+            depth = match step {
+                Step::Input(_) | Step::Const(..) => depth + 1,
+                Step::Op(_) => depth - 1,
+                Step::Where => depth - 2,
+                Step::Unary(_) => depth,
+            };
+            steps.push(step);
+        }
+        // Finish with binary operations down to one value.
+        while depth > 1 {
+            steps.push(Step::Op(self.any_op_code()));
+            depth -= 1;
+        }
+        steps
+    }
+
+    /// The steps as separate calls: the first failure's status, or the result handle.
+    fn evaluate_separately(
+        inputs: &[*mut bc_tensor],
+        steps: &[Step],
+        owned: &mut Owned,
+    ) -> Result<*mut bc_tensor, i32> {
+        let mut stack: Vec<*mut bc_tensor> = Vec::new();
+        for &step in steps {
+            let mut out: *mut bc_tensor = ptr::null_mut();
+            // SAFETY: every handle is live (inputs, or results held in `owned`); out is valid.
+            let st = unsafe {
+                match step {
+                    Step::Input(i) => {
+                        stack.push(inputs[i]);
+                        continue;
+                    }
+                    Step::Const(dt, n) => {
+                        let bytes = n.encode();
+                        bc_tensor_from_data(
+                            dt,
+                            ptr::null(),
+                            0,
+                            bytes.as_ptr().cast(),
+                            bytes.len(),
+                            &mut out,
+                        )
+                    }
+                    Step::Op(op) => {
+                        let b = stack.pop().unwrap();
+                        let a = stack.pop().unwrap();
+                        bc_binary(op, a, b, &mut out)
+                    }
+                    Step::Where => {
+                        let b = stack.pop().unwrap();
+                        let a = stack.pop().unwrap();
+                        let c = stack.pop().unwrap();
+                        bc_where(c, a, b, &mut out)
+                    }
+                    Step::Unary(op) => {
+                        let x = stack.pop().unwrap();
+                        bc_unary(op, x, &mut out)
+                    }
+                }
+            };
+            if st != BC_OK {
+                return Err(st);
+            }
+            owned.0.push(out);
+            stack.push(out);
+        }
+        Ok(stack.pop().expect("a well-formed program leaves one value"))
+    }
+
+    /// `bc_expr_eval` against its separate calls.
+    pub(super) fn op_expr(&mut self) -> Result<Result<(), Skip>, String> {
+        let ninputs = 1 + self.inp.below(3);
+        let args: Vec<Arg> = (0..ninputs).map(|_| self.arg()).collect();
+        let dst = self.inp.below(NSLOTS);
+        let steps = self.draw_program(ninputs);
+        let mut inputs = Vec::new();
+        for &a in &args {
+            match (a, self.resolve(a)) {
+                (Arg::Live(_), Ok(t)) if t.numel() <= 64 => inputs.push(self.raw(a)),
+                _ => return Ok(Err(Skip)),
+            }
+        }
+        let descr: Vec<String> = args.iter().map(|&a| self.describe(a)).collect();
+        self.note(format!("expr_eval({steps:?}, {descr:?}) -> #{dst}"));
+        // A program with a code that names nothing, or with no operation, is malformed.
+        let well_formed = steps.iter().all(|s| match *s {
+            Step::Op(op) => (0..BC_OP_COUNT).contains(&op),
+            Step::Unary(op) => (0..BC_UNARY_COUNT).contains(&op),
+            _ => true,
+        }) && steps
+            .iter()
+            .any(|s| matches!(s, Step::Op(_) | Step::Where | Step::Unary(_)));
+        let c_steps: Vec<bc_expr_step> = steps
+            .iter()
+            .map(|s| {
+                let (kind, arg, int_value, float_value) = match *s {
+                    Step::Input(i) => (BC_EXPR_INPUT, i as i32, 0, 0.0),
+                    Step::Const(dt, n) if is_float(dt) => (BC_EXPR_CONST, dt, 0, n.to_f64()),
+                    Step::Const(dt, n) => (BC_EXPR_CONST, dt, n.to_i64(), 0.0),
+                    Step::Op(op) => (BC_EXPR_OP, op, 0, 0.0),
+                    Step::Where => (BC_EXPR_WHERE, 0, 0, 0.0),
+                    Step::Unary(op) => (BC_EXPR_UNARY, op, 0, 0.0),
+                };
+                bc_expr_step {
+                    kind,
+                    arg,
+                    int_value,
+                    float_value,
+                }
+            })
+            .collect();
+        // The separate calls, their warnings counted apart.
+        let mut owned = Owned(Vec::new());
+        let (w0, o0) = (broadcast_warnings(), other_warnings());
+        let separate = match well_formed {
+            // Refused with the program, before any step runs.
+            false => Err(BC_ERR_INVALID_ARG),
+            true => Self::evaluate_separately(&inputs, &steps, &mut owned),
+        };
+        let w1 = broadcast_warnings();
+        let ins: Vec<*const bc_tensor> = inputs.iter().map(|&h| h as *const _).collect();
+        let mut out: *mut bc_tensor = 0x55 as *mut bc_tensor;
+        // SAFETY: steps and inputs valid for their lengths; out valid.
+        let st = unsafe {
+            bc_expr_eval(
+                c_steps.as_ptr(),
+                c_steps.len(),
+                ins.as_ptr(),
+                ins.len(),
+                &mut out,
+            )
+        };
+        let (w2, o2) = (broadcast_warnings(), other_warnings());
+        for k in 0..3 {
+            self.expected_warnings[k] += w2[k] - w0[k];
+        }
+        // The once-per-process where warning goes to whichever call came first.
+        self.expected_warnings[WARN_OTHER] += o2 - o0;
+        if o2 > o0 {
+            super::where_::note_warned();
+        }
+        let fused: Vec<usize> = (0..3).map(|k| w2[k] - w1[k]).collect();
+        let apart: Vec<usize> = (0..3).map(|k| w1[k] - w0[k]).collect();
+        if separate.is_ok() && st == BC_OK && fused != apart {
+            return Err(format!(
+                "expr_eval: warnings {fused:?}, the separate calls gave {apart:?}"
+            ));
+        }
+        let reference = match separate {
+            Err(s) => return self.finish_new("expr_eval", st, out, Err(s), dst).map(Ok),
+            Ok(h) => h,
+        };
+        self.check_status("expr_eval", st, BC_OK)?;
+        if out.is_null() {
+            return Err("expr_eval: BC_OK but *out is NULL".into());
+        }
+        // The separate result's type, shape, strides and elements become the model's.
+        let (mut dt, mut nd) = (0i32, 0usize);
+        let mut shape = [0i64; BC_MAX_NDIM];
+        let mut strides = [0i64; BC_MAX_NDIM];
+        // SAFETY: valid out-pointers and buffers of BC_MAX_NDIM entries.
+        unsafe {
+            let sts = [
+                bc_tensor_dtype(reference, &mut dt),
+                bc_tensor_ndim(reference, &mut nd),
+                bc_tensor_shape(reference, shape.as_mut_ptr(), BC_MAX_NDIM),
+                bc_tensor_strides(reference, strides.as_mut_ptr(), BC_MAX_NDIM),
+            ];
+            assert!(sts.iter().all(|&s| s == BC_OK), "queries of a live result");
+        }
+        let shape: Vec<usize> = shape[..nd].iter().map(|&s| s as usize).collect();
+        let n = numel_of(&shape);
+        if n > MAX_CHECK_ELEMS {
+            // Too big to compare: freed, and the step counted as skipped.
+            bc_tensor_free(out);
+            return Ok(Err(Skip));
+        }
+        let values = library_values(reference, dt, n as usize)?
+            .into_iter()
+            .map(Some)
+            .collect();
+        let t = self.new_tensor_strided(dt, &shape, strides[..nd].to_vec(), Some(values));
+        self.install(dst, out, t).map(Ok)
+    }
+}
