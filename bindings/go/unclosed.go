@@ -16,7 +16,7 @@ import (
 // over and over.
 //
 // Counted are the bytes of storage the library allocated for a result (numel times the element
-// size). A view shares its tensor's storage and counts nothing; memory given by WrapC or
+// size; 8 bytes an element below 512 elements, see storage_bytes in shims.c). A view shares its tensor's storage and counts nothing; memory given by WrapC or
 // FromDLPack is its owner's to free, and is not counted either.
 
 // minHeadroom is the least growth of the count between two collections the package starts.

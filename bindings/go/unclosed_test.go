@@ -98,9 +98,10 @@ func memStatus(t *testing.T, name string) int64 {
 }
 
 // What each kind of call counts toward the package's collections: a result's new storage (its
-// elements times their size), and nothing for a view or for memory the library did not allocate.
+// elements times their size; 8 bytes each below 512 elements), and nothing for a view or for
+// memory the library did not allocate.
 func TestStorageBytesCounted(t *testing.T) {
-	x := must(bc.Zeros(bc.Float32, 3, 4))(t) // 48 bytes
+	x := must(bc.Zeros(bc.Float32, 32, 32))(t)
 	xt := must(x.Transpose(0, 1))(t)
 	wantBytes := func(what string, r *bc.Tensor, want int64) {
 		t.Helper()
@@ -108,33 +109,34 @@ func TestStorageBytesCounted(t *testing.T) {
 			t.Errorf("%s counts %d bytes, want %d", what, got, want)
 		}
 	}
-	wantBytes("Zeros(Float32, 3, 4)", x, 48)
-	wantBytes("FromSlice of 5 int16", must(bc.FromSlice([]int{5}, []int16{1, 2, 3, 4, 5}))(t), 10)
-	wantBytes("Ones(Bool, 7)", must(bc.Ones(bc.Bool, 7))(t), 7)
-	wantBytes("Add.Apply((3,4) float32, (4,1) float64)",
-		must(bc.Add.Apply(x, must(bc.Ones(bc.Float64, 4, 1, 1))(t)))(t), 4*3*4*8)
-	wantBytes("Lt.Apply (a Bool result)", must(bc.Lt.Apply(x, x))(t), 12)
-	wantBytes("Sum over dim 1", must(bc.Sum.Apply(x, false, 1))(t), 12)
-	wantBytes("Clone", must(x.Clone())(t), 48)
-	wantBytes("ToDType(Int64)", must(x.ToDType(bc.Int64))(t), 96)
-	wantBytes("Exp", must(bc.Exp.Apply(x))(t), 48)
-	wantBytes("Where", must(bc.Where(must(bc.Ones(bc.Bool, 4))(t), x, x))(t), 48)
+	wantBytes("Zeros(Float32, 32, 32)", x, 4096)
+	wantBytes("FromSlice of 600 int16", must(bc.FromSlice([]int{600}, make([]int16, 600)))(t), 1200)
+	wantBytes("Ones(Bool, 700)", must(bc.Ones(bc.Bool, 700))(t), 700)
+	wantBytes("Ones(Bool, 7), below 512 elements", must(bc.Ones(bc.Bool, 7))(t), 56)
+	wantBytes("Add.Apply((32,32) float32, (4,1,1) float64)",
+		must(bc.Add.Apply(x, must(bc.Ones(bc.Float64, 4, 1, 1))(t)))(t), 4*32*32*8)
+	wantBytes("Lt.Apply (a Bool result)", must(bc.Lt.Apply(x, x))(t), 1024)
+	wantBytes("Sum over dim 1, 32 elements", must(bc.Sum.Apply(x, false, 1))(t), 32*8)
+	wantBytes("Clone", must(x.Clone())(t), 4096)
+	wantBytes("ToDType(Int64)", must(x.ToDType(bc.Int64))(t), 8192)
+	wantBytes("Exp", must(bc.Exp.Apply(x))(t), 4096)
+	wantBytes("Where", must(bc.Where(must(bc.Ones(bc.Bool, 32))(t), x, x))(t), 4096)
 
 	wantBytes("Transpose (a view)", xt, 0)
 	wantBytes("Expand (a view)", must(must(bc.Zeros(bc.Float32, 1, 4))(t).Expand(1000, 4))(t), 0)
 	wantBytes("Slice (a view)", must(x.Slice(0, 1, 3, 1))(t), 0)
-	wantBytes("Reshape that can view", must(x.Reshape(12))(t), 0)
-	wantBytes("Reshape that must copy", must(xt.Reshape(12))(t), 48)
+	wantBytes("Reshape that can view", must(x.Reshape(1024))(t), 0)
+	wantBytes("Reshape that must copy", must(xt.Reshape(1024))(t), 4096)
 	wantBytes("Flatten that can view", must(x.Flatten(0, 1))(t), 0)
-	wantBytes("Flatten that must copy", must(xt.Flatten(0, 1))(t), 48)
-	wantBytes("SumToSize to the same shape (the tensor itself)", must(x.SumToSize(3, 4))(t), 0)
-	wantBytes("SumToSize that sums", must(x.SumToSize(1, 4))(t), 16)
-	for _, b := range must(bc.BroadcastTensors(x, must(bc.Ones(bc.Float32, 4))(t)))(t) {
+	wantBytes("Flatten that must copy", must(xt.Flatten(0, 1))(t), 4096)
+	wantBytes("SumToSize to the same shape (the tensor itself)", must(x.SumToSize(32, 32))(t), 0)
+	wantBytes("SumToSize that sums, to 32 elements", must(x.SumToSize(1, 32))(t), 32*8)
+	for _, b := range must(bc.BroadcastTensors(x, must(bc.Ones(bc.Float32, 32))(t)))(t) {
 		wantBytes("BroadcastTensors (views)", b, 0)
 	}
 	wantBytes("FromDLPack (the producer's memory)", must(bc.FromDLPack(must(x.ToDLPack())(t)))(t), 0)
 	ptr, n, _, err := x.DataPointer()
 	noErr(t, err)
-	wantBytes("WrapC (the caller's memory)", must(bc.WrapC(bc.Float32, ptr, n, []int{12}, nil, 0, nil, nil))(t), 0)
+	wantBytes("WrapC (the caller's memory)", must(bc.WrapC(bc.Float32, ptr, n, []int{1024}, nil, 0, nil, nil))(t), 0)
 	runtime.KeepAlive(x)
 }
