@@ -31,8 +31,9 @@
 // allocations bring no collection, the package counts the bytes of storage behind its open
 // tensors and calls runtime.GC itself when they pass half again (and at least 16 MiB more than)
 // what its previous collection left. A program that drops its results unclosed thus holds about
-// 1.5 times the memory of the tensors it still uses, plus 16 MiB, and pays a collection each
-// time; one that closes its tensors seldom or never reaches the bound. Only storage the library
+// half again the memory of the tensors it still uses (at least 16 MiB more), and pays a
+// collection each time the bound is passed; one that closes its tensors seldom or never reaches
+// it. Only storage the library
 // allocated for a result counts: a view shares its tensor's storage, and memory given to WrapC
 // or FromDLPack is freed by its owner. Finalizers run one at a time on one goroutine: one that
 // blocks holds up the freeing of every dropped tensor.

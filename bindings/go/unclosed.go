@@ -15,9 +15,10 @@ import (
 // working set, as Go's own heap goal does, so a program holding many tensors is not collected
 // over and over.
 //
-// Counted are the bytes of storage the library allocated for a result (numel times the element
-// size; 8 bytes an element below 512 elements, see storage_bytes in shims.c). A view shares its tensor's storage and counts nothing; memory given by WrapC or
-// FromDLPack is its owner's to free, and is not counted either.
+// Counted are the bytes of storage the library allocated for a result: numel times the element
+// size (8 bytes an element below 512 elements, see storage_bytes in shims.c). A view shares its
+// tensor's storage and counts nothing; memory given by WrapC or FromDLPack is its owner's to
+// free, and is not counted either.
 
 // minHeadroom is the least growth of the count between two collections the package starts.
 const minHeadroom = 16 << 20
