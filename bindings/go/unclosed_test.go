@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	bc "libbroadcast/broadcast"
@@ -139,4 +140,37 @@ func TestStorageBytesCounted(t *testing.T) {
 	noErr(t, err)
 	wantBytes("WrapC (the caller's memory)", must(bc.WrapC(bc.Float32, ptr, n, []int{1024}, nil, 0, nil, nil))(t), 0)
 	runtime.KeepAlive(x)
+}
+
+// Several goroutines dropping results at once cross the bound together: the collections they
+// start (one at a time) must neither deadlock nor free a handle twice, and every dropped handle
+// is freed once.
+func TestUnclosedResultsFromGoroutines(t *testing.T) {
+	base := settle()
+	f := countFrees(t)
+	x := must(bc.Full(bc.Float32, 1, 1024, 1024))(t) // 4 MiB
+	var mu sync.Mutex
+	var hs []uintptr
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				r, err := bc.Add.Apply(x, x)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				hs = append(hs, bc.Handle(r))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	hs = append(hs, bc.Handle(x))
+	x.Close()
+	waitLive(t, base)
+	f.check(t, hs)
 }
