@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make go-bench`: the Go package's benchmarks (bindings/go/bench_test.go) in interleaved rounds:
-# each round runs every case through the Go package and from C, one after the other; the table
-# gives the median ns per call of each, and their difference (what the package and cgo add).
+# each round runs every case through the Go package and from C, one after the other, and an empty
+# cgo call; the table gives the median ns per call of each, their ratio, and what the package
+# adds beyond the C call and the empty cgo call (the floor of any call from Go).
 # ROUNDS (default 9) and BENCHTIME (default 300ms) tune it. The machine's load is printed before
 # and after: timings on a shared machine move.
 set -euo pipefail
@@ -21,17 +22,20 @@ echo "load after:  $(uptime)"
 echo "$rounds rounds, -benchtime $benchtime; median ns per call"
 awk '
   { name = $1; sub(/-[0-9]+$/, "", name); sub(/^BenchmarkAdd\//, "", name)
-    v[name] = v[name] " " $3; if (!(name in seen)) { seen[name] = 1; order[n++] = name } }
+    v[name] = v[name] " " $3; if ($8 == "allocs/op") allocs[name] = $7
+    if (!(name in seen)) { seen[name] = 1; order[n++] = name } }
   function median(s,   a, k, i, j, t) {
     k = split(s, a, " ")
     for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
     return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
   }
   END {
-    printf "%-36s %14s %14s %14s\n", "case", "Go package", "C", "Go - C"
+    cgo = median(v["BenchmarkEmptyCgoCall"])
+    printf "empty cgo call: %.1f ns\n", cgo
+    printf "%-36s %12s %12s %8s %14s %7s\n", "case", "Go package", "C", "Go / C", "Go - C - cgo", "allocs"
     for (i = 0; i < n; i++) {
       name = order[i]; if (name !~ /\/go$/) continue
       base = substr(name, 1, length(name) - 3); g = median(v[name]); c = median(v[base "/c"])
-      printf "%-36s %14.1f %14.1f %14.1f\n", base, g, c, g - c
+      printf "%-36s %12.1f %12.1f %8.2f %14.1f %7s\n", base, g, c, g / c, g - c - cgo, allocs[name]
     }
   }' "$out"

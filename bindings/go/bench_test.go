@@ -7,6 +7,13 @@ import (
 	"libbroadcast/broadcast/internal/cbench"
 )
 
+// An empty cgo call: the floor under every call the package makes.
+func BenchmarkEmptyCgoCall(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		cbench.Empty()
+	}
+}
+
 // The same additions through the Go package and from C (one cgo call for the whole C loop):
 // the difference per call is what the package and cgo add. `make go-bench` runs them in
 // interleaved rounds and prints medians.

@@ -22,7 +22,7 @@ func owned(r C.gobc_res) (*Tensor, error) {
 	if err := check(r); err != nil {
 		return nil, err
 	}
-	return newTensor(r.out), nil
+	return newTensor(r.out, int64(r.nbytes)), nil
 }
 
 // ints turns a shim's dimensions into a Go slice ([]int{} for 0-d, never nil on success).

@@ -8,8 +8,7 @@
 // # Tensors
 //
 // A *Tensor owns one library handle. Close frees it at once (it is idempotent); a finalizer frees
-// it otherwise, but the garbage collector does not see the library's memory, so Close large
-// tensors. A closed tensor is refused by every call with an *Error (ErrInvalidHandle, "tensor is
+// it otherwise (see Memory). A closed tensor is refused by every call with an *Error (ErrInvalidHandle, "tensor is
 // closed"), never a panic. Shapes are []int in row-major order; an empty shape is a 0-d tensor.
 // Element types are the ten DType values; FromSlice, Data, CopyTo and At take the matching Go
 // type (Float16Bits and BFloat16Bits hold half-precision bits) and refuse another with ErrDType.
@@ -22,6 +21,22 @@
 // String (and so fmt's %v) prints a tensor as PyTorch does, such as "tensor([[1., 2.]])";
 // Text returns the same text, or the error. DataPointer, ToDLPack and FromDLPack share memory
 // with C code and other libraries without a copy.
+//
+// # Memory
+//
+// A tensor's elements live in the library's memory, outside Go's heap, where the garbage
+// collector neither sees them nor counts them when it decides to run. Close frees them at once.
+// A tensor dropped without Close is freed by its finalizer, which runs only after a collection
+// has found the tensor unreachable; so that dropped tensors cannot pile up while Go's own
+// allocations bring no collection, the package counts the bytes of storage behind its open
+// tensors and calls runtime.GC itself when they pass half again (and at least 16 MiB more than)
+// what its previous collection left. A program that drops its results unclosed thus holds about
+// half again the memory of the tensors it still uses (at least 16 MiB more), and pays a
+// collection each time the bound is passed; one that closes its tensors seldom or never reaches
+// it. Only storage the library
+// allocated for a result counts: a view shares its tensor's storage, and memory given to WrapC
+// or FromDLPack is freed by its owner. Finalizers run one at a time on one goroutine: one that
+// blocks holds up the freeing of every dropped tensor.
 //
 // # Operations
 //

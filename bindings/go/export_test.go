@@ -11,3 +11,6 @@ func SetFreeHook(f func(h uintptr)) {
 
 // Handle is t's handle, as a number (0 once closed).
 func Handle(t *Tensor) uintptr { return t.h.Load() }
+
+// StorageBytes is the storage t's handle counts toward the package's collections (0 for a view).
+func StorageBytes(t *Tensor) int64 { return t.nbytes }

@@ -22,11 +22,11 @@ func (op Op) String() string {
 
 // Apply returns a op b in a new tensor of the broadcast shape and PyTorch's result type.
 func (op Op) Apply(a, b *Tensor) (*Tensor, error) {
-	hs, err := refs4(a, b)
-	if err != nil {
-		return nil, err
+	ha, hb, ok := open2(a, b)
+	if !ok {
+		return nil, errClosed()
 	}
-	r := C.gobc_binary(C.int32_t(op), hs[0], hs[1])
+	r := C.gobc_binary(C.int32_t(op), ha, hb)
 	keep(a, b)
 	return owned(r)
 }
@@ -35,11 +35,11 @@ func (op Op) Apply(a, b *Tensor) (*Tensor, error) {
 // broadcasts to target's shape and the result type can be cast to target's; when it fails,
 // target is unchanged.
 func (op Op) InPlace(target, other *Tensor) error {
-	hs, err := refs4(target, other)
-	if err != nil {
-		return err
+	ht, ho, ok := open2(target, other)
+	if !ok {
+		return errClosed()
 	}
-	r := C.gobc_binary_inplace(C.int32_t(op), hs[0], hs[1])
+	r := C.gobc_binary_inplace(C.int32_t(op), ht, ho)
 	keep(target, other)
 	return check(r)
 }
@@ -47,11 +47,12 @@ func (op Op) InPlace(target, other *Tensor) error {
 // Out writes a op b into out (destination first, as in math/big), which must have exactly the
 // broadcast shape and a type the result type can be cast to; when it fails, out is unchanged.
 func (op Op) Out(out, a, b *Tensor) error {
-	hs, err := refs4(out, a, b)
-	if err != nil {
-		return err
+	ha, hb, ok := open2(a, b)
+	ho := out.handle()
+	if !ok || (ho == 0 && out != nil) {
+		return errClosed()
 	}
-	r := C.gobc_binary_out(C.int32_t(op), hs[1], hs[2], hs[0])
+	r := C.gobc_binary_out(C.int32_t(op), ha, hb, ho)
 	keep(out, a, b)
 	return check(r)
 }
@@ -60,11 +61,12 @@ func (op Op) Out(out, a, b *Tensor) error {
 // (torch.where). The three operands broadcast together; the result type promotes a and b only;
 // cond is Bool, or Uint8 (accepted with PyTorch's deprecation warning).
 func Where(cond, a, b *Tensor) (*Tensor, error) {
-	hs, err := refs4(cond, a, b)
-	if err != nil {
-		return nil, err
+	ha, hb, ok := open2(a, b)
+	hc := cond.handle()
+	if !ok || (hc == 0 && cond != nil) {
+		return nil, errClosed()
 	}
-	r := C.gobc_where(hs[0], hs[1], hs[2])
+	r := C.gobc_where(hc, ha, hb)
 	keep(cond, a, b)
 	return owned(r)
 }

@@ -38,7 +38,44 @@ static gobc_res done(int32_t status, bc_tensor *out, int64_t val) {
 	r.status = status;
 	r.out = (uintptr_t)out;
 	r.val = val;
+	r.nbytes = 0;
 	r.err = status == BC_OK ? NULL : capture();
+	return r;
+}
+
+/* The bytes of a new tensor's own storage: it is dense, so its elements times their size. Below
+ * 512 elements the size is taken as 8 bytes, the largest: that spares the smallest results, whose
+ * metadata the count leaves out anyway, a second query that would cost them a tenth of a call. */
+static int64_t storage_bytes(const bc_tensor *t) {
+	int64_t n = 0;
+	int32_t d = 0;
+	if (bc_tensor_numel(t, &n) != BC_OK) return 0;
+	if (n < 512) return n * 8;
+	if (bc_tensor_dtype(t, &d) != BC_OK) return 0;
+	return n * (int64_t)bc_dtype_size(d);
+}
+
+/* The outcome of a call that allocates new storage for its result. */
+static gobc_res made(int32_t status, bc_tensor *out) {
+	gobc_res r = done(status, out, 0);
+	if (status == BC_OK && out != NULL) r.nbytes = storage_bytes(out);
+	return r;
+}
+
+/* The end of t's storage (NULL if it cannot be read): two tensors share storage exactly when
+ * their storage ends at the same address. */
+static const char *storage_end(const bc_tensor *t) {
+	void *data = NULL;
+	size_t n = 0;
+	if (bc_tensor_data(t, &data, &n, NULL) != BC_OK) return NULL;
+	return (const char *)data + n;
+}
+
+/* The outcome of a call whose result is a view of t when the strides allow, else a copy
+ * (reshape, flatten), or t itself when nothing is summed (sum_to_size). */
+static gobc_res made_or_view(int32_t status, uintptr_t t, bc_tensor *out) {
+	gobc_res r = done(status, out, 0);
+	if (status == BC_OK && storage_end(out) != storage_end(H(t))) r.nbytes = storage_bytes(out);
 	return r;
 }
 
@@ -56,7 +93,7 @@ bool gobc_is_live(uintptr_t t) { return bc_tensor_is_live(H(t)); }
 gobc_res gobc_binary(int32_t op, uintptr_t a, uintptr_t b) {
 	bc_tensor *o = NULL;
 	int32_t s = bc_binary(op, H(a), H(b), &o);
-	return done(s, o, 0);
+	return made(s, o);
 }
 
 gobc_res gobc_binary_inplace(int32_t op, uintptr_t target, uintptr_t other) {
@@ -75,7 +112,7 @@ gobc_res gobc_binary_scalar(int form, int32_t op, uintptr_t t, bc_scalar s) {
 	case 1: st = bc_binary_rscalar(op, s, H(t), &o); break;
 	default: st = bc_binary_scalar_inplace(op, H(t), s); break;
 	}
-	return done(st, o, 0);
+	return made(st, o);
 }
 
 gobc_res gobc_plan(int form, int32_t op, bc_scalar s, const int32_t *dtypes, const size_t *ndims,
@@ -114,7 +151,7 @@ gobc_res gobc_plan_expr(const bc_expr_step *steps, size_t nsteps, size_t n, int 
 	bc_geometry *g = n ? shim_malloc(n * sizeof *g) : NULL;
 	if (n && !g) {
 		/* The shim's own failure: the library's error record is not this call's. */
-		gobc_res r = {BC_ERR_ALLOC, 0, 0, NULL};
+		gobc_res r = {BC_ERR_ALLOC, 0, 0, 0, NULL};
 		return r;
 	}
 	size_t at = 0;
@@ -141,14 +178,14 @@ gobc_res gobc_new(int fill, int32_t dtype, const int64_t *shape, size_t ndim, do
 	case 2: s = bc_tensor_ones(dtype, shape, ndim, &o); break;
 	default: s = bc_tensor_full(dtype, shape, ndim, value, &o); break;
 	}
-	return done(s, o, 0);
+	return made(s, o);
 }
 
 gobc_res gobc_from_data(int32_t dtype, const int64_t *shape, size_t ndim, const void *data,
                         size_t nbytes) {
 	bc_tensor *o = NULL;
 	int32_t s = bc_tensor_from_data(dtype, shape, ndim, data, nbytes, &o);
-	return done(s, o, 0);
+	return made(s, o);
 }
 
 gobc_res gobc_wrap(int32_t dtype, void *data, size_t nbytes, const int64_t *shape,
@@ -168,7 +205,7 @@ gobc_res gobc_copy(int what, uintptr_t t, int32_t dtype) {
 	case 1: s = bc_tensor_contiguous(H(t), &o); break;
 	default: s = bc_tensor_to_dtype(H(t), dtype, &o); break;
 	}
-	return done(s, o, 0);
+	return made(s, o);
 }
 
 gobc_res gobc_query(int what, uintptr_t t) {
@@ -212,7 +249,7 @@ gobc_res gobc_view(int what, uintptr_t t, const int64_t *a, const int64_t *b, si
 	case 4: s = bc_tensor_view(H(t), a, ndim, &o); break;
 	default: s = bc_tensor_reshape(H(t), a, ndim, NULL, &o); break;
 	}
-	return done(s, o, 0);
+	return what == 5 ? made_or_view(s, t, o) : done(s, o, 0);
 }
 
 gobc_res gobc_dim_view(int what, uintptr_t t, int64_t d0, int64_t d1) {
@@ -224,7 +261,7 @@ gobc_res gobc_dim_view(int what, uintptr_t t, int64_t d0, int64_t d1) {
 	case 2: s = bc_tensor_squeeze_all(H(t), &o); break;
 	default: s = bc_tensor_flatten(H(t), d0, d1, NULL, &o); break;
 	}
-	return done(s, o, 0);
+	return what == 3 ? made_or_view(s, t, o) : done(s, o, 0);
 }
 
 gobc_res gobc_format(uintptr_t t, size_t max, char **text) {
@@ -235,7 +272,7 @@ gobc_res gobc_format(uintptr_t t, size_t max, char **text) {
 	char *buf = shim_malloc(n + 1);
 	if (buf == NULL) {
 		/* The shim's own failure: the library's error record is not this call's. */
-		gobc_res r = {BC_ERR_ALLOC, 0, 0, NULL};
+		gobc_res r = {BC_ERR_ALLOC, 0, 0, 0, NULL};
 		return r;
 	}
 	s = bc_tensor_format(H(t), buf, n + 1, &n);
@@ -308,7 +345,7 @@ gobc_res gobc_broadcast_tensors(const uintptr_t *ins, size_t n, uintptr_t *outs)
 gobc_res gobc_where(uintptr_t cond, uintptr_t a, uintptr_t b) {
 	bc_tensor *o = NULL;
 	int32_t s = bc_where(H(cond), H(a), H(b), &o);
-	return done(s, o, 0);
+	return made(s, o);
 }
 
 gobc_res gobc_where_out(uintptr_t cond, uintptr_t a, uintptr_t b, uintptr_t out) {
@@ -321,7 +358,7 @@ gobc_res gobc_expr_eval(const bc_expr_step *steps, size_t nsteps, const uintptr_
 	if (into) return done(bc_expr_eval_out(steps, nsteps, inputs, n, H(out)), NULL, 0);
 	bc_tensor *o = NULL;
 	int32_t s = bc_expr_eval(steps, nsteps, inputs, n, &o);
-	return done(s, o, 0);
+	return made(s, o);
 }
 
 gobc_dims gobc_shape_broadcast(const int64_t *a, size_t an, const int64_t *b, size_t bn) {
@@ -368,20 +405,20 @@ int32_t gobc_set_warning_handler(int go) { return bc_set_warning_handler(go ? wa
 gobc_res gobc_reduce(int32_t op, uintptr_t t, const int64_t *dims, size_t ndims, bool keepdim) {
 	bc_tensor *o = NULL;
 	int32_t s = bc_reduce(op, H(t), dims, ndims, keepdim, &o);
-	return done(s, o, 0);
+	return made(s, o);
 }
 
 gobc_res gobc_sum_to_size(uintptr_t t, const int64_t *shape, size_t ndim) {
 	bc_tensor *o = NULL;
 	int32_t s = bc_tensor_sum_to_size(H(t), shape, ndim, &o);
-	return done(s, o, 0);
+	return made_or_view(s, t, o);
 }
 
 gobc_res gobc_binary_sum_to(int32_t op, uintptr_t a, uintptr_t b, const int64_t *shape,
                             size_t ndim) {
 	bc_tensor *o = NULL;
 	int32_t s = bc_binary_sum_to(op, H(a), H(b), shape, ndim, &o);
-	return done(s, o, 0);
+	return made(s, o);
 }
 
 gobc_res gobc_unary(int form, int32_t op, uintptr_t x, uintptr_t out) {
@@ -392,14 +429,14 @@ gobc_res gobc_unary(int form, int32_t op, uintptr_t x, uintptr_t out) {
 	case 1: s = bc_unary_inplace(op, H(x)); break;
 	default: s = bc_unary_out(op, H(x), H(out)); break;
 	}
-	return done(s, o, 0);
+	return made(s, o);
 }
 
 gobc_res gobc_var_std(bool is_std, uintptr_t t, const int64_t *dims, size_t ndims, double correction, bool keepdim) {
 	bc_tensor *o = NULL;
 	int32_t s = is_std ? bc_std(H(t), dims, ndims, correction, keepdim, &o)
 	                   : bc_var(H(t), dims, ndims, correction, keepdim, &o);
-	return done(s, o, 0);
+	return made(s, o);
 }
 
 gobc_res gobc_reduce_more(int which, uintptr_t t, const int64_t *dims, size_t ndims, bool keepdim) {
@@ -412,13 +449,13 @@ gobc_res gobc_reduce_more(int which, uintptr_t t, const int64_t *dims, size_t nd
 	case 3: s = bc_nansum(H(t), dims, ndims, keepdim, &o); break;
 	default: s = bc_nanmean(H(t), dims, ndims, keepdim, &o); break;
 	}
-	return done(s, o, 0);
+	return made(s, o);
 }
 
 gobc_res gobc_arg_extreme(bool is_max, uintptr_t t, const int64_t *dim, bool keepdim) {
 	bc_tensor *o = NULL;
 	int32_t s = is_max ? bc_argmax(H(t), dim, keepdim, &o) : bc_argmin(H(t), dim, keepdim, &o);
-	return done(s, o, 0);
+	return made(s, o);
 }
 
 gobc_res gobc_ternary(int form, int which, uintptr_t input, uintptr_t b, uintptr_t c, bc_scalar value, uintptr_t out) {
@@ -438,7 +475,7 @@ gobc_res gobc_ternary(int form, int which, uintptr_t input, uintptr_t b, uintptr
 	case 10: s = bc_clamp_inplace(H(input), H(b), H(c)); break;
 	default: s = bc_clamp_out(H(input), H(b), H(c), H(out)); break;
 	}
-	return done(s, o, 0);
+	return made(s, o);
 }
 
 gobc_res gobc_lerp_scalar(int form, uintptr_t input, uintptr_t end, bc_scalar weight, uintptr_t out) {
@@ -449,7 +486,7 @@ gobc_res gobc_lerp_scalar(int form, uintptr_t input, uintptr_t end, bc_scalar we
 	case 1: s = bc_lerp_scalar_inplace(H(input), H(end), weight); break;
 	default: s = bc_lerp_scalar_out(H(input), H(end), weight, H(out)); break;
 	}
-	return done(s, o, 0);
+	return made(s, o);
 }
 
 gobc_res gobc_clamp_scalar(int form, uintptr_t input, bool has_min, bc_scalar min, bool has_max, bc_scalar max, uintptr_t out) {
@@ -461,5 +498,5 @@ gobc_res gobc_clamp_scalar(int form, uintptr_t input, bool has_min, bc_scalar mi
 	case 1: s = bc_clamp_scalar_inplace(H(input), lo, hi); break;
 	default: s = bc_clamp_scalar_out(H(input), lo, hi, H(out)); break;
 	}
-	return done(s, o, 0);
+	return made(s, o);
 }

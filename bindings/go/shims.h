@@ -23,12 +23,14 @@ typedef struct {
 	char *msg;
 } gobc_err;
 
-// A call's outcome: the status, a new handle or a number, and the captured failure (NULL on
-// success, and also when there was no memory to capture it).
+// A call's outcome: the status, a new handle or a number, the bytes of new storage the library
+// allocated for the new handle (0 for a view, which shares its tensor's), and the captured
+// failure (NULL on success, and also when there was no memory to capture it).
 typedef struct {
 	int32_t status;
 	uintptr_t out;
 	int64_t val;
+	int64_t nbytes;
 	gobc_err *err;
 } gobc_res;
 

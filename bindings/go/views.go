@@ -128,7 +128,7 @@ func BroadcastTensors(ts ...*Tensor) ([]*Tensor, error) {
 	}
 	res := make([]*Tensor, len(ts))
 	for i := range res {
-		res[i] = newTensor(outs[i])
+		res[i] = newTensor(outs[i], 0)
 	}
 	return res, nil
 }
