@@ -992,20 +992,23 @@ fn run_n<const N: usize>(tensors: &[&Tensor], tape: &Tape) -> Result<()> {
     // with its type; operand 0 shares memory with another only as the very same view (checked
     // in `analyse`), and each block is read whole before its result is written.
     unsafe {
-        ops::run_elementwise_rows(operands, |p, s, rs, rows, n| tape.run(&p, &s, &rs, rows, n))
+        ops::run_elementwise_rows(operands, |t| {
+            tape.run(&t.ptrs, &t.strides, &t.row_strides, t.rows, t.len, t.stream)
+        })
     }
 }
 
 impl Tape {
     /// `rows` runs of `n` elements: `p[k]`, `s[k]` are operand `k`'s first element and byte
-    /// stride, `rs[k]` the bytes from one run to the next.
-    fn run(&self, p: &[*mut u8], s: &[isize], rs: &[isize], rows: usize, n: usize) {
+    /// stride, `rs[k]` the bytes from one run to the next; `stream`: the result's stores bypass
+    /// the cache.
+    fn run(&self, p: &[*mut u8], s: &[isize], rs: &[isize], rows: usize, n: usize, stream: bool) {
         // Only the buffers used go on the stack: a frame is probed page by page on every call,
         // so a call takes a tile of runs, not one.
         match self.bufs {
-            0..=2 => self.run_in::<2>(p, s, rs, rows, n),
-            3..=4 => self.run_in::<4>(p, s, rs, rows, n),
-            _ => self.run_in::<MAX_BUFS>(p, s, rs, rows, n),
+            0..=2 => self.run_in::<2>(p, s, rs, rows, n, stream),
+            3..=4 => self.run_in::<4>(p, s, rs, rows, n, stream),
+            _ => self.run_in::<MAX_BUFS>(p, s, rs, rows, n, stream),
         }
     }
 
@@ -1016,11 +1019,10 @@ impl Tape {
         rs: &[isize],
         rows: usize,
         n: usize,
+        stream: bool,
     ) {
-        // (Binary kernels are called through `BinaryKernel`, which takes no offer of rows from
-        // the executor and streams only what is said: the result's blocks, when the computation
-        // streams.)
-        let stream = kernels::streaming();
+        // (Binary kernels are called through `BinaryKernel`, one run at a time, streaming only
+        // the result's blocks when the computation streams.)
         let mut bufs = MaybeUninit::<[Buf; B]>::uninit();
         let base = bufs.as_mut_ptr() as *mut u8;
         let consts = |c: usize| self.consts[c].ptr();

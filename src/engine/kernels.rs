@@ -30,47 +30,52 @@ use super::convert::{self, HalfConv, Operand};
 use super::dtype::DType;
 use super::elem::Elem;
 use crate::with_elem;
-use std::cell::Cell;
 use std::mem::size_of;
 
-thread_local! {
-    /// Set by the executor around the runs of a computation whose result should be streamed.
-    static STREAM: Cell<bool> = const { Cell::new(false) };
+/// A tile of `rows` runs of `len` elements, as the executor hands it to a kernel: run `r` of
+/// operand `k` starts `r * row_strides[k]` bytes after `ptrs[k]`, its elements `strides[k]` bytes
+/// apart; operand 0 is the written one, and `stream` says whether its stores should bypass the
+/// cache (the executor fences them after the last tile).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Tile<const N: usize> {
+    pub ptrs: [*mut u8; N],
+    pub strides: [isize; N],
+    pub row_strides: [isize; N],
+    pub rows: usize,
+    pub len: usize,
+    pub stream: bool,
 }
 
-/// A block of runs offered for the next kernel call on this thread: the call's pointers and
-/// count describe the first run; run `r` starts `r * strides[k]` bytes further for operand `k`.
+impl<const N: usize> Tile<N> {
+    /// One run, not streamed.
+    pub(crate) fn run(ptrs: [*mut u8; N], strides: [isize; N], len: usize) -> Tile<N> {
+        Tile {
+            ptrs,
+            strides,
+            row_strides: [0; N],
+            rows: 1,
+            len,
+            stream: false,
+        }
+    }
+
+    /// Calls `kernel(ptrs, strides, len)` for each run, for kernels that take one run at a time.
+    #[inline(always)]
+    pub(crate) fn for_each_run(&self, kernel: impl Fn([*mut u8; N], [isize; N], usize)) {
+        for row in 0..self.rows {
+            let ptrs = std::array::from_fn(|k| {
+                self.ptrs[k].wrapping_offset(row as isize * self.row_strides[k])
+            });
+            kernel(ptrs, self.strides, self.len);
+        }
+    }
+}
+
+/// The row count and row strides of a [`Tile`] of binary runs, for the kernels that take it whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Rows {
     pub rows: usize,
     pub strides: [isize; 3],
-}
-
-thread_local! {
-    static ROWS: Cell<Option<Rows>> = const { Cell::new(None) };
-    static TAKEN: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Runs `call` (one kernel call) with `rows` offered; returns whether the kernel took the offer
-/// and computed every row. If not, it computed the first row only, as an ordinary run. Kernels
-/// that take offers: [`binary_run`].
-pub(crate) fn offer_rows(rows: Rows, call: impl FnOnce()) -> bool {
-    ROWS.with(|r| r.set(Some(rows)));
-    TAKEN.with(|t| t.set(false));
-    call();
-    ROWS.with(|r| r.set(None));
-    TAKEN.with(|t| t.replace(false))
-}
-
-/// Marks the runs that follow on this thread as streaming (or not); returns the previous mark.
-pub(crate) fn set_streaming(on: bool) -> bool {
-    STREAM.with(|s| s.replace(on))
-}
-
-/// Whether the runs on this thread are marked as streaming (see [`set_streaming`]).
-#[inline]
-pub(crate) fn streaming() -> bool {
-    STREAM.with(|s| s.get())
 }
 
 /// Makes this thread's non-temporal stores visible before anything it stores afterwards (an
@@ -130,28 +135,30 @@ fn has_avx2() -> bool {
     convert::has_avx2_f16c()
 }
 
-/// `out[i] = a[i] op b[i]` for `n` elements; strides in bytes. `dtype` is the inputs' type (the
+/// `out[i] = a[i] op b[i]` over every run of `tile` (a tile of several rows goes whole to the
+/// kernels, which transpose a transposed input in registers). `dtype` is the inputs' type (the
 /// computation type); the output's is the operation's result for it (see
 /// [`super::binary_ops::BinaryFn`]). Nothing is computed when `op` has no kernel for `dtype`
 /// (the engine refuses such calls before any kernel runs).
 ///
 /// # Safety
-/// Each pointer must be valid for `n` elements of its type at its stride. `out` may equal `a` or
+/// Each pointer must be valid for every run of the tile at its type and strides. `out` may equal `a` or
 /// `b` exactly (same pointer and stride, same element size); any other overlap must have been
 /// refused.
-pub unsafe fn binary_run(
-    op: BinaryOp,
-    dtype: DType,
-    ptrs: [*mut u8; 3],
-    strides: [isize; 3],
-    n: usize,
-) {
-    let stream = streaming();
-    let done = if let Some(rows) = ROWS.with(|r| r.take()) {
-        TAKEN.with(|t| t.set(true));
-        op.visit(dtype, RunRows(Run(&ptrs, &strides, n, stream), rows))
-    } else {
-        op.visit(dtype, Run(&ptrs, &strides, n, stream))
+pub(crate) unsafe fn binary_run(op: BinaryOp, dtype: DType, tile: &Tile<3>) {
+    let run = Run(&tile.ptrs, &tile.strides, tile.len, tile.stream);
+    let done = match tile.rows {
+        1 => op.visit(dtype, run),
+        rows => op.visit(
+            dtype,
+            RunRows(
+                run,
+                Rows {
+                    rows,
+                    strides: tile.row_strides,
+                },
+            ),
+        ),
     };
     debug_assert!(done.is_some(), "{op:?} has no kernel for {dtype:?}");
 }
@@ -171,7 +178,7 @@ impl Visit for Run<'_> {
     }
 }
 
-/// A [`Run`] over a tile offered by the executor: every row is valid (binary_run's contract).
+/// A [`Run`] over a whole tile of rows: every row is valid (binary_run's contract).
 struct RunRows<'a>(Run<'a>, Rows);
 
 impl Visit for RunRows<'_> {
@@ -231,9 +238,9 @@ type KernelFn = unsafe fn([*mut u8; 3], [isize; 3], usize, bool);
 
 /// The kernel [`binary_run`] calls for one operation and type, chosen once: for a caller that
 /// runs it over many short runs (the fast path's rows, the fused pass), so that each run is one
-/// call of the code path this CPU runs, without the dispatch over operations and types, the CPU
-/// tests and the thread-local reads (a tenth of a 1,024-element run's time). It never takes an
-/// offer of rows, and the caller says per run whether the result streams.
+/// call of the code path this CPU runs, without the dispatch over operations and types and the
+/// CPU tests (a tenth of a 1,024-element run's time). It takes one run at a time, and the caller
+/// says per run whether the result streams.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BinaryKernel(KernelFn);
 
@@ -250,7 +257,7 @@ pub(crate) fn binary_kernel(op: BinaryOp, dtype: DType) -> Option<BinaryKernel> 
 }
 
 impl BinaryKernel {
-    /// One run, streaming the result when `stream` (see [`set_streaming`]).
+    /// One run, streaming the result when `stream` (see [`Tile::stream`]).
     ///
     /// # Safety
     /// As [`binary_run`], for the operation and type the kernel was chosen for.
@@ -1605,10 +1612,10 @@ mod tests {
         }
     }
 
-    /// Tiles offered as rows (the transposing kernel where it applies) give the bits of the same
+    /// Tiles of several rows (the transposing kernel where it applies) give the bits of the same
     /// rows computed one run at a time on the baseline path.
     #[test]
-    fn offered_rows_match_runs() {
+    fn tiles_of_rows_match_runs() {
         for dtype in [
             DType::F32,
             DType::I32,
@@ -1674,28 +1681,17 @@ mod tests {
                         };
                     }
                     for stream in [false, true] {
-                        let previous = set_streaming(stream);
-                        let taken = offer_rows(
-                            Rows {
-                                rows,
-                                strides: rstr,
-                            },
-                            || {
-                                // SAFETY: as above, for all rows.
-                                unsafe {
-                                    binary_run(
-                                        op,
-                                        dtype,
-                                        [got.as_mut_ptr() as *mut u8, pa as *mut u8, pb as *mut u8],
-                                        strides,
-                                        cols,
-                                    )
-                                }
-                            },
-                        );
-                        set_streaming(previous);
+                        let tile = Tile {
+                            ptrs: [got.as_mut_ptr() as *mut u8, pa as *mut u8, pb as *mut u8],
+                            strides,
+                            row_strides: rstr,
+                            rows,
+                            len: cols,
+                            stream,
+                        };
+                        // SAFETY: as above, for all rows.
+                        unsafe { binary_run(op, dtype, &tile) };
                         store_fence();
-                        assert!(taken);
                         let n = rows * cols * size as usize;
                         let (w, g) = (
                             // SAFETY: both buffers hold n bytes.
@@ -1713,36 +1709,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// Without an offer, or after one, a call computes a single run.
-    #[test]
-    fn offers_do_not_leak() {
-        let a = [1.0f32; 8];
-        let mut o = [0.0f32; 16];
-        let taken = offer_rows(
-            Rows {
-                rows: 2,
-                strides: [32, 0, 0],
-            },
-            || {},
-        );
-        assert!(!taken);
-        // SAFETY: 8 elements each.
-        unsafe {
-            binary_run(
-                BinaryOp::Add,
-                DType::F32,
-                [
-                    o.as_mut_ptr() as *mut u8,
-                    a.as_ptr() as *mut u8,
-                    a.as_ptr() as *mut u8,
-                ],
-                [4, 4, 4],
-                8,
-            )
-        };
-        assert_eq!(&o[..8], &[2.0; 8]);
-        assert_eq!(&o[8..], &[0.0; 8]);
     }
 }

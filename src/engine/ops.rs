@@ -10,7 +10,7 @@ use super::alloc::try_collect;
 use super::binary_ops::{BinaryOp, Compute, Number, Rule};
 use super::dtype::{can_cast, result_type, result_type_ranked, DType, Rank};
 use super::error::{Error, ErrorKind, Result};
-use super::kernels;
+use super::kernels::{self, Tile};
 use super::layout;
 use super::parallel;
 use super::plan::{broadcast_strides, Plan, SmallPlan};
@@ -1210,11 +1210,7 @@ fn compute_same_type(
 ) -> Result<()> {
     // SAFETY: binary_run reads `dtype` inputs and writes the operation's result for them, which
     // is out's type; out aliases an input only exactly (checked by check_writable).
-    unsafe {
-        run_elementwise([out, a, b], |p, s, n| {
-            kernels::binary_run(op, dtype, p, s, n)
-        })
-    }
+    unsafe { run_elementwise_rows([out, a, b], |tile| kernels::binary_run(op, dtype, tile)) }
 }
 
 /// Runs `kernel(ptrs, byte_strides, len)` over the elements of `operands[0]` (the written one)
@@ -1234,14 +1230,13 @@ pub(crate) unsafe fn run_elementwise<const N: usize>(
     Ok(())
 }
 
-/// [`run_elementwise`], by tiles: `tile(ptrs, byte_strides, row_byte_strides, rows, len)` gets
-/// `rows` runs of `len` elements, row `r`'s first elements at `ptrs[k] + r * row_byte_strides[k]`.
+/// [`run_elementwise`], by tiles of several runs (see [`Tile`]).
 ///
 /// # Safety
 /// As [`run_elementwise`], for every run of every tile.
 pub(crate) unsafe fn run_elementwise_rows<const N: usize>(
     operands: [&Tensor; N],
-    tile: impl Fn([*mut u8; N], [isize; N], [isize; N], usize, usize) + Sync,
+    tile: impl Fn(&Tile<N>) + Sync,
 ) -> Result<()> {
     let walk = Walk::new(operands[0].shape(), operands.map(Tensor::geometry))?;
     // SAFETY: as in `run_elementwise`.
@@ -1344,28 +1339,19 @@ impl<const N: usize> Walk<N> {
         kernel: impl Fn([*mut u8; N], [isize; N], usize) + Sync,
     ) {
         // SAFETY: forwarded.
-        unsafe {
-            self.run_rows(base, |p, s, rs, rows, len| {
-                parallel::run_tile(&kernel, p, s, rs, rows, len)
-            })
-        }
+        unsafe { self.run_rows(base, |tile| tile.for_each_run(&kernel)) }
     }
 
-    /// Runs `tile(ptrs, byte_strides, row_byte_strides, rows, len)` over every tile of runs (a
-    /// small walk gives one run at a time).
+    /// Runs `tile` over every tile of runs (a small walk gives one run at a time).
     ///
     /// # Safety
     /// `base` holds each operand's first element, every element the walk reaches is valid for
     /// the kernel's accesses, and the written operand aliases an input only exactly.
-    unsafe fn run_rows(
-        &self,
-        base: [*mut u8; N],
-        tile: impl Fn([*mut u8; N], [isize; N], [isize; N], usize, usize) + Sync,
-    ) {
+    unsafe fn run_rows(&self, base: [*mut u8; N], tile: impl Fn(&Tile<N>) + Sync) {
         match self {
             // SAFETY: forwarded.
             Walk::Small(plan, _) => unsafe {
-                plan.for_each_run(base, |p, s, n| tile(p, s, [0; N], 1, n))
+                plan.for_each_run(base, |p, s, n| tile(&Tile::run(p, s, n)))
             },
             Walk::Full(plan, itemsize) => parallel::run_rows(plan, base, *itemsize, tile),
         }

@@ -12,7 +12,7 @@
 //!
 //! Results of [`stream_threshold`] bytes and more (half the last-level cache, at most 16 MiB) are
 //! written with streaming (non-temporal) stores, unless the result is also an input (in place).
-use super::kernels;
+use super::kernels::{self, Tile};
 use super::plan::Plan;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -222,19 +222,18 @@ pub fn run<const N: usize>(
     itemsize: [usize; N],
     kernel: impl Fn([*mut u8; N], [isize; N], usize) + Sync,
 ) {
-    run_rows(plan, base, itemsize, |p, s, rs, rows, len| {
-        run_tile(&kernel, p, s, rs, rows, len)
-    });
+    run_rows(plan, base, itemsize, |tile| tile.for_each_run(&kernel));
 }
 
-/// [`run`], giving `tile(ptrs, byte_strides, row_byte_strides, rows, len)` a tile of `rows`
-/// runs at a time (a kernel with per-call setup, such as a fused expression's stack buffers,
-/// then pays it once per tile rather than once per run).
-pub fn run_rows<const N: usize>(
+/// [`run`], giving `tile` a [`Tile`] of several runs at a time (a kernel with per-call setup,
+/// such as a fused expression's stack buffers, then pays it once per tile rather than once per
+/// run; the binary kernels transpose a transposed input in registers) and saying whether the
+/// result streams past the cache.
+pub(crate) fn run_rows<const N: usize>(
     plan: &Plan<N>,
     base: [*mut u8; N],
     itemsize: [usize; N],
-    tile: impl Fn([*mut u8; N], [isize; N], [isize; N], usize, usize) + Sync,
+    tile: impl Fn(&Tile<N>) + Sync,
 ) {
     let numel = plan.numel;
     if numel == 0 {
@@ -261,35 +260,37 @@ pub fn run_rows<const N: usize>(
         }
     };
     let body = |lo: usize, hi: usize| {
-        let _mark = StreamMark::set(stream);
+        let each = &mut |ptrs, strides, row_strides, rows, len| {
+            tile(&Tile {
+                ptrs,
+                strides,
+                row_strides,
+                rows,
+                len,
+                stream,
+            })
+        };
         // SAFETY: the caller's contract: every element of the plan is addressable from base;
         // the ranges given to different threads are disjoint.
         unsafe {
             match &tiling {
-                Some(t) => plan.for_each_tile(
-                    base.get(),
-                    itemsize,
-                    t,
-                    lo,
-                    hi,
-                    &mut |p, s, rs, rows, len| tile(p, s, rs, rows, len),
-                ),
-                None => {
-                    plan.for_each_block(base.get(), itemsize, lo, hi, &mut |p, s, rs, rows, len| {
-                        tile(p, s, rs, rows, len)
-                    })
-                }
+                Some(t) => plan.for_each_tile(base.get(), itemsize, t, lo, hi, each),
+                None => plan.for_each_block(base.get(), itemsize, lo, hi, each),
             }
+        }
+        if stream {
+            // The streamed stores are visible before the range is reported done.
+            kernels::store_fence();
         }
     };
     if threads == 1 {
         if numel < SMALL_ELEMS && tiling.is_none() {
-            // Small work: run by run, without the block offer (its setup costs more than the few
-            // per-run calls it would save) or the streaming mark (never on at this size).
+            // Small work: run by run, without blocks of rows (their setup costs more than the few
+            // per-run calls it would save), never streamed at this size.
             // SAFETY: the caller's contract: every element of the plan is addressable from base.
             unsafe {
                 plan.for_each_run(base.get(), itemsize, 0, numel, &mut |p, s, n| {
-                    tile(p, s, [0; N], 1, n)
+                    tile(&Tile::run(p, s, n))
                 })
             };
         } else {
@@ -401,35 +402,6 @@ fn crowded(seat: usize) -> bool {
     seat + CALLERS.load(Ordering::Relaxed) > num_threads()
 }
 
-/// One tile of `rows` runs: offered whole to the kernel (binary kernels then transpose in
-/// registers); a kernel that does not take the offer has computed the first row only, and the
-/// other rows follow one run at a time.
-pub(crate) fn run_tile<const N: usize>(
-    kernel: &impl Fn([*mut u8; N], [isize; N], usize),
-    p: [*mut u8; N],
-    s: [isize; N],
-    rs: [isize; N],
-    rows: usize,
-    len: usize,
-) {
-    let first = if N == 3 && rows > 1 {
-        let offer = kernels::Rows {
-            rows,
-            strides: std::array::from_fn(|j| rs[j.min(N - 1)]),
-        };
-        if kernels::offer_rows(offer, || kernel(p, s, len)) {
-            return;
-        }
-        1
-    } else {
-        0
-    };
-    for row in first..rows {
-        let ptrs = std::array::from_fn(|j| p[j].wrapping_offset(row as isize * rs[j]));
-        kernel(ptrs, s, len);
-    }
-}
-
 /// Below this many elements a computation runs run by run, without blocks (see `run`), or on a
 /// stack-only plan (see `ops`).
 pub const SMALL_ELEMS: usize = 1 << 12;
@@ -462,31 +434,6 @@ fn split(units: usize, grain: usize, min_chunk: usize, threads: usize) -> Split 
         nparts: units.div_ceil(part_len),
         part_len,
         chunk,
-    }
-}
-
-/// Marks this thread's runs as streaming (or not) while alive; on drop restores the previous
-/// mark and, after streaming, fences the non-temporal stores.
-struct StreamMark {
-    on: bool,
-    previous: bool,
-}
-
-impl StreamMark {
-    fn set(on: bool) -> StreamMark {
-        StreamMark {
-            on,
-            previous: kernels::set_streaming(on),
-        }
-    }
-}
-
-impl Drop for StreamMark {
-    fn drop(&mut self) {
-        kernels::set_streaming(self.previous);
-        if self.on {
-            kernels::store_fence();
-        }
     }
 }
 
