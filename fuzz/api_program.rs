@@ -913,6 +913,19 @@ fn predict_alloc(numel: u128, item: usize) -> Alloc {
     }
 }
 
+/// The outcome of a call's allocations, in order: `Err(Skip)` when one is too big to make in a
+/// fuzz run, `Ok(Err(status))` for the first that fails for sure, else `Ok(Ok(()))`.
+fn predict_allocs(allocs: &[(u128, usize)]) -> Result<Result<(), i32>, Skip> {
+    for &(n, size) in allocs {
+        match predict_alloc(n, size) {
+            Alloc::Fine => {}
+            Alloc::Skip => return Err(Skip),
+            Alloc::Fail(s) => return Ok(Err(s)),
+        }
+    }
+    Ok(Ok(()))
+}
+
 /// A handle argument as the program chose it.
 #[derive(Clone, Copy, Debug)]
 enum Arg {
@@ -2613,12 +2626,8 @@ impl Runner<'_> {
                 }
             }
         }
-        for (n, size) in allocs {
-            match predict_alloc(n, size) {
-                Alloc::Fine => {}
-                Alloc::Skip => return Err(Skip),
-                Alloc::Fail(s) => return Ok(Err(s)),
-            }
+        if let Err(s) = predict_allocs(&allocs)? {
+            return Ok(Err(s));
         }
         if numel_of(&shape) > MAX_CHECK_ELEMS {
             return Err(Skip);

@@ -292,10 +292,8 @@ impl Runner<'_> {
                 Ok(r) => r,
                 Err(s) => return Ok(Err(s)),
             };
-            match predict_alloc(numel_of(&shape), itemsize(dtype)) {
-                Alloc::Fine => {}
-                Alloc::Skip => return Err(Skip),
-                Alloc::Fail(s) => return Ok(Err(s)),
+            if let Err(s) = predict_allocs(&[(numel_of(&shape), itemsize(dtype))])? {
+                return Ok(Err(s));
             }
             let nothing = (0..t.ndim()).any(|d| reduced[d] && t.shape[d] == 0);
             if numel_of(&shape) > MAX_CHECK_ELEMS || (!nothing && t.numel() > MAX_CHECK_ELEMS) {
@@ -408,12 +406,8 @@ impl Runner<'_> {
                 (counts, 8),
                 (numel_of(&shape), itemsize(dtype)),
             ];
-            for (n, size) in allocs {
-                match predict_alloc(n, size) {
-                    Alloc::Fine => {}
-                    Alloc::Skip => return Err(Skip),
-                    Alloc::Fail(s) => return Ok(Err(s)),
-                }
+            if let Err(s) = predict_allocs(&allocs)? {
+                return Ok(Err(s));
             }
             let nothing = (0..t.ndim()).any(|d| reduced[d] && t.shape[d] == 0);
             if numel_of(&shape) > MAX_CHECK_ELEMS || (!nothing && t.numel() > MAX_CHECK_ELEMS) {

@@ -130,12 +130,8 @@ impl Runner<'_> {
                 allocs.push((n, itemsize(result)));
             }
         }
-        for (k, size) in allocs {
-            match predict_alloc(k, size) {
-                Alloc::Fine => {}
-                Alloc::Skip => return Err(Skip),
-                Alloc::Fail(s) => return Ok(Err(s)),
-            }
+        if let Err(s) = predict_allocs(&allocs)? {
+            return Ok(Err(s));
         }
         if n > MAX_CHECK_ELEMS {
             return Err(Skip);

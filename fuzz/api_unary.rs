@@ -372,12 +372,8 @@ impl Runner<'_> {
                 }
             }
         }
-        for (n, size) in allocs {
-            match predict_alloc(n, size) {
-                Alloc::Fine => {}
-                Alloc::Skip => return Err(Skip),
-                Alloc::Fail(s) => return Ok(Err(s)),
-            }
+        if let Err(s) = predict_allocs(&allocs)? {
+            return Ok(Err(s));
         }
         if n > MAX_CHECK_ELEMS {
             return Err(Skip);

@@ -64,12 +64,8 @@ impl Runner<'_> {
                 }
             }
         }
-        for (k, size) in allocs {
-            match predict_alloc(k, size) {
-                Alloc::Fine => {}
-                Alloc::Skip => return Err(Skip),
-                Alloc::Fail(s) => return Ok(Err(s)),
-            }
+        if let Err(s) = predict_allocs(&allocs)? {
+            return Ok(Err(s));
         }
         if n > MAX_CHECK_ELEMS {
             return Err(Skip);
