@@ -669,10 +669,13 @@ mod tests {
 
     #[test]
     fn mid_size_buffers_are_reused_and_zeroed_requests_are_not() {
-        let n = 1_700_003; // no other test allocates near this size (the cache is shared)
-                           // Another test's thread may empty the cache meanwhile (a refused allocation gives every
-                           // cached buffer back): an attempt that saw an eviction is run again.
+        // The cache is shared with the other tests' threads: each attempt starts from an empty
+        // cache (a buffer another test left, rounded to the same length, would be taken first),
+        // and an attempt that another thread disturbed (it emptied the cache, or cached a buffer
+        // of a near size meanwhile) is run again.
+        let n = 1_700_003;
         for _ in 0..20 {
+            release_cached_buffers();
             let evictions = cache().evictions;
             let a = Storage::alloc(n, false).unwrap();
             let p = a.as_ptr();
