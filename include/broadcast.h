@@ -293,8 +293,8 @@
 
 /**
  * A step that pops `x` and pushes `op(x)`, for `arg` a `BC_UNARY_*` code (as `bc_unary`; the
- * last step: as `bc_unary_out`). A program with a unary step is evaluated as its separate calls
- * (not yet in one pass): the same results, errors and types.
+ * last step: as `bc_unary_out`), in the same single pass as the binary steps (into an `out` of
+ * the result's own type; into another type, call by call): the same results, errors and types.
  */
 #define BC_EXPR_UNARY 4
 

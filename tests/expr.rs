@@ -707,9 +707,11 @@ fn malformed_programs_are_refused() {
 /// Constants take their dtype's value as documented and promote as 0-d tensors: float16 times a
 /// float64 constant stays float16 (PyTorch reads that one element in float32: the separate
 /// call's rule, kept), an int32 tensor times a float64 constant is float64.
-/// A unary step computes what its call computes: `sqrt(a*a + b*b)` in float32 is each operation
-/// rounded to float32 (Rust's own arithmetic, correctly rounded), into a new tensor and into
-/// `out`; an integer expression under a floating function gives float32.
+/// A unary step computes what its call computes, in the same pass: `sqrt(a*a + b*b)` in float32
+/// is each operation rounded to float32 (Rust's own arithmetic, correctly rounded), into a new
+/// tensor (making `b*b`, which is broadcast further and so computed first, and the result, where
+/// the calls make four tensors) and into `out` (making only `b*b`);
+/// an integer expression under a floating function gives float32.
 #[test]
 fn unary_steps_compute_as_their_calls() {
     let _g = settings();
@@ -743,11 +745,15 @@ fn unary_steps_compute_as_their_calls() {
             V::F((x * x + y * y).sqrt() as f64)
         })
         .collect();
+    let before = storage::stats();
     let got = eval(&steps, &[&a, &b]).unwrap();
+    assert_eq!(storage::stats().since(before).allocs, 2, "not one pass");
     assert_eq!((got.dtype(), got.shape()), (F32, vec![3, 4]));
     assert!(compare_values(F32, &got.values(), &want, 0).is_none());
     let out = T::zeros(F32, &[3, 4]).unwrap();
+    let before = storage::stats();
     eval_out(&steps, &[&a, &b], &out).unwrap();
+    assert_eq!(storage::stats().since(before).allocs, 1, "not one pass");
     assert!(compare_values(F32, &out.values(), &want, 0).is_none());
     // int32 + int32, then exp: float32.
     let i = T::full(I32, &[2], 1.0).unwrap();

@@ -1,5 +1,5 @@
 //! Fused elementwise expressions: a short postfix program of inputs, constants and the library's
-//! elementwise operations (every binary operation, and `where`), evaluated with exactly the
+//! elementwise operations (every binary and unary operation, and `where`), evaluated with exactly the
 //! semantics of the separate calls it stands for (the same checks in the same order, the same
 //! promotion, broadcasting, overlap and switch rules, the same roundings at the same types) but
 //! in one pass over memory.
@@ -50,8 +50,7 @@ pub enum Step {
     Binary(BinaryOp),
     /// Pop `b`, `a`, then `cond`; push `where(cond, a, b)` (as `ops::where_`).
     Where,
-    /// Pop `x`; push `op(x)` (as `unary::unary`). Evaluated call by call for now: a program with
-    /// a unary step is not fused into one pass.
+    /// Pop `x`; push `op(x)` (as `unary::unary`).
     Unary(UnaryOp),
 }
 
@@ -467,6 +466,12 @@ enum NodeKind {
         a: usize,
         b: usize,
     },
+    /// The operand converted to `compute` and the operation's kernel run in it.
+    Unary {
+        op: UnaryOp,
+        compute: DType,
+        x: usize,
+    },
 }
 
 /// The program as metadata, when every step can be fused (see the module documentation); `None`
@@ -561,8 +566,32 @@ fn analyse<O: ops::Operand>(
                     kind: NodeKind::Binary { op, kernel, a, b },
                 }
             }
-            // Not fused yet: the program goes call by call.
-            Step::Unary(_) => return Ok(None),
+            Step::Unary(op) => {
+                let a = pop_node(&mut stack);
+                let x = &nodes[a];
+                let Some((compute, result, strides)) = unary::fused_types(op, geometry(x))? else {
+                    return Ok(None);
+                };
+                if let Some(out) = into {
+                    // Into an `out` of the result's own type only (the call's conversion into
+                    // another type goes call by call).
+                    let direct = leaf_tensors(&nodes, inputs, [a]);
+                    if out.geometry().dtype != result
+                        || out.check_writable(&direct).is_err()
+                        || out.geometry().shape != &x.shape[..]
+                    {
+                        return Ok(None);
+                    }
+                }
+                Node {
+                    dtype: result,
+                    numel: x.numel,
+                    strides,
+                    shape: try_small(&x.shape)?,
+                    start: x.start,
+                    kind: NodeKind::Unary { op, compute, x: a },
+                }
+            }
             Step::Where => {
                 let (b, a, cond) = (
                     pop_node(&mut stack),
@@ -697,6 +726,11 @@ enum Instr {
         cond: Src,
         a: Src,
         b: Src,
+        dst: Dst,
+    },
+    Unary {
+        kernel: unary::UnaryKernel,
+        a: Src,
         dst: Dst,
     },
 }
@@ -897,6 +931,19 @@ impl Builder<'_> {
                 for v in [c.0, x.0, y.0] {
                     self.release(v);
                 }
+                (src_of(to), dtype)
+            }
+            NodeKind::Unary { op, compute, x } => {
+                let v = self.value(x, None);
+                let v = self.convert(v, compute);
+                let to = self.destination(dst, dtype);
+                self.instrs.push(Instr::Unary {
+                    kernel: unary::UnaryKernel::new(op, compute)
+                        .expect("the analysis checked that the operation has a kernel"),
+                    a: v.0,
+                    dst: to,
+                });
+                self.release(v.0);
                 (src_of(to), dtype)
             }
         }
@@ -1104,6 +1151,10 @@ impl Tape {
                             let ((pc, sc), (pa, sa), (pb, sb), (pd, sd, _)) =
                                 (src(cond), src(a), src(b), dst(d));
                             kernels::where_run(size, [pd, pc, pa, pb], [sd, sc, sa, sb], len);
+                        }
+                        Instr::Unary { kernel, a, dst: d } => {
+                            let ((pa, sa), (pd, sd, _)) = (src(a), dst(d));
+                            kernel.run([pd, pa], [sd, sa], len);
                         }
                     }
                 }

@@ -96,6 +96,61 @@ fn result_layout(x: Geometry<'_>, types: Types) -> Result<Strides> {
     layout::result_strides(x.shape, [input])
 }
 
+/// For a fused pass: the computation type, the result type and a new result's layout of
+/// `op(x)`; `None` when the call refuses `x` (evaluated call by call, it gives the error).
+pub(crate) fn fused_types(op: UnaryOp, x: Geometry<'_>) -> Result<Option<(DType, DType, Strides)>> {
+    let Ok(types) = decide(op, &x, Dest::New) else {
+        return Ok(None);
+    };
+    Ok(Some((
+        types.compute,
+        types.result,
+        result_layout(x, types)?,
+    )))
+}
+
+/// The kernel of one operation on one computation type, chosen once (for a fused pass that runs
+/// it over many blocks): `run(ptrs, byte_strides, len)` with `ptrs` [result, input].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UnaryKernel(unsafe fn([*mut u8; 2], [isize; 2], usize));
+
+impl UnaryKernel {
+    /// The kernel of `op` on `compute`; `None` when the operation has none for it.
+    pub(crate) fn new(op: UnaryOp, compute: DType) -> Option<UnaryKernel> {
+        struct Choose;
+        impl Visit for Choose {
+            type Output = UnaryKernel;
+            fn visit<T: Elem, F: ElemFn<T>>(self) -> UnaryKernel {
+                #[cfg(target_arch = "x86_64")]
+                if F::VECTOR && kernels::simd_level() == SimdLevel::Avx2 {
+                    return UnaryKernel(run_avx2::<T, F>);
+                }
+                UnaryKernel(run_loop_call::<T, F>)
+            }
+        }
+        op.visit(compute, Choose)
+    }
+
+    /// One run of `n` elements.
+    ///
+    /// # Safety
+    /// As [`run_loop`], for the operation and type the kernel was chosen for.
+    #[inline]
+    pub(crate) unsafe fn run(self, p: [*mut u8; 2], s: [isize; 2], n: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { (self.0)(p, s, n) }
+    }
+}
+
+/// [`run_loop`] as a function to point to.
+///
+/// # Safety
+/// As [`run_loop`].
+unsafe fn run_loop_call<T: Elem, F: ElemFn<T>>(p: [*mut u8; 2], s: [isize; 2], n: usize) {
+    // SAFETY: forwarded.
+    unsafe { run_loop::<T, F>(p, s, n) }
+}
+
 /// `op(x)` in a new tensor, laid out as `x` (as its converted copy, when it is converted).
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     let types = decide(op, x, Dest::New)?;

@@ -27,8 +27,8 @@ pub const BC_EXPR_OP: i32 = 2;
 /// is not read).
 pub const BC_EXPR_WHERE: i32 = 3;
 /// A step that pops `x` and pushes `op(x)`, for `arg` a `BC_UNARY_*` code (as `bc_unary`; the
-/// last step: as `bc_unary_out`). A program with a unary step is evaluated as its separate calls
-/// (not yet in one pass): the same results, errors and types.
+/// last step: as `bc_unary_out`), in the same single pass as the binary steps (into an `out` of
+/// the result's own type; into another type, call by call): the same results, errors and types.
 pub const BC_EXPR_UNARY: i32 = 4;
 /// Most steps a program may have.
 pub const BC_EXPR_MAX_STEPS: usize = 64;
