@@ -558,3 +558,16 @@ end
     end
     @test last(names) == "libbroadcast"
 end
+
+# The example of docs/languages.md (the program of the other languages' examples), checked against
+# Statistics on the plain array.
+@testset "standardise the columns and mask the outliers" begin
+    X = Tensor(randn(Float32, 1000, 8))
+    Z = (X .- mean(X; dims = 1)) ./ std(X; dims = 1)
+    masked = ifelse.(Z .> 2, 0f0, Z)
+    display(Array(masked)[1:3, :])
+    A = Array(X)
+    @test size(masked) == (1000, 8) && eltype(masked) == Float32
+    @test isapprox(Array(Z), (A .- mean(A; dims = 1)) ./ std(A; dims = 1); rtol = 1e-4)
+    @test Array(masked) == ifelse.(Array(Z) .> 2, 0f0, Array(Z))
+end
