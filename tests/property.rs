@@ -193,11 +193,22 @@ const MORE_OPS: [i32; 14] = [
 
 /// Comparisons and logical operations give bool.
 fn bool_result(op: i32) -> bool {
-    (BC_OP_EQ..=BC_OP_GE).contains(&op) || (BC_OP_LOGICAL_AND..=BC_OP_LOGICAL_XOR).contains(&op)
+    matches!(
+        op,
+        BC_OP_EQ
+            | BC_OP_NE
+            | BC_OP_LT
+            | BC_OP_LE
+            | BC_OP_GT
+            | BC_OP_GE
+            | BC_OP_LOGICAL_AND
+            | BC_OP_LOGICAL_OR
+            | BC_OP_LOGICAL_XOR
+    )
 }
 
 fn bitwise(op: i32) -> bool {
-    (BC_OP_BITWISE_AND..=BC_OP_BITWISE_XOR).contains(&op)
+    matches!(op, BC_OP_BITWISE_AND | BC_OP_BITWISE_OR | BC_OP_BITWISE_XOR)
 }
 
 const ALL_DTYPES: [i32; 10] = [BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64];
