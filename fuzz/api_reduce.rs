@@ -174,13 +174,19 @@ impl Runner<'_> {
         Ok((reduced, shape))
     }
 
-    /// The input's elements gathered per output element (row-major), None when one is unknown.
+    /// The input's elements gathered per output element (row-major), None when one is unknown;
+    /// `Skip` when there are too many to check (the input's count matters only when something is
+    /// read).
     fn reduce_groups(
         &self,
         t: &TM,
         reduced: &[bool],
         out_shape: &[usize],
-    ) -> Vec<Option<Vec<Num>>> {
+    ) -> Result<Vec<Option<Vec<Num>>>, Skip> {
+        let nothing = (0..t.ndim()).any(|d| reduced[d] && t.shape[d] == 0);
+        if numel_of(out_shape) > MAX_CHECK_ELEMS || (!nothing && t.numel() > MAX_CHECK_ELEMS) {
+            return Err(Skip);
+        }
         let kept: Vec<usize> = (0..t.ndim()).filter(|&d| !reduced[d]).collect();
         let kept_shape: Vec<usize> = kept.iter().map(|&d| t.shape[d]).collect();
         let mut groups: Vec<Option<Vec<Num>>> =
@@ -198,7 +204,7 @@ impl Runner<'_> {
                 _ => *g = None,
             }
         }
-        groups
+        Ok(groups)
     }
 
     /// Finishes a reduction call that makes a new tensor of `shape` and `dtype`, row-major (or,
@@ -295,12 +301,8 @@ impl Runner<'_> {
             if let Err(s) = predict_allocs(&[(numel_of(&shape), itemsize(dtype))])? {
                 return Ok(Err(s));
             }
-            let nothing = (0..t.ndim()).any(|d| reduced[d] && t.shape[d] == 0);
-            if numel_of(&shape) > MAX_CHECK_ELEMS || (!nothing && t.numel() > MAX_CHECK_ELEMS) {
-                return Err(Skip);
-            }
             let want = self
-                .reduce_groups(&t, &reduced, &shape)
+                .reduce_groups(&t, &reduced, &shape)?
                 .into_iter()
                 .map(|g| match g {
                     None => RVal::Any,
@@ -409,12 +411,8 @@ impl Runner<'_> {
             if let Err(s) = predict_allocs(&allocs)? {
                 return Ok(Err(s));
             }
-            let nothing = (0..t.ndim()).any(|d| reduced[d] && t.shape[d] == 0);
-            if numel_of(&shape) > MAX_CHECK_ELEMS || (!nothing && t.numel() > MAX_CHECK_ELEMS) {
-                return Err(Skip);
-            }
             let want = self
-                .reduce_groups(&t, &reduced, &shape)
+                .reduce_groups(&t, &reduced, &shape)?
                 .into_iter()
                 .map(|g| match g {
                     None => RVal::Any,
