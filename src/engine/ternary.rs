@@ -478,39 +478,64 @@ impl Formula {
     #[inline(always)]
     fn real<K: Real + Fma>(&self, x: K, b: K, c: K, value: K) -> K {
         match self.op {
-            TernaryOp::Lerp => {
-                let diff = b.sub(x);
-                if c.abs() < K::HALF {
-                    c.fma(diff, x)
-                } else {
-                    diff.neg().fma(K::ONE.sub(c), b)
-                }
-            }
+            TernaryOp::Lerp => lerp(x, b, c),
             TernaryOp::Addcmul => value.mul(b).fma(c, x),
             TernaryOp::Addcdiv => x.add(value.mul(b).div(c)),
             TernaryOp::Clamp => {
                 let mut v = x;
                 if self.kinds[0] != Kind::Absent {
-                    v = if v.is_nan() || b.is_nan() {
-                        K::NAN
-                    } else if v < b {
-                        b
-                    } else {
-                        v
-                    };
+                    v = clamp_min(v, b);
                 }
                 if self.kinds[1] != Kind::Absent {
-                    v = if v.is_nan() || c.is_nan() {
-                        K::NAN
-                    } else if c < v {
-                        c
-                    } else {
-                        v
-                    };
+                    v = clamp_max(v, c);
                 }
                 v
             }
         }
+    }
+
+    /// Runs where the result and `input` are contiguous and `b`, `c` each contiguous or one value
+    /// (a number, an absent bound, a tensor broadcast along the run), with `T` the computation
+    /// type: the operation chosen once, a loop per operand layout that the compiler vectorizes.
+    /// False (nothing done) for other runs.
+    #[inline(always)]
+    unsafe fn run_dense<K: Real + Fma>(&self, p: [*mut u8; 5], s: [isize; 5], n: usize) -> bool {
+        let size = std::mem::size_of::<K>() as isize;
+        let along = |k: usize| match s[k] {
+            0 => Some(false),
+            x if x == size => Some(true),
+            _ => None,
+        };
+        let (Some(bt), Some(ct)) = (along(2), along(3)) else {
+            return false;
+        };
+        if s[0] != size || s[1] != size {
+            return false;
+        }
+        // SAFETY: the caller's contract (every operand holds `K`s here).
+        let value = unsafe { (p[4] as *const K).read() };
+        // SAFETY (below): the caller's contract.
+        unsafe {
+            match (self.op, self.kinds) {
+                (TernaryOp::Lerp, _) => dense(p, n, bt, ct, lerp::<K>),
+                (TernaryOp::Addcmul, _) => {
+                    dense(p, n, bt, ct, move |x, b, c| value.mul(b).fma(c, x))
+                }
+                (TernaryOp::Addcdiv, _) => dense(p, n, bt, ct, move |x: K, b: K, c: K| {
+                    x.add(value.mul(b).div(c))
+                }),
+                (TernaryOp::Clamp, [Kind::Absent, _]) => {
+                    dense(p, n, bt, ct, |x: K, _: K, c: K| clamp_max(x, c))
+                }
+                (TernaryOp::Clamp, [_, Kind::Absent]) => {
+                    dense(p, n, bt, ct, |x: K, b: K, _: K| clamp_min(x, b))
+                }
+                (TernaryOp::Clamp, _) => dense(p, n, bt, ct, |x: K, b: K, c: K| {
+                    clamp_max(clamp_min(x, b), c)
+                }),
+            }
+        }
+        true
     }
 
     #[inline(always)]
@@ -529,6 +554,9 @@ impl Formula {
                 _ => load_k(p[2 + k], i, s[2 + k]),
             }
         };
+        if T::DTYPE.size() == std::mem::size_of::<K>() && unsafe { self.run_dense::<K>(p, s, n) } {
+            return;
+        }
         let size = std::mem::size_of::<T>() as isize;
         let numbers = self.kinds.iter().all(|&k| k != Kind::Tensor);
         if numbers && s[0] == size && s[1] == size {
@@ -595,6 +623,83 @@ impl Formula {
             }
             // SAFETY: as above.
             unsafe { p[0].offset(i * s[0]).write(v as u8) };
+        }
+    }
+}
+
+/// `lerp` as PyTorch's two-branch formula (exact at both ends).
+#[inline(always)]
+fn lerp<K: Real + Fma>(x: K, end: K, weight: K) -> K {
+    let diff = end.sub(x);
+    if weight.abs() < K::HALF {
+        weight.fma(diff, x)
+    } else {
+        diff.neg().fma(K::ONE.sub(weight), end)
+    }
+}
+
+/// `max(v, min)`, NaN if either is.
+#[inline(always)]
+fn clamp_min<K: Real>(v: K, min: K) -> K {
+    if v.is_nan() || min.is_nan() {
+        K::NAN
+    } else if v < min {
+        min
+    } else {
+        v
+    }
+}
+
+/// `min(v, max)`, NaN if either is.
+#[inline(always)]
+fn clamp_max<K: Real>(v: K, max: K) -> K {
+    if v.is_nan() || max.is_nan() {
+        K::NAN
+    } else if max < v {
+        max
+    } else {
+        v
+    }
+}
+
+/// One contiguous run of `f(input, b, c)` into the result, `b` and `c` read along the run when
+/// `bt`/`ct`, else once: one loop per layout, so each is a plain loop the compiler vectorizes.
+///
+/// # Safety
+/// `p` = [result, input, b, c, ..] hold `K`s: `n` contiguous for the result and input, `n`
+/// contiguous or one for `b` and `c`.
+#[inline(always)]
+unsafe fn dense<K: Copy>(p: [*mut u8; 5], n: usize, bt: bool, ct: bool, f: impl Fn(K, K, K) -> K) {
+    #[inline(always)]
+    unsafe fn go<K: Copy, const BT: bool, const CT: bool>(
+        p: [*mut u8; 5],
+        n: usize,
+        f: impl Fn(K, K, K) -> K,
+    ) {
+        let (out, x, b, c) = (
+            p[0] as *mut K,
+            p[1] as *const K,
+            p[2] as *const K,
+            p[3] as *const K,
+        );
+        // SAFETY: the caller's contract; the values read once are read before any write (the
+        // result may alias `input` only exactly).
+        unsafe {
+            let (b0, c0) = (b.read(), c.read());
+            for i in 0..n {
+                let bi = if BT { b.add(i).read() } else { b0 };
+                let ci = if CT { c.add(i).read() } else { c0 };
+                out.add(i).write(f(x.add(i).read(), bi, ci));
+            }
+        }
+    }
+    // SAFETY: forwarded.
+    unsafe {
+        match (bt, ct) {
+            (true, true) => go::<K, true, true>(p, n, f),
+            (true, false) => go::<K, true, false>(p, n, f),
+            (false, true) => go::<K, false, true>(p, n, f),
+            (false, false) => go::<K, false, false>(p, n, f),
         }
     }
 }
