@@ -26,10 +26,20 @@ pub trait Real: Float {
     fn is_sign_negative(self) -> bool;
     /// `f(self)` with `f` a float64 function (float32 evaluates in float64 and rounds once).
     fn via_f64(self, f: fn(f64) -> f64) -> Self;
+    /// `e^self`: float32 through [`exp_wide`], which vectorizes; float64 through libm.
+    fn exp(self) -> Self;
+    /// `2^self`, as [`Real::exp`].
+    fn exp2(self) -> Self;
+    /// `ln(self)`: float32 through [`log_wide`], float64 through libm.
+    fn ln(self) -> Self;
+    /// `log2(self)`, as [`Real::ln`].
+    fn log2(self) -> Self;
+    /// `log10(self)`, as [`Real::ln`].
+    fn log10(self) -> Self;
 }
 
 macro_rules! real {
-    ($t:ty) => {
+    ($t:ident) => {
         impl Real for $t {
             #[inline(always)]
             fn abs(self) -> Self {
@@ -67,11 +77,179 @@ macro_rules! real {
             fn via_f64(self, f: fn(f64) -> f64) -> Self {
                 f(self as f64) as $t
             }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                real!(@wide $t, self, exp_wide, f64::exp)
+            }
+            #[inline(always)]
+            fn exp2(self) -> Self {
+                real!(@wide $t, self, exp2_wide, f64::exp2)
+            }
+            #[inline(always)]
+            fn ln(self) -> Self {
+                real!(@wide $t, self, ln_wide, f64::ln)
+            }
+            #[inline(always)]
+            fn log2(self) -> Self {
+                real!(@wide $t, self, log2_wide, f64::log2)
+            }
+            #[inline(always)]
+            fn log10(self) -> Self {
+                real!(@wide $t, self, log10_wide, f64::log10)
+            }
         }
+    };
+    (@wide f32, $x:expr, $wide:ident, $libm:path) => {
+        $wide($x as f64) as f32
+    };
+    (@wide f64, $x:expr, $wide:ident, $libm:path) => {
+        $libm($x)
     };
 }
 real!(f32);
 real!(f64);
+
+/// `e^x` for `x` a float32 widened, in float64 arithmetic without a library call or a branch, so
+/// a loop of it vectorizes. `x = k ln 2 + r` with `|r| <= ln 2 / 2` (Cody and Waite's two-part
+/// `ln 2`, exact products for these `k`), `e^r` by its Taylor polynomial to degree 13 (truncation
+/// below 2^-57), scaled by `2^k` built in the exponent bits. The relative error is a few float64
+/// ulps, so rounding to float32 gives the correctly rounded value except when `e^x` lies within
+/// about 2^-50 of a float32 rounding boundary (then at most 1 ulp off). Arguments beyond the
+/// float32 range of the result are clamped first (the result still overflows or underflows when
+/// rounded); NaN stays NaN.
+#[inline(always)]
+fn exp_wide(x: f64) -> f64 {
+    // ln 2 = LN2_HI + LN2_LO, LN2_HI with 21 low zero bits (fdlibm's split).
+    const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000);
+    const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
+    let xc = x.clamp(-160.0, 100.0);
+    let (k, kf) = nearest_int(xc * std::f64::consts::LOG2_E);
+    let r = (xc - kf * LN2_HI) - kf * LN2_LO;
+    select_nan(x, exp_reduced(r) * pow2(k))
+}
+
+/// `2^x` for `x` a float32 widened, as [`exp_wide`]: `x = k + f`, `2^f = e^(f ln 2)`.
+#[inline(always)]
+fn exp2_wide(x: f64) -> f64 {
+    let xc = x.clamp(-160.0, 160.0);
+    let (k, kf) = nearest_int(xc);
+    select_nan(x, exp_reduced((xc - kf) * std::f64::consts::LN_2) * pow2(k))
+}
+
+/// `x` rounded to the nearest integer (ties to even), as an integer and a float, for `|x| <
+/// 2^51`: adding 1.5 * 2^52 leaves the integer in the low bits.
+#[inline(always)]
+fn nearest_int(x: f64) -> (i64, f64) {
+    const SHIFT: f64 = 6_755_399_441_055_744.0;
+    let t = x + SHIFT;
+    (t.to_bits() as i64 - SHIFT.to_bits() as i64, t - SHIFT)
+}
+
+/// `2^k` for `|k| < 1022`.
+#[inline(always)]
+fn pow2(k: i64) -> f64 {
+    f64::from_bits(((k + 1023) as u64) << 52)
+}
+
+/// `e^r` for `|r| <= ln 2 / 2`: Taylor's polynomial to degree 13 in Horner's form.
+#[inline(always)]
+fn exp_reduced(r: f64) -> f64 {
+    const C: [f64; 14] = [
+        1.0,
+        1.0,
+        1.0 / 2.0,
+        1.0 / 6.0,
+        1.0 / 24.0,
+        1.0 / 120.0,
+        1.0 / 720.0,
+        1.0 / 5_040.0,
+        1.0 / 40_320.0,
+        1.0 / 362_880.0,
+        1.0 / 3_628_800.0,
+        1.0 / 39_916_800.0,
+        1.0 / 479_001_600.0,
+        1.0 / 6_227_020_800.0,
+    ];
+    let mut p = C[13];
+    for &c in C[..13].iter().rev() {
+        p = p * r + c;
+    }
+    p
+}
+
+/// `ln x` for `x` a float32 widened (so positive values are normal float64s), as [`exp_wide`]:
+/// `x = m 2^e` with `m` in `[sqrt(1/2), sqrt(2))`, `ln m = 2 atanh(s)`, `s = (m-1)/(m+1)`, by its
+/// series to `s^23` (truncation below 2^-60 for `|s| <= 0.1716`); the result is `e ln 2 + ln m`.
+/// Zero gives -inf, a negative argument NaN, +inf and NaN themselves.
+#[inline(always)]
+fn ln_wide(x: f64) -> f64 {
+    let (e, lm) = log_parts(x);
+    log_special(x, e * std::f64::consts::LN_2 + lm)
+}
+
+/// `log2 x`, as [`ln_wide`]: `e + ln m / ln 2`, exact for powers of two.
+#[inline(always)]
+fn log2_wide(x: f64) -> f64 {
+    let (e, lm) = log_parts(x);
+    log_special(x, e + lm * std::f64::consts::LOG2_E)
+}
+
+/// `log10 x`, as [`ln_wide`].
+#[inline(always)]
+fn log10_wide(x: f64) -> f64 {
+    let (e, lm) = log_parts(x);
+    log_special(
+        x,
+        e * std::f64::consts::LOG10_2 + lm * std::f64::consts::LOG10_E,
+    )
+}
+
+/// `(e, ln m)` with `x = m 2^e`, `m` in `[sqrt(1/2), sqrt(2))`, for a positive normal `x`
+/// (garbage otherwise: [`log_special`] replaces it).
+#[inline(always)]
+fn log_parts(x: f64) -> (f64, f64) {
+    const MANTISSA: u64 = (1 << 52) - 1;
+    let bits = x.to_bits();
+    // The exponent counted from sqrt(1/2): adding the bits of 2 - sqrt(2) moves mantissas at or
+    // above sqrt(2) into the next binade.
+    let shifted = bits.wrapping_add(0x0009_5f61_9980_c433);
+    let e = ((shifted >> 52) as i64 - 1023) as f64;
+    let m = f64::from_bits((shifted & MANTISSA).wrapping_add(0x3fe6_a09e_667f_3bcd));
+    let s = (m - 1.0) / (m + 1.0);
+    let s2 = s * s;
+    let mut p = 1.0 / 23.0;
+    for n in (0..11).rev() {
+        p = p * s2 + 1.0 / (2 * n + 1) as f64;
+    }
+    (e, 2.0 * s * p)
+}
+
+/// The special values of a logarithm: -inf at ±0, NaN below 0 and at NaN (its payload kept),
+/// +inf at +inf; else `y`.
+#[inline(always)]
+fn log_special(x: f64, y: f64) -> f64 {
+    if x.is_nan() {
+        x
+    } else if x < 0.0 {
+        f64::NAN
+    } else if x == 0.0 {
+        f64::NEG_INFINITY
+    } else if x == f64::INFINITY {
+        x
+    } else {
+        y
+    }
+}
+
+/// `x` itself when it is NaN (keeping its payload, as the library call did), else `y`.
+#[inline(always)]
+fn select_nan(x: f64, y: f64) -> f64 {
+    if x.is_nan() {
+        x
+    } else {
+        y
+    }
+}
 
 /// What an operation writes for inputs of element type `T`.
 pub trait UnaryFn: 'static {
@@ -528,13 +706,43 @@ macro_rules! via_f64 {
     };
 }
 
+scalar_fn! {
+    /// `e^x` (float32 vectorized: [`exp_wide`]).
+    Exp -> Same {
+        real<F>(x) => x.exp(),
+    }
+}
+
+scalar_fn! {
+    /// `2^x` (float32 vectorized: [`exp2_wide`]).
+    Exp2 -> Same {
+        real<F>(x) => x.exp2(),
+    }
+}
+
+scalar_fn! {
+    /// `ln x` (float32 vectorized: [`ln_wide`]).
+    Log -> Same {
+        real<F>(x) => x.ln(),
+    }
+}
+
+scalar_fn! {
+    /// `log2 x` (float32 vectorized: [`log2_wide`]).
+    Log2 -> Same {
+        real<F>(x) => x.log2(),
+    }
+}
+
+scalar_fn! {
+    /// `log10 x` (float32 vectorized: [`log10_wide`]).
+    Log10 -> Same {
+        real<F>(x) => x.log10(),
+    }
+}
+
 via_f64! {
-    Exp => f64::exp;
-    Exp2 => f64::exp2;
     Expm1 => f64::exp_m1;
-    Log => f64::ln;
-    Log2 => f64::log2;
-    Log10 => f64::log10;
     Log1p => f64::ln_1p;
     Sin => f64::sin;
     Cos => f64::cos;
@@ -564,8 +772,8 @@ fn acosh(x: f64) -> f64 {
 
 scalar_fn! {
     /// `1 / (1 + exp(-x))` in the computation type: 0 once `exp(-x)` overflows, as PyTorch.
-    Sigmoid -> Same [calls] {
-        real<F>(x) => F::ONE.div(F::ONE.add(x.neg().via_f64(f64::exp))),
+    Sigmoid -> Same {
+        real<F>(x) => F::ONE.div(F::ONE.add(x.neg().exp())),
     }
 }
 
@@ -654,6 +862,64 @@ scalar_fn! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// float32 `exp`, `exp2` (and so `sigmoid`), `log`, `log2`, `log10` through their `_wide`
+    /// forms against float64 libm
+    /// rounded once (the correctly rounded value, but for double rounding): over every float32
+    /// bit pattern at a stride (every one with BC_EXHAUSTIVE=1, in a release build), at most
+    /// 1 ulp apart and equal on nearly all; equal on every value a float16 or bfloat16 holds.
+    #[test]
+    fn wide_functions_are_libm_rounded() {
+        let step = match std::env::var("BC_EXHAUSTIVE").as_deref() {
+            Ok("1") => 1,
+            _ => 4093,
+        };
+        let ulps = |a: f32, b: f32| (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs();
+        for (name, wide, libm) in [
+            (
+                "exp",
+                Real::exp as fn(f32) -> f32,
+                f64::exp as fn(f64) -> f64,
+            ),
+            ("exp2", Real::exp2, f64::exp2),
+            ("log", Real::ln, f64::ln),
+            ("log2", Real::log2, f64::log2),
+            ("log10", Real::log10, f64::log10),
+        ] {
+            let (mut seen, mut differ) = (0u64, 0u64);
+            for bits in (0..=u32::MAX).step_by(step) {
+                let x = f32::from_bits(bits);
+                let (got, want) = (wide(x), libm(x as f64) as f32);
+                seen += 1;
+                if got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()) {
+                    continue;
+                }
+                differ += 1;
+                assert!(
+                    ulps(got, want) <= 1,
+                    "{name}({x:e}) = {got:e}, libm {want:e}"
+                );
+            }
+            // A few float64 ulps of error meet a float32 rounding boundary about once in 2^20.
+            assert!(
+                differ * (1 << 20) <= seen,
+                "{name}: {differ} of {seen} differ"
+            );
+            for h in 0..=u16::MAX {
+                for x in [
+                    half::f16::from_bits(h).to_f32(),
+                    half::bf16::from_bits(h).to_f32(),
+                ] {
+                    let (got, want) = (wide(x), libm(x as f64) as f32);
+                    assert!(
+                        got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                        "{name}({x:e}) = {got:e}, libm {want:e}"
+                    );
+                }
+            }
+            eprintln!("{name}: {differ} of {seen} float32 values differ from libm by 1 ulp");
+        }
+    }
 
     /// Every argument below 1 is outside acosh's domain; libm's formula alone gives some of them
     /// (int16 values at or below -2, as the C-API fuzzer found) a finite value.
