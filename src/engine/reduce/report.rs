@@ -15,6 +15,8 @@ use crate::engine::shape::{checked_nbytes, contiguous_strides, numel, Dims, Stri
 /// geometry: the call's checks and decisions, so an error is the one it would give. The report's
 /// computation type is the accumulator's; its loop shape is the number of outputs and the
 /// elements each reduces.
+///
+/// [`reduce`]: super::reduce
 pub fn plan_reduce(
     op: ReduceOp,
     t: ops::Geometry<'_>,
@@ -27,6 +29,8 @@ pub fn plan_reduce(
 
 /// What `sum_to_size(t, size)` ([`sum_to_size`]) would do, as [`plan_reduce`]; when nothing is
 /// summed the result is `t` itself: no memory, no loop, `t`'s strides.
+///
+/// [`sum_to_size`]: super::sum_to_size
 pub fn plan_sum_to_size(t: ops::Geometry<'_>, size: &[i64]) -> Result<Report> {
     match decide_sum_to_size(t.dtype, t.shape, size)? {
         Some(r) => plan_view(ReduceOp::Sum, t, r),
@@ -49,6 +53,8 @@ pub fn plan_sum_to_size(t: ops::Geometry<'_>, size: &[i64]) -> Result<Report> {
 /// computation type is the operation's, as [`ops::plan_binary`] reports it); when nothing is
 /// summed, [`ops::plan_binary`]'s report. A refusal of `size` is reported, where the call
 /// refuses a zero integer divisor first (`checks_divisor` is not known then).
+///
+/// [`binary_sum_to`]: super::binary_sum_to
 pub fn plan_binary_sum_to(
     op: BinaryOp,
     a: ops::Geometry<'_>,

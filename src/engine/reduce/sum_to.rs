@@ -10,6 +10,7 @@ use crate::engine::alloc::{try_small_collect, try_to_vec};
 use crate::engine::binary_ops::BinaryOp;
 use crate::engine::dtype::DType;
 use crate::engine::error::{Error, Result};
+use crate::engine::fast;
 use crate::engine::kernels;
 use crate::engine::ops::{self, Operand as _};
 use crate::engine::plan::broadcast_strides;
@@ -60,9 +61,7 @@ pub fn binary_sum_to(op: BinaryOp, a: &Tensor, b: &Tensor, size: &[i64]) -> Resu
     let d = decide_fused(op, ga, gb, size)?;
     let reduced = match d.reduced {
         // As `bc_binary` computes it (through the fast path where it applies).
-        Ok(None) => {
-            return crate::engine::fast::binary(op, a, b, ops::Options::default()).map(|(t, _)| t)
-        }
+        Ok(None) => return fast::binary(op, a, b, ops::Options::default()).map(|(t, _)| t),
         Ok(Some(reduced)) => Ok(reduced),
         Err(e) => Err(e),
     };
@@ -113,7 +112,7 @@ pub fn binary_sum_to(op: BinaryOp, a: &Tensor, b: &Tensor, size: &[i64]) -> Resu
 pub(super) struct FusedSum {
     /// The broadcast shape of `a op b`.
     pub(super) shape: Dims,
-    pub(super) types: ops::Types,
+    pub(super) types: ops::BinaryTypes,
     /// The result's type (the sum's).
     pub(super) dtype: DType,
     /// The dimensions of `shape` summed (`None`: none, the call is `a op b`), or `sum_to_size`'s
@@ -131,6 +130,8 @@ pub(super) struct FusedSum {
 
 /// The checks and decisions of [`binary_sum_to`], from the operands' types and geometry, in its
 /// order: the call and the planner ([`plan_binary_sum_to`]) run this same code.
+///
+/// [`plan_binary_sum_to`]: super::plan_binary_sum_to
 pub(super) fn decide_fused(
     op: BinaryOp,
     ga: ops::Geometry<'_>,
