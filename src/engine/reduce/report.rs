@@ -1,0 +1,153 @@
+//! The planner's reports: what a reduction would do, from its operands' types and geometry alone.
+
+use super::geometry::ReduceGeometry;
+use super::lanes::Mode;
+use super::sum_to::{as_sizes, decide_fused, decide_sum_to_size, fused_geometry};
+use super::{decide, reduces_nothing, view_geometry, ReduceOp, Reduction};
+use crate::engine::alloc::try_small;
+use crate::engine::binary_ops::BinaryOp;
+use crate::engine::dtype::DType;
+use crate::engine::error::Result;
+use crate::engine::ops::{self, LoopKind, Report};
+use crate::engine::shape::{checked_nbytes, contiguous_strides, numel, Dims, Strides};
+
+/// What `reduce(op, t, dims, keepdim)` ([`reduce`]) would do for an input of this type and
+/// geometry: the call's checks and decisions, so an error is the one it would give. The report's
+/// computation type is the accumulator's; its loop shape is the number of outputs and the
+/// elements each reduces.
+///
+/// [`reduce`]: super::reduce
+pub fn plan_reduce(
+    op: ReduceOp,
+    t: ops::Geometry<'_>,
+    dims: &[i64],
+    keepdim: bool,
+) -> Result<Report> {
+    let r = decide(op, t.dtype, t.shape, dims, keepdim)?;
+    plan_view(op, t, r)
+}
+
+/// What `sum_to_size(t, size)` ([`sum_to_size`]) would do, as [`plan_reduce`]; when nothing is
+/// summed the result is `t` itself: no memory, no loop, `t`'s strides.
+///
+/// [`sum_to_size`]: super::sum_to_size
+pub fn plan_sum_to_size(t: ops::Geometry<'_>, size: &[i64]) -> Result<Report> {
+    match decide_sum_to_size(t.dtype, t.shape, size)? {
+        Some(r) => plan_view(ReduceOp::Sum, t, r),
+        None => Ok(Report {
+            dtype: t.dtype,
+            compute: t.dtype,
+            checks_divisor: false,
+            shape: try_small(t.shape)?,
+            strides: try_small(t.strides)?,
+            warnings: ops::Warnings::new(),
+            loop_shape: Dims::new(),
+            loop_kind: LoopKind::None,
+            threads: 1,
+            alloc_bytes: 0,
+        }),
+    }
+}
+
+/// What `binary_sum_to(op, a, b, size)` ([`binary_sum_to`]) would do, as [`plan_reduce`] (the
+/// computation type is the operation's, as [`ops::plan_binary`] reports it); when nothing is
+/// summed, [`ops::plan_binary`]'s report. A refusal of `size` is reported, where the call
+/// refuses a zero integer divisor first (`checks_divisor` is not known then).
+///
+/// [`binary_sum_to`]: super::binary_sum_to
+pub fn plan_binary_sum_to(
+    op: BinaryOp,
+    a: ops::Geometry<'_>,
+    b: ops::Geometry<'_>,
+    size: &[i64],
+) -> Result<Report> {
+    let d = decide_fused(op, a, b, size)?;
+    let Some(reduced) = d.reduced? else {
+        return ops::plan_binary(op, a, b, ops::Dest::New, ops::Options::default());
+    };
+    let (compute, out_shape) = (d.types.compute, as_sizes(size)?);
+    // Converted operands are read from row-major copies.
+    let given = [a, b];
+    let mut row_major: [Strides; 2] = Default::default();
+    let mut alloc_bytes = 0;
+    for k in (0..2).filter(|&k| d.convert[k]) {
+        row_major[k] = contiguous_strides(given[k].shape)?;
+        alloc_bytes += checked_nbytes(numel(given[k].shape), compute.size())?;
+    }
+    let inputs = std::array::from_fn(|k| match d.convert[k] {
+        true => ops::Geometry {
+            dtype: compute,
+            strides: &row_major[k],
+            ..given[k]
+        },
+        false => given[k],
+    });
+    let geo = match d.empty || numel(&out_shape) == 0 {
+        true => None,
+        false => {
+            let order = ops::binary_layout(&d.shape, compute, [a, b])?;
+            Some(fused_geometry(&d.shape, inputs, &order, &reduced, compute)?)
+        }
+    };
+    let acc = ReduceOp::Sum.accumulator(d.types.result);
+    let mut r = report(
+        d.dtype,
+        compute,
+        acc,
+        out_shape,
+        geo.as_ref(),
+        compute.size(),
+    )?;
+    r.alloc_bytes += alloc_bytes;
+    r.checks_divisor = d.checks_divisor;
+    Ok(r)
+}
+
+/// The report of reducing the view `t` as `r` decides.
+fn plan_view(op: ReduceOp, t: ops::Geometry<'_>, r: Reduction) -> Result<Report> {
+    let geo = match reduces_nothing(t.shape, &r.reduced) || numel(&r.shape) == 0 {
+        true => None,
+        false => Some(view_geometry(t, &r.reduced)?),
+    };
+    let acc = op.accumulator(t.dtype);
+    report(r.dtype, acc, acc, r.shape, geo.as_ref(), t.dtype.size())
+}
+
+/// The report of a reduction into a new row-major result of `dtype` and `shape`, accumulating in
+/// `acc` over `geo` (elements of `itemsize` bytes; `None`: every output reduces nothing and
+/// takes the identity, written in one contiguous loop).
+fn report<const N: usize>(
+    dtype: DType,
+    compute: DType,
+    acc: DType,
+    shape: Dims,
+    geo: Option<&ReduceGeometry<N>>,
+    itemsize: usize,
+) -> Result<Report> {
+    let outputs = numel(&shape);
+    let (loop_shape, loop_kind, threads) = match geo {
+        _ if outputs == 0 => (Dims::new(), LoopKind::None, 1),
+        None => (try_small(&[outputs, 0])?, LoopKind::Contiguous, 1),
+        Some(g) => {
+            let w = g.work(acc.size());
+            let kind = match Mode::of_size(itemsize, g.row_strides(&w.cut)) {
+                Some(Mode(mask)) if mask == (1 << N) - 1 => LoopKind::Contiguous,
+                Some(_) => LoopKind::Broadcast,
+                None => LoopKind::Strided,
+            };
+            (try_small(&[g.m, g.n])?, kind, w.threads)
+        }
+    };
+    Ok(Report {
+        dtype,
+        compute,
+        checks_divisor: false,
+        alloc_bytes: checked_nbytes(outputs, dtype.size())?,
+        strides: contiguous_strides(&shape)?,
+        shape,
+        warnings: ops::Warnings::new(),
+        loop_shape,
+        loop_kind,
+        threads,
+    })
+}
