@@ -1066,6 +1066,9 @@ fn ternary_steps_compute_as_their_calls() {
         }
     }
     assert_eq!(refused, 5, "every refusal case refused");
+    // The 0-d float64 bounds of an int32 tensor raise it to float64 (PyTorch's rule for a 0-d
+    // tensor of a higher category), where number bounds would give float32.
+    assert_eq!(eval(&cases[6].0, &cases[6].1).unwrap().dtype(), F64);
     // The 0-d weight rounds to float16 with float16 tensors; bc_lerp_scalar's number does not.
     let w16 = T::full(F16, &[], 0.3).unwrap();
     let steps = [
