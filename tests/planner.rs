@@ -675,6 +675,7 @@ fn programs() -> Vec<Vec<bc_expr_step>> {
         vec![a, a, constant(F64, 0, 0.25), ternary(BC_TERNARY_LERP, 0)],
         vec![b, b, b, ternary(BC_TERNARY_ADDCDIV, 1)],
         vec![a, b, constant(F32, 0, 0.5), ternary(BC_TERNARY_LERP, 0)],
+        vec![b, b, b, ternary(BC_TERNARY_ADDCMUL, 1 << 40)],
     ]
 }
 
