@@ -1,7 +1,7 @@
 /*
  * expr.c: fused expressions (bc_expr_eval, bc_expr_eval_out) from C: results bit for bit those of
- * the separate calls, constants, where, in place into an input, the separate calls' errors, and
- * malformed programs. (tests/expr.rs compares random programs over every operation and dtype.)
+ * the separate calls, constants, where, ternary steps, in place into an input, the separate calls'
+ * errors, and malformed programs. (tests/expr.rs compares random programs over every operation and dtype.)
  */
 #include "check.h"
 
@@ -77,6 +77,43 @@ static void test_where_in_place(void) {
     bc_tensor_free(x);
 }
 
+/* clamp(a * 1.5, lo, hi) and addcmul(a, lo, hi, 2) with BC_EXPR_TERNARY steps: the bits of the
+ * separate calls (bc_mul, bc_clamp, bc_addcmul); a lerp of integers is refused as bc_lerp is. */
+static void test_ternary_steps(void) {
+    const int64_t sa[] = {5, 4}, slo[] = {4}, shi[] = {5, 1};
+    float va[20], vlo[4], vhi[5];
+    fill_arange(va, 20, -3.0f, 0.37f);
+    fill_arange(vlo, 4, -1.5f, 0.4f);
+    fill_arange(vhi, 5, 0.1f, 0.6f);
+    bc_tensor *a = MAKE_F32(sa, 2, va, 20), *lo = MAKE_F32(slo, 1, vlo, 4), *hi = MAKE_F32(shi, 2, vhi, 5);
+    const bc_tensor *inputs[] = {a, lo, hi};
+    const bc_expr_step clamp[] = {in(0), {BC_EXPR_CONST, BC_DTYPE_FLOAT32, 0, 1.5}, op(BC_OP_MUL),
+                                  in(1), in(2), {BC_EXPR_TERNARY, BC_TERNARY_CLAMP, 0, 0.0}};
+    bc_tensor *got = SENTINEL;
+    CHECK_OK(bc_expr_eval(clamp, COUNT_OF(clamp), inputs, 3, &got));
+    CHECK_SHAPE(got, 5, 4);
+    CHECK_DTYPE(got, BC_DTYPE_FLOAT32);
+    bc_tensor *s = MAKE_FULL(BC_DTYPE_FLOAT32, NULL, 0, 1.5), *as = NULL, *want = NULL;
+    CHECK_OK(bc_mul(a, s, &as));
+    CHECK_OK(bc_clamp(as, lo, hi, &want));
+    check_same(got, want);
+    /* The integer value 2 in int_value (float_value +0.0). */
+    const bc_expr_step addcmul[] = {in(0), in(1), in(2), {BC_EXPR_TERNARY, BC_TERNARY_ADDCMUL, 2, 0.0}};
+    bc_tensor *got2 = SENTINEL, *want2 = NULL;
+    CHECK_OK(bc_expr_eval(addcmul, COUNT_OF(addcmul), inputs, 3, &got2));
+    CHECK_OK(bc_addcmul(a, lo, hi, bc_scalar_int(2), &want2));
+    check_same(got2, want2);
+    const int64_t s3[] = {3};
+    bc_tensor *i = MAKE_FULL(BC_DTYPE_INT32, s3, 1, 2.0), *r = SENTINEL;
+    const bc_tensor *ints[] = {i};
+    const bc_expr_step lerp[] = {in(0), in(0), in(0), {BC_EXPR_TERNARY, BC_TERNARY_LERP, 0, 0.0}};
+    CHECK_STATUS(bc_expr_eval(lerp, COUNT_OF(lerp), ints, 1, &r), BC_ERR_DTYPE);
+    CHECK_LAST_ERROR("\"lerp_kernel_tensor\" not implemented for 'Int'");
+    CHECK(r == NULL);
+    bc_tensor *list[] = {a, lo, hi, got, s, as, want, got2, want2, i};
+    for (size_t k = 0; k < COUNT_OF(list); k++) bc_tensor_free(list[k]);
+}
+
 /* The first failing step's error, as its own call gives it; out unchanged. */
 static void test_errors_are_the_calls(void) {
     const int64_t s23[] = {2, 3}, s4[] = {4};
@@ -127,6 +164,7 @@ static void test_malformed_programs(void) {
 int main(void) {
     RUN_TEST(matches_the_separate_calls);
     RUN_TEST(where_in_place);
+    RUN_TEST(ternary_steps);
     RUN_TEST(errors_are_the_calls);
     RUN_TEST(malformed_programs);
     return check_summary();

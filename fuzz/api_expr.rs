@@ -1,6 +1,7 @@
 //! Fused expressions: `bc_expr_eval` against the same steps made as separate calls (`bc_binary`
-//! for every `BC_OP_*` code, `bc_unary` for every `BC_UNARY_*` code, `bc_where`, a 0-d tensor for
-//! each constant), as the header states: the first failing step's status, else the same type,
+//! for every `BC_OP_*` code, `bc_unary` for every `BC_UNARY_*` code, `bc_where`, `bc_lerp`,
+//! `bc_addcmul`, `bc_addcdiv` or `bc_clamp` for every `BC_TERNARY_*` code, a 0-d tensor for each
+//! constant), as the header states: the first failing step's status, else the same type,
 //! shape, strides and elements (a NaN may be any NaN), and the same broadcast warnings. The
 //! separate calls are the reference here (each family checks them against the model); the fused
 //! result is installed with their elements, so every later check of the world compares it too.
@@ -15,6 +16,8 @@ enum Step {
     Op(i32),
     Where,
     Unary(i32),
+    /// A `BC_TERNARY_*` code and the step's `int_value`, `float_value` (its `value`).
+    Ternary(i32, i64, f64),
 }
 
 /// Frees the handles when the evaluation ends, whatever way.
@@ -45,9 +48,24 @@ impl Runner<'_> {
         let mut steps = Vec::new();
         let mut depth = 0usize;
         for _ in 0..len {
-            // Push while fewer than two values wait; otherwise reduce or push.
-            let choice = self.inp.below(10);
+            // Push while fewer than two values wait; otherwise reduce or push. The top bytes
+            // draw a ternary step, after inputs up to the three values it takes (the other
+            // bytes decode as they did before ternary steps, so the recorded inputs keep their
+            // programs).
+            let byte = self.inp.u8();
+            let choice = byte as usize % 10;
             let step = match choice {
+                _ if byte >= 232 => {
+                    while depth < 3 {
+                        steps.push(Step::Input(self.inp.below(ninputs)));
+                        depth += 1;
+                    }
+                    let code = self.ternary_code();
+                    match self.inp.flag() {
+                        true => Step::Ternary(code, 0, self.inp.value()),
+                        false => Step::Ternary(code, self.inp.int(), 0.0),
+                    }
+                }
                 0..=2 if depth < 6 => Step::Input(self.inp.below(ninputs)),
                 3 if depth < 6 => {
                     let dt = self.inp.below(10) as i32;
@@ -69,6 +87,7 @@ impl Runner<'_> {
                 Step::Op(_) => depth - 1,
                 Step::Where => depth - 2,
                 Step::Unary(_) => depth,
+                Step::Ternary(..) => depth - 2,
             };
             steps.push(step);
         }
@@ -78,6 +97,15 @@ impl Runner<'_> {
             depth -= 1;
         }
         steps
+    }
+
+    /// A code drawn from `BC_TERNARY_COUNT`, or (rarely) one that names no operation.
+    fn ternary_code(&mut self) -> i32 {
+        let b = self.inp.u8();
+        match b {
+            0..=249 => b as i32 % BC_TERNARY_COUNT,
+            _ => [BC_TERNARY_COUNT, -1][b as usize % 2],
+        }
     }
 
     /// The steps as separate calls: the first failure's status, or the result handle.
@@ -122,6 +150,23 @@ impl Runner<'_> {
                         let x = stack.pop().unwrap();
                         bc_unary(op, x, &mut out)
                     }
+                    Step::Ternary(code, int_value, float_value) => {
+                        let c = stack.pop().unwrap();
+                        let b = stack.pop().unwrap();
+                        let x = stack.pop().unwrap();
+                        // The step's `value` as BC_EXPR_TERNARY states it.
+                        let value = match float_value.to_bits() {
+                            0 => bc_scalar_int(int_value),
+                            _ => bc_scalar_float(float_value),
+                        };
+                        match code {
+                            BC_TERNARY_LERP => bc_lerp(x, b, c, &mut out),
+                            BC_TERNARY_ADDCMUL => bc_addcmul(x, b, c, value, &mut out),
+                            BC_TERNARY_ADDCDIV => bc_addcdiv(x, b, c, value, &mut out),
+                            BC_TERNARY_CLAMP => bc_clamp(x, b, c, &mut out),
+                            _ => unreachable!("a well-formed program's code"),
+                        }
+                    }
                 }
             };
             if st != BC_OK {
@@ -152,10 +197,14 @@ impl Runner<'_> {
         let well_formed = steps.iter().all(|s| match *s {
             Step::Op(op) => (0..BC_OP_COUNT).contains(&op),
             Step::Unary(op) => (0..BC_UNARY_COUNT).contains(&op),
+            Step::Ternary(op, ..) => (0..BC_TERNARY_COUNT).contains(&op),
             _ => true,
-        }) && steps
-            .iter()
-            .any(|s| matches!(s, Step::Op(_) | Step::Where | Step::Unary(_)));
+        }) && steps.iter().any(|s| {
+            matches!(
+                s,
+                Step::Op(_) | Step::Where | Step::Unary(_) | Step::Ternary(..)
+            )
+        });
         let c_steps: Vec<bc_expr_step> = steps
             .iter()
             .map(|s| {
@@ -166,6 +215,7 @@ impl Runner<'_> {
                     Step::Op(op) => (BC_EXPR_OP, op, 0, 0.0),
                     Step::Where => (BC_EXPR_WHERE, 0, 0, 0.0),
                     Step::Unary(op) => (BC_EXPR_UNARY, op, 0, 0.0),
+                    Step::Ternary(op, i, f) => (BC_EXPR_TERNARY, op, i, f),
                 };
                 bc_expr_step {
                     kind,

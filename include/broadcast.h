@@ -299,6 +299,26 @@
 #define BC_EXPR_UNARY 4
 
 /**
+ * A step that pops `c`, `b`, then `input`, and pushes `op(input, b, c)` for `arg` a
+ * `BC_TERNARY_*` code, as the call with three tensors (the last step: its `_out` form):
+ * `BC_TERNARY_LERP` is `bc_lerp(input, end, weight)`, `BC_TERNARY_ADDCMUL` and
+ * `BC_TERNARY_ADDCDIV` are `bc_addcmul` / `bc_addcdiv(input, tensor1, tensor2, value)`,
+ * `BC_TERNARY_CLAMP` is `bc_clamp(input, min, max)` with both bounds. Their `value` is the
+ * step's number: `float_value` as a float, except that `float_value` `+0.0` (all bits zero)
+ * gives `int_value` as an integer (`bc_scalar_int`: give an integer `value` in `int_value` with
+ * `float_value` 0; a zero-filled step has `value` 0); the other operations do not read it. A
+ * number weight or bound is a `BC_EXPR_CONST` step, which is a 0-d tensor: it takes part as
+ * `bc_lerp`'s 0-d weight tensor or `bc_clamp`'s 0-d bound tensors do (PyTorch's
+ * `torch.lerp(a, b, torch.tensor(w))`), not as `bc_lerp_scalar`'s or `bc_clamp_scalar`'s
+ * numbers: a float64 0-d weight with float16 tensors gives float16 read rounded to float16
+ * (a number weight is read in float32), and an int32 tensor clamped by float64 0-d bounds gives
+ * float64 (by number bounds, float32). Run in the same single pass as the other steps (into an
+ * `out` of the result's own type; into another type, call by call): the same results, errors
+ * and types.
+ */
+#define BC_EXPR_TERNARY 5
+
+/**
  * Most steps a program may have.
  */
 #define BC_EXPR_MAX_STEPS 64
@@ -657,6 +677,34 @@
  * How many element types there are (codes 0 to `BC_DTYPE_COUNT - 1`).
  */
 #define BC_DTYPE_COUNT 10
+
+/**
+ * `lerp(input, end, weight)` as a `BC_EXPR_TERNARY` step of a fused expression (as `bc_lerp`,
+ * the weight a tensor: a number weight is a `BC_EXPR_CONST`, a 0-d tensor).
+ */
+#define BC_TERNARY_LERP 0
+
+/**
+ * `addcmul(input, tensor1, tensor2, value)` as a `BC_EXPR_TERNARY` step (as `bc_addcmul`).
+ */
+#define BC_TERNARY_ADDCMUL 1
+
+/**
+ * `addcdiv(input, tensor1, tensor2, value)` as a `BC_EXPR_TERNARY` step (as `bc_addcdiv`).
+ */
+#define BC_TERNARY_ADDCDIV 2
+
+/**
+ * `clamp(input, min, max)` with both bounds tensors, as a `BC_EXPR_TERNARY` step (as
+ * `bc_clamp`: number bounds are `BC_EXPR_CONST` steps, 0-d tensors).
+ */
+#define BC_TERNARY_CLAMP 3
+
+/**
+ * How many three-operand operations there are: the codes are 0 to `BC_TERNARY_COUNT - 1`, and a
+ * code outside that range is `BC_ERR_INVALID_ARG`. Later versions add codes at the end.
+ */
+#define BC_TERNARY_COUNT 4
 
 /**
  * `abs(x)`: the magnitude (integers wrap: the minimum stays the minimum; not bool).
@@ -1106,19 +1154,22 @@ typedef struct bc_error_info {
  */
 typedef struct bc_expr_step {
   /**
-   * `BC_EXPR_INPUT`, `BC_EXPR_CONST`, `BC_EXPR_OP`, `BC_EXPR_WHERE` or `BC_EXPR_UNARY`.
+   * `BC_EXPR_INPUT`, `BC_EXPR_CONST`, `BC_EXPR_OP`, `BC_EXPR_WHERE`, `BC_EXPR_UNARY` or
+   * `BC_EXPR_TERNARY`.
    */
   int32_t kind;
   /**
-   * The input's index, the constant's dtype, or the operation's `BC_OP_*` (`BC_UNARY_*`) code.
+   * The input's index, the constant's dtype, or the operation's `BC_OP_*` (`BC_UNARY_*`,
+   * `BC_TERNARY_*`) code.
    */
   int32_t arg;
   /**
-   * A `BC_EXPR_CONST` of bool or an integer dtype: its value.
+   * A `BC_EXPR_CONST` of bool or an integer dtype: its value; a `BC_EXPR_TERNARY` step's
+   * integer `value` (see `BC_EXPR_TERNARY`).
    */
   int64_t int_value;
   /**
-   * A `BC_EXPR_CONST` of a floating dtype: its value.
+   * A `BC_EXPR_CONST` of a floating dtype: its value; a `BC_EXPR_TERNARY` step's float `value`.
    */
   double float_value;
 } bc_expr_step;
@@ -1480,7 +1531,8 @@ BC_MUST_USE int32_t bc_debug_panic(void);
  * pops its operands and pushes its result, and one value must be left. The result is exactly
  * what the separate calls give (bit for bit, except that a NaN may be any NaN: its sign and
  * payload depend on the order operands meet in a loop), step by step (`bc_binary` for each `BC_EXPR_OP`, `bc_where` for
- * each `BC_EXPR_WHERE`, a 0-d tensor for each constant): the same promotion, broadcasting and
+ * each `BC_EXPR_WHERE`, `bc_unary` for each `BC_EXPR_UNARY`, `bc_lerp`, `bc_addcmul`,
+ * `bc_addcdiv` or `bc_clamp` for each `BC_EXPR_TERNARY`, a 0-d tensor for each constant): the same promotion, broadcasting and
  * rounding at each step's type, the same errors with the same texts, the same warnings under
  * `bc_set_broadcast_warning` / `bc_set_legacy_fallback` (given as each step completes, so the
  * steps before a failing one give theirs). Only the intermediate results never go
@@ -1516,7 +1568,7 @@ int32_t bc_expr_eval(const struct bc_expr_step *steps,
 /**
  * The value of the expression `steps[0..nsteps]` over `inputs[0..ninputs]` written into the
  * caller's `out`, as `bc_expr_eval` computes it: the last operation is the one that writes, as
- * `bc_binary_out` (or `bc_where_out`) would, so `out` must have exactly the result's shape and a
+ * `bc_binary_out` (or the last step's own `_out` form, such as `bc_where_out`) would, so `out` must have exactly the result's shape and a
  * type the last operation's result can be cast to (for `where`, exactly its type), may not have
  * elements sharing memory, nor partly overlap that operation's operands. `out` may be one of the
  * inputs (`x = x * a + b`): each element is read before it is written. When the call fails,
@@ -2533,7 +2585,7 @@ int32_t bc_plan_binary_sum_to(int32_t op,
  *   sub-expressions);
  * - call by call (an error-free program the single pass does not take): the last call's loop and
  *   threads; `alloc_bytes` counts every call's (each intermediate, each constant's 0-d tensor,
- *   each conversion, the result).
+ *   each conversion, a ternary call's 0-d `value`, the result).
  *
  * Arguments are checked in order: `plan` (NULL), `steps` (NULL, then the program), `inputs`
  * (NULL, then each geometry); then the steps are planned.
@@ -2541,7 +2593,8 @@ int32_t bc_plan_binary_sum_to(int32_t op,
  * # Returns
  * `BC_OK` (`*plan` written); the statuses of `bc_expr_eval` for these operands, with their
  * messages (`BC_ERR_INVALID_ARG` for a malformed program; `BC_ERR_SHAPE`, `BC_ERR_DTYPE`,
- * `BC_ERR_OVERFLOW` from the first step that fails); `BC_ERR_INVALID_ARG` (unknown dtype code,
+ * `BC_ERR_OVERFLOW`, `BC_ERR_VALUE` for a ternary step's `value` that its integer result type
+ * cannot hold, from the first step that fails); `BC_ERR_INVALID_ARG` (unknown dtype code,
  * a negative size or stride, more than `BC_MAX_NDIM` dimensions); `BC_ERR_NULL_ARG`;
  * `BC_ERR_ALLOC`. On failure `*plan` is not written. As for `bc_plan_binary`,
  * `BC_PLAN_CHECKS_DIVISOR` says a step reads its divisor's values.

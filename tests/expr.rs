@@ -56,6 +56,25 @@ fn unary_step(code: i32) -> bc_expr_step {
     }
 }
 
+/// A ternary step; its `value` (addcmul, addcdiv) in `float_value`, or in `int_value` when
+/// `float_value` is +0.0.
+fn ternary_step(code: i32, int_value: i64, float_value: f64) -> bc_expr_step {
+    bc_expr_step {
+        kind: BC_EXPR_TERNARY,
+        arg: code,
+        int_value,
+        float_value,
+    }
+}
+
+/// A ternary step's `value` as the separate call takes it, as `BC_EXPR_TERNARY` documents.
+fn ternary_value(s: &bc_expr_step) -> bc_scalar {
+    match s.float_value.to_bits() {
+        0 => bc_scalar_int(s.int_value),
+        _ => bc_scalar_float(s.float_value),
+    }
+}
+
 fn where_step() -> bc_expr_step {
     bc_expr_step {
         kind: BC_EXPR_WHERE,
@@ -142,6 +161,34 @@ fn reference(steps: &[bc_expr_step], inputs: &[&T], out: Option<&T>) -> Result<O
                         check(unsafe { bc_unary(s.arg, get(&x), &mut t) })?;
                         stack.push(Val::Made(T(t)));
                     }
+                }
+            }
+            BC_EXPR_TERNARY => {
+                let (c, b, x) = (
+                    stack.pop().unwrap(),
+                    stack.pop().unwrap(),
+                    stack.pop().unwrap(),
+                );
+                let (x, b, c, v) = (get(&x), get(&b), get(&c), ternary_value(s));
+                let o = into.map_or(ptr::null_mut(), |o| o.mut_ptr());
+                let mut t: *mut bc_tensor = ptr::null_mut();
+                // SAFETY: `t` is valid for one write.
+                let status = unsafe {
+                    match (s.arg, into.is_some()) {
+                        (BC_TERNARY_LERP, false) => bc_lerp(x, b, c, &mut t),
+                        (BC_TERNARY_LERP, true) => bc_lerp_out(x, b, c, o),
+                        (BC_TERNARY_ADDCMUL, false) => bc_addcmul(x, b, c, v, &mut t),
+                        (BC_TERNARY_ADDCMUL, true) => bc_addcmul_out(x, b, c, v, o),
+                        (BC_TERNARY_ADDCDIV, false) => bc_addcdiv(x, b, c, v, &mut t),
+                        (BC_TERNARY_ADDCDIV, true) => bc_addcdiv_out(x, b, c, v, o),
+                        (BC_TERNARY_CLAMP, false) => bc_clamp(x, b, c, &mut t),
+                        (BC_TERNARY_CLAMP, true) => bc_clamp_out(x, b, c, o),
+                        (code, _) => panic!("no ternary operation {code}"),
+                    }
+                };
+                check(status)?;
+                if into.is_none() {
+                    stack.push(Val::Made(T(t)));
                 }
             }
             BC_EXPR_OP => {
@@ -282,6 +329,22 @@ fn random_expr(r: &mut Rng, ninputs: usize, depth: usize, steps: &mut Vec<bc_exp
         steps.push(unary_step(r.below(BC_UNARY_COUNT as usize) as i32));
         return;
     }
+    if r.below(10) == 0 {
+        // lerp, addcmul, addcdiv or clamp of three sub-expressions; `value` an integer or a
+        // float (sometimes beyond an integer type, or NaN).
+        for _ in 0..3 {
+            random_expr(r, ninputs, depth - 1, steps);
+        }
+        let (int_value, float_value) = match r.below(6) {
+            0 => (r.below(7) as i64 - 3, 0.0),
+            1 => (300, 0.0),
+            2 => (0, f64::NAN),
+            _ => (0, (r.below(13) as f64 - 6.0) * 0.375),
+        };
+        let code = r.below(BC_TERNARY_COUNT as usize) as i32;
+        steps.push(ternary_step(code, int_value, float_value));
+        return;
+    }
     if r.below(8) == 0 {
         // where(a comparison or an input, a, b)
         if r.below(2) == 0 {
@@ -330,6 +393,8 @@ fn random_programs_match_separate_calls() {
     let bases: [&[i64]; 5] = [&[3, 4], &[2, 3, 5], &[7], &[300, 257], &[2, 70, 64]];
     let dtypes = [BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64];
     let (mut fused_ok, mut errors, mut one_pass) = (0, 0, 0);
+    // Programs with a ternary step: results, and results made in fewer tensors than the calls.
+    let (mut ternary_ok, mut ternary_one_pass) = (0, 0);
     for case in 0..2500 {
         let base = bases[if case % 25 == 0 {
             3 + case / 25 % 2
@@ -355,7 +420,7 @@ fn random_programs_match_separate_calls() {
         random_expr(&mut r, ninputs, depth, &mut steps);
         if !steps
             .iter()
-            .any(|s| s.kind == BC_EXPR_OP || s.kind == BC_EXPR_WHERE)
+            .any(|s| [BC_EXPR_OP, BC_EXPR_WHERE, BC_EXPR_TERNARY].contains(&s.kind))
         {
             steps.extend([input(0), op(BC_OP_ADD)]);
         }
@@ -366,8 +431,10 @@ fn random_programs_match_separate_calls() {
         let before = storage::stats();
         let got = eval(&steps, &inputs);
         // The single pass makes fewer tensors than the calls (which make one per operation).
+        let ternary = steps.iter().any(|s| s.kind == BC_EXPR_TERNARY);
         if got.is_ok() && storage::stats().since(before).allocs < made_by_calls {
             one_pass += 1;
+            ternary_one_pass += ternary as usize;
         }
         match (&got, &want) {
             (Ok(g), Ok(w)) => {
@@ -375,6 +442,7 @@ fn random_programs_match_separate_calls() {
                     panic!("{}: {e}", what());
                 }
                 fused_ok += 1;
+                ternary_ok += ternary as usize;
                 // Into an `out` of the result's shape and type, and of another type.
                 for dtype in [w.dtype(), r.pick(&dtypes)] {
                     let (o1, o2) = (
@@ -408,6 +476,11 @@ fn random_programs_match_separate_calls() {
         fused_ok > 800 && errors > 300 && one_pass > 300,
         "{fused_ok} results ({one_pass} in one pass), {errors} errors"
     );
+    assert!(
+        ternary_ok > 80 && ternary_one_pass > 50,
+        "{ternary_ok} results of programs with a ternary step ({ternary_one_pass} in one pass)"
+    );
+    eprintln!("{fused_ok} results ({one_pass} in one pass), {errors} errors; with a ternary step {ternary_ok} ({ternary_one_pass})");
 }
 
 fn describe(inputs: &[&T]) -> String {
@@ -775,6 +848,270 @@ fn unary_steps_compute_as_their_calls() {
     // An unknown unary code is refused before anything runs.
     let e = eval(&[input(0), unary_step(BC_UNARY_COUNT)], &[&i]).unwrap_err();
     assert_eq!(e.status, BC_ERR_INVALID_ARG);
+}
+
+/// Ternary steps compute what their calls compute, in the same pass: `clamp(a * s, lo, hi)` in
+/// float32 is the product rounded to float32, then held between the bounds (Rust's own
+/// arithmetic), making only the result (the calls make four tensors: the constant, the product,
+/// the result and the clamp's 0-d `value`) and nothing into `out`. `lerp`, `addcmul` and
+/// `addcdiv` (an integer `value` in `int_value`, a float one in `float_value`) give the bits,
+/// types and errors of `bc_lerp`, `bc_addcmul`, `bc_addcdiv`; a number weight or bound is a 0-d
+/// tensor (`bc_lerp`'s 0-d weight, not `bc_lerp_scalar`'s number).
+#[test]
+fn ternary_steps_compute_as_their_calls() {
+    let _g = settings();
+    let av: Vec<f32> = (0..12).map(|i| i as f32 * 0.37 - 2.0).collect();
+    let lov: Vec<f32> = (0..4).map(|i| i as f32 * 0.5 - 1.7).collect();
+    let hiv: Vec<f32> = (0..3).map(|i| i as f32 * 0.9 + 0.2).collect();
+    let f32s = |v: &[f32], shape: &[i64]| {
+        let vals: Vec<V> = v.iter().map(|&x| V::F(x as f64)).collect();
+        T::from_values(F32, shape, &vals).unwrap()
+    };
+    let (a, lo, hi) = (f32s(&av, &[3, 4]), f32s(&lov, &[4]), f32s(&hiv, &[3, 1]));
+    let s = 1.3f32;
+    let steps = [
+        input(0),
+        constant(F32, 0, s as f64),
+        op(BC_OP_MUL),
+        input(1),
+        input(2),
+        ternary_step(BC_TERNARY_CLAMP, 0, 0.0),
+    ];
+    let want: Vec<V> = (0..12)
+        .map(|k| {
+            let (v, l, h) = (av[k] * s, lov[k % 4], hiv[k / 4]);
+            V::F(if v < l {
+                l
+            } else if h < v {
+                h
+            } else {
+                v
+            } as f64)
+        })
+        .collect();
+    let inputs = [&a, &lo, &hi];
+    let before = storage::stats();
+    let calls = reference(&steps, &inputs, None).unwrap().unwrap();
+    assert_eq!(
+        storage::stats().since(before).allocs,
+        4,
+        "the calls' tensors"
+    );
+    let before = storage::stats();
+    let got = eval(&steps, &inputs).unwrap();
+    assert_eq!(storage::stats().since(before).allocs, 1, "not one pass");
+    assert_eq!((got.dtype(), got.shape()), (F32, vec![3, 4]));
+    assert!(compare_values(F32, &got.values(), &want, 0).is_none());
+    same(&got, &calls).unwrap();
+    let out = T::zeros(F32, &[3, 4]).unwrap();
+    let before = storage::stats();
+    eval_out(&steps, &inputs, &out).unwrap();
+    assert_eq!(storage::stats().since(before).allocs, 0, "not one pass");
+    assert!(compare_values(F32, &out.values(), &want, 0).is_none());
+    // In place: a = clamp(a * s, lo, hi).
+    let a2 = f32s(&av, &[3, 4]);
+    eval_out(&steps, &[&a2, &lo, &hi], &a2).unwrap();
+    assert!(compare_values(F32, &a2.values(), &want, 0).is_none());
+
+    // Each operation against its call, over mixed types, into new tensors and into `out`.
+    let mut r = Rng(0x7E4A_0001);
+    let h16 = random_finite(&mut r, F16, &[2, 3]);
+    let x32 = random_finite(&mut r, F32, &[2, 3]);
+    let y32 = random_finite(&mut r, F32, &[3]);
+    let z64 = random_finite(&mut r, F64, &[2, 1]);
+    let i32s = random_finite(&mut r, I32, &[2, 3]);
+    let u8s = random_finite(&mut r, U8, &[3]);
+    let bools = random_finite(&mut r, BOOL, &[2, 3]);
+    let y2 = random_finite(&mut r, F32, &[2]);
+    let cases: Vec<(Vec<bc_expr_step>, Vec<&T>)> = vec![
+        // lerp with a tensor weight, and with a number weight as a 0-d float64 constant.
+        (
+            vec![
+                input(0),
+                input(1),
+                input(1),
+                ternary_step(BC_TERNARY_LERP, 0, 0.0),
+            ],
+            vec![&x32, &y32],
+        ),
+        (
+            vec![
+                input(0),
+                input(0),
+                constant(F64, 0, 0.3),
+                op(BC_OP_MUL),
+                constant(F64, 0, 0.3),
+                ternary_step(BC_TERNARY_LERP, 0, 0.0),
+            ],
+            vec![&h16],
+        ),
+        // addcmul, addcdiv: integer and float values, promotion over all three.
+        (
+            vec![
+                input(0),
+                input(1),
+                input(2),
+                ternary_step(BC_TERNARY_ADDCMUL, 3, 0.0),
+            ],
+            vec![&i32s, &u8s, &i32s],
+        ),
+        (
+            vec![
+                input(0),
+                input(1),
+                input(2),
+                ternary_step(BC_TERNARY_ADDCMUL, 0, -0.75),
+            ],
+            vec![&x32, &h16, &z64],
+        ),
+        (
+            vec![
+                input(0),
+                input(1),
+                input(2),
+                ternary_step(BC_TERNARY_ADDCDIV, 0, 0.5),
+            ],
+            vec![&h16, &y32, &x32],
+        ),
+        (
+            vec![
+                input(0),
+                input(1),
+                input(2),
+                ternary_step(BC_TERNARY_ADDCDIV, 2, 0.0),
+            ],
+            vec![&i32s, &x32, &u8s],
+        ),
+        // clamp of integers by 0-d float64 bounds: float64, as PyTorch promotes 0-d tensors.
+        (
+            vec![
+                input(0),
+                constant(F64, 0, -2.5),
+                constant(F64, 0, 3.0),
+                ternary_step(BC_TERNARY_CLAMP, 0, 0.0),
+            ],
+            vec![&i32s],
+        ),
+        // Refused as the calls refuse: lerp of integers, addcdiv of two integer divisors, two
+        // bounds on bools, a value an integer result cannot hold, shapes that do not broadcast.
+        (
+            vec![
+                input(0),
+                input(0),
+                input(0),
+                ternary_step(BC_TERNARY_LERP, 0, 0.0),
+            ],
+            vec![&i32s],
+        ),
+        (
+            vec![
+                input(0),
+                input(1),
+                input(0),
+                ternary_step(BC_TERNARY_ADDCDIV, 1, 0.0),
+            ],
+            vec![&i32s, &u8s],
+        ),
+        (
+            vec![
+                input(0),
+                input(0),
+                input(0),
+                ternary_step(BC_TERNARY_CLAMP, 0, 0.0),
+            ],
+            vec![&bools],
+        ),
+        (
+            vec![
+                input(0),
+                input(0),
+                input(0),
+                ternary_step(BC_TERNARY_ADDCMUL, 300, 0.0),
+            ],
+            vec![&u8s],
+        ),
+        (
+            vec![
+                input(0),
+                input(1),
+                input(0),
+                ternary_step(BC_TERNARY_ADDCMUL, 0, 1.5),
+            ],
+            vec![&x32, &y2],
+        ),
+    ];
+    let mut refused = 0;
+    for (steps, inputs) in &cases {
+        let what = format!("{steps:?} over {}", describe(inputs));
+        let want = reference(steps, inputs, None).map(|t| t.unwrap());
+        let got = eval(steps, inputs);
+        match (&got, &want) {
+            (Ok(g), Ok(w)) => {
+                same(g, w).unwrap_or_else(|e| panic!("{what}: {e}"));
+                for dtype in [w.dtype(), F64, I64] {
+                    let (o1, o2) = (
+                        T::zeros(dtype, &w.shape()).unwrap(),
+                        T::zeros(dtype, &w.shape()).unwrap(),
+                    );
+                    let want = reference(steps, inputs, Some(&o2)).map(|_| ());
+                    assert_eq!(eval_out(steps, inputs, &o1), want, "{what}");
+                    same(&o1, &o2).unwrap_or_else(|e| panic!("{what} into {dtype}: {e}"));
+                }
+            }
+            (Err(g), Err(w)) => {
+                assert_eq!(g, w, "{what}");
+                refused += 1;
+            }
+            _ => panic!("{what}: bc_expr_eval {got:?}, the calls {want:?}"),
+        }
+    }
+    assert_eq!(refused, 5, "every refusal case refused");
+    // The 0-d float64 bounds of an int32 tensor raise it to float64 (PyTorch's rule for a 0-d
+    // tensor of a higher category), where number bounds would give float32.
+    assert_eq!(eval(&cases[6].0, &cases[6].1).unwrap().dtype(), F64);
+    // The 0-d weight rounds to float16 with float16 tensors; bc_lerp_scalar's number does not.
+    let w16 = T::full(F16, &[], 0.3).unwrap();
+    let steps = [
+        input(0),
+        input(1),
+        constant(F64, 0, 0.3),
+        ternary_step(BC_TERNARY_LERP, 0, 0.0),
+    ];
+    let got = eval(&steps, &[&h16, &x32.to_dtype(F16).unwrap()]).unwrap();
+    let want = reference(
+        &[
+            input(0),
+            input(1),
+            input(2),
+            ternary_step(BC_TERNARY_LERP, 0, 0.0),
+        ],
+        &[&h16, &x32.to_dtype(F16).unwrap(), &w16],
+        None,
+    )
+    .unwrap()
+    .unwrap();
+    same(&got, &want).unwrap();
+    // An unknown ternary code is refused before anything runs.
+    let e = eval(
+        &[
+            input(0),
+            input(0),
+            input(0),
+            ternary_step(BC_TERNARY_COUNT, 0, 0.0),
+        ],
+        &[&x32],
+    )
+    .unwrap_err();
+    assert_eq!(e.status, BC_ERR_INVALID_ARG);
+    assert_eq!(e.msg, "step 3: unknown ternary op code 4");
+    // Three operands needed.
+    let e = eval(
+        &[input(0), input(0), ternary_step(BC_TERNARY_CLAMP, 0, 0.0)],
+        &[&x32],
+    )
+    .unwrap_err();
+    assert_eq!(e.status, BC_ERR_INVALID_ARG);
+    assert_eq!(e.msg, "step 2 (clamp) needs 3 operands, but 2 are waiting");
 }
 
 #[test]

@@ -1152,6 +1152,51 @@ fn arithmetic() -> Vec<Scenario> {
             },
         ),
         sc(
+            "bc_expr_eval",
+            "7-d clamp(a * 1.5, lo, hi) in one pass on the thread pool (threshold 1, 4 threads)",
+            BC_OK,
+            |c| {
+                c.on_pool();
+                let (a, lo, hi) = (c.t(F32, &C7), c.t(F32, &A7), c.t(F32, &B7));
+                let steps = [
+                    ex(BC_EXPR_INPUT, 0),
+                    bc_expr_step {
+                        kind: BC_EXPR_CONST,
+                        arg: F32,
+                        int_value: 0,
+                        float_value: 1.5,
+                    },
+                    ex(BC_EXPR_OP, BC_OP_MUL),
+                    ex(BC_EXPR_INPUT, 1),
+                    ex(BC_EXPR_INPUT, 2),
+                    ex(BC_EXPR_TERNARY, BC_TERNARY_CLAMP),
+                ];
+                let ins = [a as *const bc_tensor, lo, hi];
+                call!(|c| bc_expr_eval(steps.as_ptr(), steps.len(), ins.as_ptr(), 3, c.out(0)))
+            },
+        ),
+        sc(
+            "bc_expr_eval_out",
+            "7-d addcmul(a, b, a * b, 2) into float64 (call by call: out of another type)",
+            BC_OK,
+            |c| {
+                let (a, b, o) = (c.t(F32, &A7), c.t(BC_DTYPE_FLOAT16, &B7), c.t(F64, &C7));
+                let steps = [
+                    ex(BC_EXPR_INPUT, 0),
+                    ex(BC_EXPR_INPUT, 1),
+                    ex(BC_EXPR_INPUT, 0),
+                    ex(BC_EXPR_INPUT, 1),
+                    ex(BC_EXPR_OP, BC_OP_MUL),
+                    bc_expr_step {
+                        int_value: 2,
+                        ..ex(BC_EXPR_TERNARY, BC_TERNARY_ADDCMUL)
+                    },
+                ];
+                let ins = [a as *const bc_tensor, b];
+                call!(|_c| bc_expr_eval_out(steps.as_ptr(), steps.len(), ins.as_ptr(), 2, o))
+            },
+        ),
+        sc(
             "bc_where_out",
             "7-d into float64 (on the thread pool: threshold 1, 4 threads)",
             BC_OK,

@@ -601,6 +601,14 @@ fn op(name: &str) -> bc_expr_step {
     step(BC_EXPR_OP, op_code(name))
 }
 
+/// A ternary step with an integer `value`.
+fn ternary(code: i32, value: i64) -> bc_expr_step {
+    bc_expr_step {
+        int_value: value,
+        ..step(BC_EXPR_TERNARY, code)
+    }
+}
+
 fn constant(dtype: i32, int_value: i64, float_value: f64) -> bc_expr_step {
     bc_expr_step {
         int_value,
@@ -653,6 +661,21 @@ fn programs() -> Vec<Vec<bc_expr_step>> {
         vec![a, constant(F64, 0, 2.5), op("sub"), b, op("mul")],
         vec![b, constant(BOOL, 1, 0.0), op("sub")],
         vec![a, b, op("div"), constant(I64, 3, 0.0), op("floor_divide")],
+        // Ternary steps: the calls' temporaries (converted tensors, 0-d numbers) and refusals.
+        vec![a, b, a, ternary(BC_TERNARY_CLAMP, 0)],
+        vec![a, a, b, ternary(BC_TERNARY_ADDCMUL, 2)],
+        vec![
+            a,
+            constant(F64, 0, 0.5),
+            op("mul"),
+            a,
+            b,
+            ternary(BC_TERNARY_ADDCDIV, -1),
+        ],
+        vec![a, a, constant(F64, 0, 0.25), ternary(BC_TERNARY_LERP, 0)],
+        vec![b, b, b, ternary(BC_TERNARY_ADDCDIV, 1)],
+        vec![a, b, constant(F32, 0, 0.5), ternary(BC_TERNARY_LERP, 0)],
+        vec![b, b, b, ternary(BC_TERNARY_ADDCMUL, 1 << 40)],
     ]
 }
 
@@ -669,6 +692,13 @@ fn expr_shapes() {
         let out = T::zeros(F64, &a).unwrap();
         for p in &programs()[..3] {
             agree_expr(p, &[&ta, &tb], Some(&out), tally)?;
+        }
+        // A ternary step last, into `out`s of the result's type and of another.
+        for dtype in [F32, F64] {
+            let out = T::zeros(dtype, &a).unwrap();
+            for p in &programs()[7..11] {
+                agree_expr(p, &[&ta, &tb], Some(&out), tally)?;
+            }
         }
         Ok(())
     });

@@ -6,7 +6,8 @@ import "C"
 // Expr is an elementwise expression over numbered input tensors, evaluated by the library in one
 // pass over memory (bc_expr_eval) with exactly the results of the separate calls: the same types,
 // rounding at each step, errors and warnings. Build it from Input, Const and ConstInt with
-// Op.Of and WhereOf; a*b + c over inputs 0, 1, 2 is
+// Op.Of, WhereOf and the three-operand LerpOf, AddcmulOf, AddcdivOf and ClampOf; a*b + c over
+// inputs 0, 1, 2 is
 //
 //	e := broadcast.Add.Of(broadcast.Mul.Of(broadcast.Input(0), broadcast.Input(1)), broadcast.Input(2))
 //	res, err := e.Eval(a, b, c)
@@ -65,6 +66,47 @@ func (op Op) Of(a, b Expr) Expr {
 // WhereOf is the expression where(cond, a, b).
 func WhereOf(cond, a, b Expr) Expr {
 	return cat(C.bc_expr_step{kind: C.BC_EXPR_WHERE}, cond, a, b)
+}
+
+// LerpOf is the expression lerp(input, end, weight), as Lerp computes it. A number weight is a
+// Const, a 0-d tensor: it promotes as Lerp's 0-d weight tensor does, not as LerpNumber's number
+// (Float16 tensors read a Float64 constant rounded to Float16).
+func LerpOf(input, end, weight Expr) Expr {
+	return ternaryOf(C.BC_TERNARY_LERP, Number{}, input, end, weight)
+}
+
+// AddcmulOf is the expression input + value * t1 * t2, as Addcmul computes it.
+func AddcmulOf(input, t1, t2 Expr, value Number) Expr {
+	return ternaryOf(C.BC_TERNARY_ADDCMUL, value, input, t1, t2)
+}
+
+// AddcdivOf is the expression input + value * t1 / t2, as Addcdiv computes it.
+func AddcdivOf(input, t1, t2 Expr, value Number) Expr {
+	return ternaryOf(C.BC_TERNARY_ADDCDIV, value, input, t1, t2)
+}
+
+// ClampOf is the expression min(max(input, min), max), as Clamp computes it with both bounds.
+// Number bounds are Consts, 0-d tensors: an Int32 tensor clamped by Float64 constants is
+// Float64 (ClampNumber's numbers give Float32).
+func ClampOf(input, min, max Expr) Expr {
+	return ternaryOf(C.BC_TERNARY_CLAMP, Number{}, input, min, max)
+}
+
+// ternaryOf is the ternary step op over input, b and c, with value held as the library reads
+// it: a float in float_value, an integer or a bool in int_value (float_value left +0.0).
+func ternaryOf(op C.int32_t, value Number, input, b, c Expr) Expr {
+	s := C.bc_expr_step{kind: C.BC_EXPR_TERNARY, arg: op}
+	switch value.c.kind {
+	case C.BC_SCALAR_FLOAT:
+		s.float_value = value.c.f
+	case C.BC_SCALAR_INT:
+		s.int_value = value.c.i
+	default:
+		if value.c.b {
+			s.int_value = 1
+		}
+	}
+	return cat(s, input, b, c)
 }
 
 // Len is the number of steps of e.

@@ -63,6 +63,49 @@ func TestExprMatchesSeparateCalls(t *testing.T) {
 	}
 }
 
+// The three-operand steps give what Clamp, Lerp, Addcmul and Addcdiv give as separate calls
+// (clamp(a*1.5, lo, hi) in one pass), and their errors.
+func TestExprTernary(t *testing.T) {
+	a := f32(t, []int{3, 4}, arange(12, -2, 0.37)...)
+	lo := f32(t, []int{4}, arange(4, -1.7, 0.5)...)
+	hi := f32(t, []int{3, 1}, 0.2, 1.1, 2)
+	x, l, h := bc.Input(0), bc.Input(1), bc.Input(2)
+	s := must(bc.Full(bc.Float32, 1.5))(t)
+	w := must(bc.Full(bc.Float64, 0.25))(t)
+	cases := []struct {
+		name string
+		e    bc.Expr
+		want func() (*bc.Tensor, error)
+	}{
+		{"clamp", bc.ClampOf(bc.Mul.Of(x, bc.Const(bc.Float32, 1.5)), l, h), func() (*bc.Tensor, error) {
+			return bc.Clamp(must(bc.Mul.Apply(a, s))(t), lo, hi)
+		}},
+		{"lerp", bc.LerpOf(x, l, bc.Const(bc.Float64, 0.25)), func() (*bc.Tensor, error) { return bc.Lerp(a, lo, w) }},
+		{"addcmul", bc.AddcmulOf(x, l, h, bc.NumberOf(2)), func() (*bc.Tensor, error) {
+			return bc.Addcmul(a, lo, hi, bc.NumberOf(2))
+		}},
+		{"addcdiv", bc.AddcdivOf(x, l, h, bc.NumberOf(-0.5)), func() (*bc.Tensor, error) {
+			return bc.Addcdiv(a, lo, hi, bc.NumberOf(-0.5))
+		}},
+	}
+	for _, c := range cases {
+		want := must(c.want())(t)
+		got := must(c.e.Eval(a, lo, hi))(t)
+		if d := sameTensor(t, got, want); d != "" {
+			t.Errorf("%s: %s", c.name, d)
+		}
+	}
+
+	// lerp of integers is refused as Lerp refuses it.
+	i := must(bc.Full(bc.Int32, 2, 3))(t)
+	_, want := bc.Lerp(i, i, i)
+	_, err := bc.LerpOf(x, x, x).Eval(i)
+	var e, we *bc.Error
+	if !errors.As(err, &e) || !errors.As(want, &we) || e.Message != we.Message || e.Status != bc.ErrDType {
+		t.Errorf("lerp of integers: %v, want %v", err, want)
+	}
+}
+
 // A failing step gives the separate call's error; a malformed program is refused by the library.
 func TestExprErrors(t *testing.T) {
 	a := f32(t, []int{2, 3}, arange(6, 0, 1)...)

@@ -1,5 +1,6 @@
 //! Fused elementwise expressions: a short postfix program of inputs, constants and the library's
-//! elementwise operations (every binary and unary operation, and `where`), evaluated with exactly the
+//! elementwise operations (every binary and unary operation, `where`, and the three-operand
+//! `lerp`, `addcmul`, `addcdiv` and `clamp`), evaluated with exactly the
 //! semantics of the separate calls it stands for (the same checks in the same order, the same
 //! promotion, broadcasting, overlap and switch rules, the same roundings at the same types) but
 //! in one pass over memory.
@@ -24,7 +25,8 @@ use super::error::{Error, ErrorKind, Result};
 use super::kernels;
 use super::ops::{self, Dest, Geometry, Options, Report, Warning, Warnings};
 use super::shape::{broadcast_shapes, checked_nbytes, checked_numel, numel, Dims, Strides};
-use super::tensor::{Init, Tensor};
+use super::tensor::{Init, Scalar, Tensor};
+use super::ternary::{self, plan_ternary, Arg, TernaryKernel, TernaryOp};
 use super::unary::{self, plan_unary};
 use super::unary_ops::UnaryOp;
 use crate::with_elem;
@@ -52,6 +54,10 @@ pub enum Step {
     Where,
     /// Pop `x`; push `op(x)` (as `unary::unary`).
     Unary(UnaryOp),
+    /// Pop `c`, `b`, then `input`; push `op(input, b, c)` with the number `value` (read by
+    /// `addcmul` and `addcdiv`), as `ternary::ternary` with two tensors: `lerp(input, end,
+    /// weight)`, `addcmul(input, tensor1, tensor2, value)`, `clamp(input, min, max)`.
+    Ternary(TernaryOp, Scalar),
 }
 
 /// A constant of a program: a 0-d tensor of its type, made as `bc_tensor_full` makes one, so it
@@ -82,6 +88,20 @@ impl Constant {
 
     pub fn dtype(&self) -> DType {
         self.dtype
+    }
+
+    /// A ternary operation's number `value` as its call reads it (a 0-d tensor of the
+    /// computation type `compute`).
+    fn number(value: Scalar, compute: DType) -> Constant {
+        let mut out = Constant {
+            dtype: compute,
+            value: 0,
+        };
+        // SAFETY: one element of the type, in an aligned u64.
+        unsafe {
+            ternary::write_number(value, compute, false, &mut out.value as *mut u64 as *mut u8)
+        };
+        out
     }
 
     /// The element, for kernels that read it (they take `*mut`, and only read inputs).
@@ -131,6 +151,7 @@ pub fn check_program(steps: &[Step], ninputs: usize) -> Result<()> {
             Step::Binary(op) => (2, op.name()),
             Step::Where => (3, "where"),
             Step::Unary(op) => (1, op.name()),
+            Step::Ternary(op, _) => (3, op.name()),
         };
         if depth < pops {
             return Err(Error::invalid(format_args!(
@@ -288,6 +309,20 @@ pub fn plan_expr(
                 };
                 plan_unary(op, geometry(x), dest)?
             }
+            Step::Ternary(op, value) => {
+                let (c, b, x) = (
+                    pop_node(&mut stack),
+                    pop_node(&mut stack),
+                    pop_node(&mut stack),
+                );
+                let (b, c) = (geometry(b), geometry(c));
+                let dest = match &into {
+                    Some(out) => Dest::Out(out),
+                    None => Dest::New,
+                };
+                let args = [Arg::Tensor(&b), Arg::Tensor(&c)];
+                plan_ternary(op, geometry(x), args, value, dest)?
+            }
         };
         warnings
             .try_reserve(report.warnings.len())
@@ -414,6 +449,20 @@ fn call_by_call(
                     None => (Value::Made(unary::unary(op, x.get())?), Warnings::new()),
                 }
             }
+            Step::Ternary(op, value) => {
+                let (c, b, x) = (pop(&mut stack), pop(&mut stack), pop(&mut stack));
+                let args = [Arg::Tensor(b.get()), Arg::Tensor(c.get())];
+                match into {
+                    Some(out) => {
+                        ternary::ternary_out(op, x.get(), args, value, out)?;
+                        return Ok((None, Warnings::new()));
+                    }
+                    None => (
+                        Value::Made(ternary::ternary(op, x.get(), args, value)?),
+                        Warnings::new(),
+                    ),
+                }
+            }
         };
         if last {
             let Value::Made(t) = made else {
@@ -471,6 +520,14 @@ enum NodeKind {
         op: UnaryOp,
         compute: DType,
         x: usize,
+    },
+    /// The three operands converted to the result type `result` and the call's formula run on
+    /// them, with `value` in the computation type (as `ternary::compute` runs it).
+    Ternary {
+        op: TernaryOp,
+        result: DType,
+        value: Constant,
+        args: [usize; 3],
     },
 }
 
@@ -590,6 +647,42 @@ fn analyse<O: ops::Operand>(
                     shape: try_small(&x.shape)?,
                     start: x.start,
                     kind: NodeKind::Unary { op, compute, x: a },
+                }
+            }
+            Step::Ternary(op, value) => {
+                let (c, b, x) = (
+                    pop_node(&mut stack),
+                    pop_node(&mut stack),
+                    pop_node(&mut stack),
+                );
+                let operands = [x, b, c].map(|n| geometry(&nodes[n]));
+                let Some((result, shape, strides)) = ternary::fused_types(op, operands, value)?
+                else {
+                    return Ok(None);
+                };
+                if let Some(out) = into {
+                    // Into an `out` of the result's own type only (the call's conversion into
+                    // another type goes call by call).
+                    let direct = leaf_tensors(&nodes, inputs, [x, b, c]);
+                    if out.geometry().dtype != result
+                        || out.check_writable(&direct).is_err()
+                        || out.geometry().shape != &shape[..]
+                    {
+                        return Ok(None);
+                    }
+                }
+                Node {
+                    dtype: result,
+                    numel: or_calls!(checked_numel(&shape)),
+                    strides,
+                    shape,
+                    start: nodes[x].start,
+                    kind: NodeKind::Ternary {
+                        op,
+                        result,
+                        value: Constant::number(value, ternary::compute_type(result)),
+                        args: [x, b, c],
+                    },
                 }
             }
             Step::Where => {
@@ -731,6 +824,12 @@ enum Instr {
     Unary {
         kernel: unary::UnaryKernel,
         a: Src,
+        dst: Dst,
+    },
+    Ternary {
+        kernel: TernaryKernel,
+        /// The input and the two other operands, then `value`.
+        args: [Src; 4],
         dst: Dst,
     },
 }
@@ -946,6 +1045,30 @@ impl Builder<'_> {
                 self.release(v.0);
                 (src_of(to), dtype)
             }
+            NodeKind::Ternary {
+                op,
+                result,
+                value,
+                args,
+            } => {
+                // Each operand converted as soon as it is computed: one conversion waits at once.
+                let mut srcs = [Src::Const(0); 4];
+                for (s, n) in srcs.iter_mut().zip(args) {
+                    let v = self.value(n, None);
+                    *s = self.convert(v, result).0;
+                }
+                srcs[3] = self.constant(value);
+                let to = self.destination(dst, result);
+                self.instrs.push(Instr::Ternary {
+                    kernel: TernaryKernel::new(op, result),
+                    args: srcs,
+                    dst: to,
+                });
+                for v in srcs {
+                    self.release(v);
+                }
+                (src_of(to), result)
+            }
         }
     }
 
@@ -1155,6 +1278,15 @@ impl Tape {
                         Instr::Unary { kernel, a, dst: d } => {
                             let ((pa, sa), (pd, sd, _)) = (src(a), dst(d));
                             kernel.run([pd, pa], [sd, sa], len);
+                        }
+                        Instr::Ternary {
+                            kernel,
+                            args: [x, b, c, v],
+                            dst: d,
+                        } => {
+                            let [(px, sx), (pb, sb), (pc, sc), (pv, sv)] = [x, b, c, v].map(src);
+                            let (pd, sd, _) = dst(d);
+                            kernel.run([pd, px, pb, pc, pv], [sd, sx, sb, sc, sv], len);
                         }
                     }
                 }

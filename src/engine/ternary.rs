@@ -6,12 +6,17 @@
 //! type; the computation runs in the computation type (float32 for float16 and bfloat16 results,
 //! else the result type; numbers are converted straight to it), each step rounded there, a fused
 //! multiply-add rounded once; integers wrap.
+use super::alloc::try_small;
 use super::dtype::{can_cast, result_type_ranked, DType, Rank};
 use super::elem::{Elem, Int};
 use super::error::{Error, Result};
 use super::layout;
-use super::ops::{run_elementwise, Dest, Operand};
-use super::shape::{broadcast_shapes, check_output_shape, Dims};
+use super::ops::{
+    describe_elementwise, run_elementwise, Dest, Geometry, LoopKind, Operand, Report, Warnings,
+};
+use super::shape::{
+    broadcast_shapes, check_output_shape, checked_nbytes, contiguous_strides, numel, Dims, Strides,
+};
 use super::tensor::{copy_into, Init, Scalar, Tensor};
 use super::unary_ops::Real;
 
@@ -29,6 +34,14 @@ pub enum TernaryOp {
 }
 
 impl TernaryOp {
+    /// Every operation, in the order of the C API's `BC_TERNARY_*` codes (a code is an index).
+    pub const ALL: [TernaryOp; 4] = [
+        TernaryOp::Lerp,
+        TernaryOp::Addcmul,
+        TernaryOp::Addcdiv,
+        TernaryOp::Clamp,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             TernaryOp::Lerp => "lerp",
@@ -39,16 +52,25 @@ impl TernaryOp {
     }
 }
 
-/// The second or third operand: a tensor, a number, or absent (`clamp`'s bounds).
-#[derive(Clone, Copy)]
-pub enum Arg<'a> {
-    Tensor(&'a Tensor),
+/// The second or third operand: a tensor, a number, or absent (`clamp`'s bounds). (Over
+/// geometries for the planner.)
+pub enum Arg<'a, O = Tensor> {
+    Tensor(&'a O),
     Number(Scalar),
     None,
 }
 
-impl<'a> Arg<'a> {
-    fn tensor(self) -> Option<&'a Tensor> {
+// (Not derived: a derive would ask `O` itself to be `Copy`.)
+impl<O> Clone for Arg<'_, O> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<O> Copy for Arg<'_, O> {}
+
+impl<'a, O> Arg<'a, O> {
+    fn tensor(self) -> Option<&'a O> {
         match self {
             Arg::Tensor(t) => Some(t),
             _ => None,
@@ -63,9 +85,9 @@ struct Decision {
 }
 
 /// The operand types as PyTorch promotes them: tensors by rank, numbers as wrapped numbers.
-fn promoted(input: &Tensor, args: [Arg<'_>; 2]) -> DType {
-    let rank = |t: &Tensor| (t.dtype(), Rank::of_tensor(t.ndim()));
-    let of = |a: Arg<'_>| match a {
+fn promoted<O: Operand>(input: &O, args: [Arg<'_, O>; 2]) -> DType {
+    let rank = |t: &O| (dt(t), Rank::of_tensor(t.geometry().shape.len()));
+    let of = |a: Arg<'_, O>| match a {
         Arg::Tensor(t) => Some(rank(t)),
         Arg::Number(s) => Some((s.dtype(), Rank::Wrapped)),
         Arg::None => None,
@@ -74,48 +96,56 @@ fn promoted(input: &Tensor, args: [Arg<'_>; 2]) -> DType {
     match (b, c) {
         (Some(b), Some(c)) => result_type_ranked([rank(input), b, c]),
         (Some(b), None) | (None, Some(b)) => result_type_ranked([rank(input), b]),
-        (None, None) => input.dtype(),
+        (None, None) => dt(input),
     }
 }
 
+fn dt<O: Operand>(t: &O) -> DType {
+    t.geometry().dtype
+}
+
+fn ndim<O: Operand>(t: &O) -> usize {
+    t.geometry().shape.len()
+}
+
 /// The checks of a call in PyTorch's order, and its result type and shape.
-fn decide(
+fn decide<O: Operand>(
     op: TernaryOp,
-    input: &Tensor,
-    args: [Arg<'_>; 2],
+    input: &O,
+    args: [Arg<'_, O>; 2],
     value: Scalar,
-    dest: Dest<'_, Tensor>,
+    dest: Dest<'_, O>,
 ) -> Result<Decision> {
     let [b, c] = args;
     let number_bounds = matches!(b, Arg::Number(_)) || matches!(c, Arg::Number(_));
     let result = match op {
         TernaryOp::Lerp => {
             let end = b.tensor().expect("lerp's end is a tensor");
-            if end.dtype() != input.dtype() {
+            if dt(end) != dt(input) {
                 return Err(Error::LerpDtype {
                     what: "end",
-                    expected: input.dtype().typeid_name(),
-                    got: end.dtype().typeid_name(),
+                    expected: dt(input).typeid_name(),
+                    got: dt(end).typeid_name(),
                 });
             }
             if let Some(w) = c.tensor() {
-                if w.ndim() > 0 && w.dtype() != input.dtype() {
+                if ndim(w) > 0 && dt(w) != dt(input) {
                     return Err(Error::LerpDtype {
                         what: "weight",
-                        expected: input.dtype().typeid_name(),
-                        got: w.dtype().typeid_name(),
+                        expected: dt(input).typeid_name(),
+                        got: dt(w).typeid_name(),
                     });
                 }
             }
             // A number weight does not promote; a 0-d weight tensor does.
             match c {
-                Arg::Number(_) => input.dtype(),
+                Arg::Number(_) => dt(input),
                 _ => promoted(input, args),
             }
         }
         TernaryOp::Addcdiv => {
             let (t1, t2) = (b.tensor().unwrap(), c.tensor().unwrap());
-            if !t1.dtype().is_floating() && !t2.dtype().is_floating() {
+            if !dt(t1).is_floating() && !dt(t2).is_floating() {
                 return Err(Error::AddcdivInteger);
             }
             promoted(input, args)
@@ -132,24 +162,24 @@ fn decide(
     // result type in `out`.
     let exact = match op {
         TernaryOp::Clamp => number_bounds,
-        TernaryOp::Lerp => c.tensor().is_some_and(|w| w.ndim() > 0),
+        TernaryOp::Lerp => c.tensor().is_some_and(|w| ndim(w) > 0),
         _ => false,
     };
     if let Dest::Out(out) = dest {
-        if exact && out.dtype() != result {
+        if exact && dt(out) != result {
             return Err(Error::OutDtypeExact {
-                found: out.dtype(),
+                found: dt(out),
                 expected: result,
             });
         }
     }
     // The shape: the three broadcast in order (in place, `input`'s must be the broadcast one).
-    let mut shape: Dims = super::alloc::try_small(input.shape())?;
+    let mut shape: Dims = try_small(input.geometry().shape)?;
     for t in [b, c].into_iter().filter_map(Arg::tensor) {
-        shape = broadcast_shapes(&shape, t.shape())?;
+        shape = broadcast_shapes(&shape, t.geometry().shape)?;
     }
     if let Dest::InPlace = dest {
-        check_output_shape(input.shape(), &shape)?;
+        check_output_shape(input.geometry().shape, &shape)?;
     }
     let written = match dest {
         Dest::New => None,
@@ -164,15 +194,15 @@ fn decide(
                 false => w.check_writable(&[t])?,
             }
         }
-        if !can_cast(result, w.dtype()) {
+        if !can_cast(result, dt(w)) {
             return Err(match (op, number_bounds, dest) {
                 (TernaryOp::Clamp, true, Dest::InPlace) => Error::CastRefusedCpp {
                     from: result,
-                    to: w.dtype().typeid_name(),
+                    to: dt(w).typeid_name(),
                 },
                 _ => Error::CastRefused {
                     from: result,
-                    to: w.dtype(),
+                    to: dt(w),
                 },
             });
         }
@@ -225,13 +255,13 @@ fn decide(
         _ => {}
     }
     if let Dest::Out(out) = dest {
-        check_output_shape(out.shape(), &shape)?;
+        check_output_shape(out.geometry().shape, &shape)?;
     }
     Ok(Decision { result, shape })
 }
 
 /// float32 for the 16-bit floats, else the type itself.
-fn compute_type(result: DType) -> DType {
+pub(crate) fn compute_type(result: DType) -> DType {
     match result {
         DType::F16 | DType::BF16 => DType::F32,
         t => t,
@@ -278,26 +308,149 @@ fn int_range(dtype: DType) -> (f64, f64) {
 /// `op(input, b, c)` (`value` for `addcmul`/`addcdiv`) into a new tensor.
 pub fn ternary(op: TernaryOp, input: &Tensor, args: [Arg<'_>; 2], value: Scalar) -> Result<Tensor> {
     let d = decide(op, input, args, value, Dest::New)?;
-    // The tensors take part in the layout as PyTorch's iterator sees them (a converted one as
-    // its row-major copy).
-    let given = |t| layout_input(t, d.result);
-    let x = given(input);
-    let strides = match args.map(Arg::tensor) {
-        [Some(b), Some(c)] => layout::result_strides(&d.shape, [x, given(b), given(c)])?,
-        [Some(b), None] | [None, Some(b)] => layout::result_strides(&d.shape, [x, given(b)])?,
-        [None, None] => layout::result_strides(&d.shape, [x])?,
-    };
+    let strides = new_layout(&d, input, args)?;
     let out = Tensor::new_dense(d.result, &d.shape, strides, Init::Uninit)?;
     compute(op, &out, input, args, value, d.result)?;
     Ok(out)
 }
 
-fn layout_input(t: &Tensor, result: DType) -> layout::Input<'_> {
-    layout::Input {
-        shape: t.shape(),
-        strides: t.strides(),
-        converted: t.dtype() != result,
+/// A new result's layout: the tensors take part as PyTorch's iterator sees them (a converted one
+/// as its row-major copy).
+fn new_layout<O: Operand>(d: &Decision, input: &O, args: [Arg<'_, O>; 2]) -> Result<Strides> {
+    let given = |t| layout_input(t, d.result);
+    let x = given(input);
+    match args.map(Arg::tensor) {
+        [Some(b), Some(c)] => layout::result_strides(&d.shape, [x, given(b), given(c)]),
+        [Some(b), None] | [None, Some(b)] => layout::result_strides(&d.shape, [x, given(b)]),
+        [None, None] => layout::result_strides(&d.shape, [x]),
     }
+}
+
+fn layout_input<O: Operand>(t: &O, result: DType) -> layout::Input<'_> {
+    let g = t.geometry();
+    layout::Input {
+        shape: g.shape,
+        strides: g.strides,
+        converted: g.dtype != result,
+    }
+}
+
+/// For a fused pass: the result type, shape and a new result's layout of `op(input, b, c)` over
+/// three tensors; `None` when the call refuses them (evaluated call by call, it gives the error).
+pub(crate) fn fused_types(
+    op: TernaryOp,
+    [x, b, c]: [Geometry<'_>; 3],
+    value: Scalar,
+) -> Result<Option<(DType, Dims, Strides)>> {
+    let args = [Arg::Tensor(&b), Arg::Tensor(&c)];
+    let Ok(d) = decide(op, &x, args, value, Dest::New) else {
+        return Ok(None);
+    };
+    let strides = new_layout(&d, &x, args)?;
+    Ok(Some((d.result, d.shape, strides)))
+}
+
+/// What `op(input, b, c)` would do (into `dest`), from the call's own decisions on geometry
+/// alone: the temporaries [`compute`] makes (each tensor of another type than the result
+/// converted, a 0-d tensor for each number, absent bound and `value`, a result of another type
+/// than the written tensor's) and the walk over the written tensor and what it reads.
+pub fn plan_ternary(
+    op: TernaryOp,
+    input: Geometry<'_>,
+    args: [Arg<'_, Geometry<'_>>; 2],
+    value: Scalar,
+    dest: Dest<'_, Geometry<'_>>,
+) -> Result<Report> {
+    let d = decide(op, &input, args, value, dest)?;
+    let ctype = compute_type(d.result);
+    let new_strides;
+    let written = match dest {
+        Dest::New => {
+            new_strides = new_layout(&d, &input, args)?;
+            Geometry {
+                dtype: d.result,
+                shape: &d.shape,
+                strides: &new_strides,
+                wrapped: false,
+            }
+        }
+        Dest::InPlace => input,
+        Dest::Out(out) => *out,
+    };
+    let n = numel(&d.shape);
+    let mut alloc_bytes = match dest {
+        Dest::New => checked_nbytes(n, d.result.size())?,
+        _ => 0,
+    };
+    let (loop_shape, loop_kind, threads) = if n == 0 {
+        (Dims::new(), LoopKind::None, 1)
+    } else {
+        // Row-major strides for every converted tensor (each of its own shape), kept here so
+        // that the geometries below may borrow them.
+        let shapes = [
+            Some(input),
+            args[0].tensor().copied(),
+            args[1].tensor().copied(),
+        ];
+        let mut row_major: [Strides; 3] = Default::default();
+        for (k, t) in shapes.iter().enumerate() {
+            if let Some(t) = t {
+                if t.dtype != d.result {
+                    alloc_bytes += checked_nbytes(numel(t.shape), d.result.size())?;
+                    row_major[k] = contiguous_strides(t.shape)?;
+                }
+            }
+        }
+        let number = Geometry {
+            dtype: ctype,
+            shape: &[],
+            strides: &[],
+            wrapped: false,
+        };
+        let mut operands: [Geometry<'_>; 5] = [number; 5];
+        let target_strides;
+        operands[0] = written;
+        if written.dtype != d.result {
+            alloc_bytes += checked_nbytes(n, d.result.size())?;
+            target_strides = contiguous_strides(&d.shape)?;
+            operands[0] = Geometry {
+                dtype: d.result,
+                shape: &d.shape,
+                strides: &target_strides,
+                wrapped: false,
+            };
+        }
+        for (k, t) in shapes.iter().enumerate() {
+            operands[1 + k] = match t {
+                Some(t) if t.dtype != d.result => Geometry {
+                    dtype: d.result,
+                    strides: &row_major[k],
+                    ..*t
+                },
+                Some(t) => *t,
+                // A number or an absent bound: a 0-d tensor of the computation type.
+                None => {
+                    alloc_bytes += ctype.size();
+                    number
+                }
+            };
+        }
+        // `value`'s 0-d tensor.
+        alloc_bytes += ctype.size();
+        describe_elementwise(&d.shape, &operands)?
+    };
+    Ok(Report {
+        dtype: written.dtype,
+        compute: ctype,
+        checks_divisor: false,
+        shape: try_small(&d.shape)?,
+        strides: try_small(written.strides)?,
+        warnings: Warnings::new(),
+        loop_shape,
+        loop_kind,
+        threads,
+        alloc_bytes,
+    })
 }
 
 /// `input = op(input, b, c)` (PyTorch's `input.<op>_(..)`).
@@ -328,12 +481,22 @@ pub fn ternary_out(
 /// conversion, after PyTorch's range check), or with `saturate` (a clamp bound, which may lie
 /// beyond the type's range) is held to the range.
 fn number_tensor(s: Scalar, compute: DType, saturate: bool) -> Result<Tensor> {
+    let t = Tensor::new(compute, &[], Init::Uninit)?;
+    // SAFETY: a new 0-d tensor of the type holds one element.
+    unsafe { write_number(s, compute, saturate, t.data_ptr()) };
+    Ok(t)
+}
+
+/// Writes the element [`number_tensor`] holds at `dst`.
+///
+/// # Safety
+/// `dst` valid for writing one element of `compute`, aligned for it.
+pub(crate) unsafe fn write_number(s: Scalar, compute: DType, saturate: bool, dst: *mut u8) {
     let v = match s {
         Scalar::Bool(b) => b as i64 as f64,
         Scalar::Int(i) => i as f64,
         Scalar::Float(f) => f,
     };
-    let t = Tensor::new(compute, &[], Init::Uninit)?;
     crate::with_elem!(compute, T => {
         let x = match (compute.is_floating(), s) {
             (true, _) => T::from_f64(v),
@@ -347,10 +510,9 @@ fn number_tensor(s: Scalar, compute: DType, saturate: bool) -> Result<Tensor> {
                 T::from_i64(v.clamp(lo, hi) as i64)
             }
         };
-        // SAFETY: a new 0-d tensor of the type holds one element.
-        unsafe { (t.data_ptr() as *mut T).write(x) };
+        // SAFETY: the caller's contract.
+        unsafe { (dst as *mut T).write(x) };
     });
-    Ok(t)
 }
 
 fn compute(
@@ -416,17 +578,51 @@ fn compute(
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Tensor,
     Number,
     Absent,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 struct Formula {
     op: TernaryOp,
     kinds: [Kind; 2],
+}
+
+/// The computation of one operation over three tensors of one result type, chosen once (for a
+/// fused pass that runs it over many blocks): `run(ptrs, byte_strides, len)` with `ptrs`
+/// [result, input, b, c, value], the tensors already of the result type and `value` one element
+/// of the computation type (as [`compute`] hands them to the same formula).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TernaryKernel {
+    formula: Formula,
+    result: DType,
+}
+
+impl TernaryKernel {
+    pub(crate) fn new(op: TernaryOp, result: DType) -> TernaryKernel {
+        TernaryKernel {
+            formula: Formula {
+                op,
+                kinds: [Kind::Tensor; 2],
+            },
+            result,
+        }
+    }
+
+    /// One run of `n` elements.
+    ///
+    /// # Safety
+    /// Every pointer valid for `n` elements at its stride, of the types above; the result shares
+    /// memory with an operand only element for element.
+    #[inline]
+    pub(crate) unsafe fn run(self, p: [*mut u8; 5], s: [isize; 5], n: usize) {
+        let f = self.formula;
+        // SAFETY: the caller's contract.
+        crate::with_elem!(self.result, T => unsafe { f.run::<T>(p, s, n) })
+    }
 }
 
 impl Formula {

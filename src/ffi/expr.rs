@@ -6,9 +6,11 @@ use super::ops::op_in;
 use super::settings::{emit, options};
 use super::status::FfiError;
 use super::tensor::dtype_in;
+use super::ternary::op_in as ternary_op_in;
 use super::unary::op_in as unary_op_in;
 use crate::engine::alloc::{try_collect, try_small_with_capacity, try_vec};
 use crate::engine::expr::{self, Constant, Step};
+use crate::engine::tensor::Scalar;
 use crate::engine::Tensor;
 use smallvec::SmallVec;
 
@@ -30,6 +32,23 @@ pub const BC_EXPR_WHERE: i32 = 3;
 /// last step: as `bc_unary_out`), in the same single pass as the binary steps (into an `out` of
 /// the result's own type; into another type, call by call): the same results, errors and types.
 pub const BC_EXPR_UNARY: i32 = 4;
+/// A step that pops `c`, `b`, then `input`, and pushes `op(input, b, c)` for `arg` a
+/// `BC_TERNARY_*` code, as the call with three tensors (the last step: its `_out` form):
+/// `BC_TERNARY_LERP` is `bc_lerp(input, end, weight)`, `BC_TERNARY_ADDCMUL` and
+/// `BC_TERNARY_ADDCDIV` are `bc_addcmul` / `bc_addcdiv(input, tensor1, tensor2, value)`,
+/// `BC_TERNARY_CLAMP` is `bc_clamp(input, min, max)` with both bounds. Their `value` is the
+/// step's number: `float_value` as a float, except that `float_value` `+0.0` (all bits zero)
+/// gives `int_value` as an integer (`bc_scalar_int`: give an integer `value` in `int_value` with
+/// `float_value` 0; a zero-filled step has `value` 0); the other operations do not read it. A
+/// number weight or bound is a `BC_EXPR_CONST` step, which is a 0-d tensor: it takes part as
+/// `bc_lerp`'s 0-d weight tensor or `bc_clamp`'s 0-d bound tensors do (PyTorch's
+/// `torch.lerp(a, b, torch.tensor(w))`), not as `bc_lerp_scalar`'s or `bc_clamp_scalar`'s
+/// numbers: a float64 0-d weight with float16 tensors gives float16 read rounded to float16
+/// (a number weight is read in float32), and an int32 tensor clamped by float64 0-d bounds gives
+/// float64 (by number bounds, float32). Run in the same single pass as the other steps (into an
+/// `out` of the result's own type; into another type, call by call): the same results, errors
+/// and types.
+pub const BC_EXPR_TERNARY: i32 = 5;
 /// Most steps a program may have.
 pub const BC_EXPR_MAX_STEPS: usize = 64;
 /// Most values a program may have waiting at once.
@@ -42,13 +61,16 @@ const _: () = assert!(BC_EXPR_MAX_STEPS == expr::MAX_STEPS && BC_EXPR_MAX_DEPTH 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct bc_expr_step {
-    /// `BC_EXPR_INPUT`, `BC_EXPR_CONST`, `BC_EXPR_OP`, `BC_EXPR_WHERE` or `BC_EXPR_UNARY`.
+    /// `BC_EXPR_INPUT`, `BC_EXPR_CONST`, `BC_EXPR_OP`, `BC_EXPR_WHERE`, `BC_EXPR_UNARY` or
+    /// `BC_EXPR_TERNARY`.
     pub kind: i32,
-    /// The input's index, the constant's dtype, or the operation's `BC_OP_*` (`BC_UNARY_*`) code.
+    /// The input's index, the constant's dtype, or the operation's `BC_OP_*` (`BC_UNARY_*`,
+    /// `BC_TERNARY_*`) code.
     pub arg: i32,
-    /// A `BC_EXPR_CONST` of bool or an integer dtype: its value.
+    /// A `BC_EXPR_CONST` of bool or an integer dtype: its value; a `BC_EXPR_TERNARY` step's
+    /// integer `value` (see `BC_EXPR_TERNARY`).
     pub int_value: i64,
-    /// A `BC_EXPR_CONST` of a floating dtype: its value.
+    /// A `BC_EXPR_CONST` of a floating dtype: its value; a `BC_EXPR_TERNARY` step's float `value`.
     pub float_value: f64,
 }
 
@@ -88,6 +110,12 @@ pub(super) unsafe fn program_in(
             BC_EXPR_UNARY => Step::Unary(unary_op_in(s.arg).map_err(|_| {
                 FfiError::invalid(format_args!("step {k}: unknown unary op code {}", s.arg))
             })?),
+            BC_EXPR_TERNARY => {
+                let op = ternary_op_in(s.arg).ok_or_else(|| {
+                    FfiError::invalid(format_args!("step {k}: unknown ternary op code {}", s.arg))
+                })?;
+                Step::Ternary(op, ternary_value(s))
+            }
             other => {
                 return Err(FfiError::invalid(format_args!(
                     "step {k}: unknown step kind {other}"
@@ -98,6 +126,14 @@ pub(super) unsafe fn program_in(
     }
     expr::check_program(&program, ninputs)?;
     Ok(program)
+}
+
+/// A `BC_EXPR_TERNARY` step's `value` (see there): `+0.0` in `float_value` leaves the integer.
+fn ternary_value(s: &bc_expr_step) -> Scalar {
+    match s.float_value.to_bits() {
+        0 => Scalar::Int(s.int_value),
+        _ => Scalar::Float(s.float_value),
+    }
 }
 
 /// The tensors behind `inputs[0..n]` (cheap clones: storage is shared).
@@ -121,7 +157,8 @@ unsafe fn inputs_in(inputs: *const *const bc_tensor, n: usize) -> Result<Vec<Ten
 /// pops its operands and pushes its result, and one value must be left. The result is exactly
 /// what the separate calls give (bit for bit, except that a NaN may be any NaN: its sign and
 /// payload depend on the order operands meet in a loop), step by step (`bc_binary` for each `BC_EXPR_OP`, `bc_where` for
-/// each `BC_EXPR_WHERE`, a 0-d tensor for each constant): the same promotion, broadcasting and
+/// each `BC_EXPR_WHERE`, `bc_unary` for each `BC_EXPR_UNARY`, `bc_lerp`, `bc_addcmul`,
+/// `bc_addcdiv` or `bc_clamp` for each `BC_EXPR_TERNARY`, a 0-d tensor for each constant): the same promotion, broadcasting and
 /// rounding at each step's type, the same errors with the same texts, the same warnings under
 /// `bc_set_broadcast_warning` / `bc_set_legacy_fallback` (given as each step completes, so the
 /// steps before a failing one give theirs). Only the intermediate results never go
@@ -170,7 +207,7 @@ pub unsafe extern "C" fn bc_expr_eval(
 
 /// The value of the expression `steps[0..nsteps]` over `inputs[0..ninputs]` written into the
 /// caller's `out`, as `bc_expr_eval` computes it: the last operation is the one that writes, as
-/// `bc_binary_out` (or `bc_where_out`) would, so `out` must have exactly the result's shape and a
+/// `bc_binary_out` (or the last step's own `_out` form, such as `bc_where_out`) would, so `out` must have exactly the result's shape and a
 /// type the last operation's result can be cast to (for `where`, exactly its type), may not have
 /// elements sharing memory, nor partly overlap that operation's operands. `out` may be one of the
 /// inputs (`x = x * a + b`): each element is read before it is written. When the call fails,

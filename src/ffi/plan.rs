@@ -423,7 +423,7 @@ pub unsafe extern "C" fn bc_plan_binary_sum_to(
 ///   sub-expressions);
 /// - call by call (an error-free program the single pass does not take): the last call's loop and
 ///   threads; `alloc_bytes` counts every call's (each intermediate, each constant's 0-d tensor,
-///   each conversion, the result).
+///   each conversion, a ternary call's 0-d `value`, the result).
 ///
 /// Arguments are checked in order: `plan` (NULL), `steps` (NULL, then the program), `inputs`
 /// (NULL, then each geometry); then the steps are planned.
@@ -431,7 +431,8 @@ pub unsafe extern "C" fn bc_plan_binary_sum_to(
 /// # Returns
 /// `BC_OK` (`*plan` written); the statuses of `bc_expr_eval` for these operands, with their
 /// messages (`BC_ERR_INVALID_ARG` for a malformed program; `BC_ERR_SHAPE`, `BC_ERR_DTYPE`,
-/// `BC_ERR_OVERFLOW` from the first step that fails); `BC_ERR_INVALID_ARG` (unknown dtype code,
+/// `BC_ERR_OVERFLOW`, `BC_ERR_VALUE` for a ternary step's `value` that its integer result type
+/// cannot hold, from the first step that fails); `BC_ERR_INVALID_ARG` (unknown dtype code,
 /// a negative size or stride, more than `BC_MAX_NDIM` dimensions); `BC_ERR_NULL_ARG`;
 /// `BC_ERR_ALLOC`. On failure `*plan` is not written. As for `bc_plan_binary`,
 /// `BC_PLAN_CHECKS_DIVISOR` says a step reads its divisor's values.

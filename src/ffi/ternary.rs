@@ -8,6 +8,46 @@ use crate::engine::tensor::Scalar;
 use crate::engine::ternary::{self, Arg, TernaryOp};
 use crate::engine::{ops, Tensor};
 
+/// `lerp(input, end, weight)` as a `BC_EXPR_TERNARY` step of a fused expression (as `bc_lerp`,
+/// the weight a tensor: a number weight is a `BC_EXPR_CONST`, a 0-d tensor).
+pub const BC_TERNARY_LERP: i32 = 0;
+/// `addcmul(input, tensor1, tensor2, value)` as a `BC_EXPR_TERNARY` step (as `bc_addcmul`).
+pub const BC_TERNARY_ADDCMUL: i32 = 1;
+/// `addcdiv(input, tensor1, tensor2, value)` as a `BC_EXPR_TERNARY` step (as `bc_addcdiv`).
+pub const BC_TERNARY_ADDCDIV: i32 = 2;
+/// `clamp(input, min, max)` with both bounds tensors, as a `BC_EXPR_TERNARY` step (as
+/// `bc_clamp`: number bounds are `BC_EXPR_CONST` steps, 0-d tensors).
+pub const BC_TERNARY_CLAMP: i32 = 3;
+/// How many three-operand operations there are: the codes are 0 to `BC_TERNARY_COUNT - 1`, and a
+/// code outside that range is `BC_ERR_INVALID_ARG`. Later versions add codes at the end.
+pub const BC_TERNARY_COUNT: i32 = 4;
+const _: () = {
+    assert!(TernaryOp::ALL.len() == BC_TERNARY_COUNT as usize);
+    assert!(matches!(
+        TernaryOp::ALL[BC_TERNARY_LERP as usize],
+        TernaryOp::Lerp
+    ));
+    assert!(matches!(
+        TernaryOp::ALL[BC_TERNARY_ADDCMUL as usize],
+        TernaryOp::Addcmul
+    ));
+    assert!(matches!(
+        TernaryOp::ALL[BC_TERNARY_ADDCDIV as usize],
+        TernaryOp::Addcdiv
+    ));
+    assert!(matches!(
+        TernaryOp::ALL[BC_TERNARY_CLAMP as usize],
+        TernaryOp::Clamp
+    ));
+};
+
+/// The operation of a `BC_TERNARY_*` code.
+pub(super) fn op_in(code: i32) -> Option<TernaryOp> {
+    usize::try_from(code)
+        .ok()
+        .and_then(|i| TernaryOp::ALL.get(i).copied())
+}
+
 /// Where a call writes.
 #[derive(Clone, Copy)]
 enum To {
