@@ -10,7 +10,7 @@
  *   case  <S1..S12|S2.op|P1> <alloc|out> <reps> [warm ms] -> "ok <median ms> <variant>" (best variant)
  *   lat   <L1|L2>   <alloc|out> <reps> [warm ms]   -> "ok <median ms> <variant>"
  *   sweep <elements> <alloc|out> <reps> [warm ms]  -> "ok <median ms> <variant>"
- *   expr  <E1|E2>   <alloc|out> <reps> [warm ms]   -> "ok <median ms> <variant>"  (fused loops)
+ *   expr  <E1|E2|H1|H2> <alloc|out> <reps> [warm ms] -> "ok <median ms> <variant>"  (fused loops)
  *   red   <R1|R2|F1|F2|M1..M6> alloc <reps> [warm ms] -> "ok <median ms> <variant>"
  *   quit
  * "alloc" is the best of the variants that allocate their result per call: fresh (64-byte
@@ -728,9 +728,17 @@ __attribute__((optimize("fp-contract=off"))) static void row_e2(float *restrict 
         o[i] = (v != v) ? v : (v < 0.0f ? 0.0f : v); /* maximum(v, 0), NaN-propagating */
     }
 }
+/* H2: o = (a * b + c) * s - d, a (M,M), b (M,1), c (M,), d (1,M), s 0-d (inputs in that order). */
+__attribute__((optimize("fp-contract=off"))) static void row_h2(float *restrict o, const float *const *in, long r) {
+    const float *restrict a = in[0] + r * EM, *restrict c = in[2], *restrict d = in[3];
+    const float br = in[1][r], s = in[4][0];
+    for (long i = 0; i < EM; i++) o[i] = (a[i] * br + c[i]) * s - d[i];
+}
 static const expr_t EXPRS[] = {
     {"E1", 3, {EM * EM, EM, EM}, row_e1},
     {"E2", 5, {EM * EM, EM, EM, EM, EM}, row_e2},
+    {"H1", 3, {EM * EM, EM, EM}, row_e1}, /* the chain a*b + c: E1's loop */
+    {"H2", 5, {EM * EM, EM, EM, EM, 1}, row_h2},
 };
 static const expr_t *ecur;
 static float *EIN[5], *EOUT;
