@@ -1,7 +1,9 @@
 //! Streaming stores on or off, side by side: each case timed with the library's streaming
 //! threshold at A and at B bytes, alternating (A, B, B, A, ...), medians of rounds and of the
 //! same-round ratios B ÷ A. `cargo run --release -p bench-compare --example stream_ab -- A_MIB B_MIB [rounds]`
-//! (a threshold of 0 MiB means "never stream").
+//! (a threshold of 0 MiB means "never stream"; a fourth argument picks cases by name prefix,
+//! e.g. "E1,SW 16"). `STREAM_AB_THREADS=1` runs the library on one thread and times in that
+//! thread's CPU time, which a loaded machine disturbs less.
 use broadcast::engine::parallel;
 use broadcast::ffi::*;
 use std::ptr;
@@ -43,8 +45,40 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-/// Median ms per call of 7 batches of `k` calls after a warm-up of ~150 ms.
+/// Seconds of this thread's CPU time (with `STREAM_AB_THREADS=1`, timing in CPU time leaves out
+/// the time the thread waits for a core on a loaded machine).
+fn cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is valid for one write.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// Median ms per call of 7 batches of `k` calls after a warm-up of ~150 ms (in CPU time with one
+/// thread).
 fn time(f: &mut dyn FnMut()) -> f64 {
+    if std::env::var("STREAM_AB_THREADS").as_deref() == Ok("1") {
+        let t0 = cpu_seconds();
+        f();
+        let k = ((2e-3 / (cpu_seconds() - t0).max(1e-9)) as usize).clamp(1, 1 << 20);
+        let w = cpu_seconds();
+        while cpu_seconds() - w < 0.15 {
+            f();
+        }
+        let mut s: Vec<f64> = (0..7)
+            .map(|_| {
+                let t = cpu_seconds();
+                for _ in 0..k {
+                    f();
+                }
+                (cpu_seconds() - t) * 1e3 / k as f64
+            })
+            .collect();
+        return median(&mut s);
+    }
     let t0 = Instant::now();
     f();
     let once = t0.elapsed().as_secs_f64() * 1e3;
@@ -78,7 +112,8 @@ fn main() {
     let filter: Option<Vec<String>> = args
         .get(3)
         .map(|s| s.split(',').map(String::from).collect());
-    ok(bc_set_num_threads(2));
+    let threads = std::env::var("STREAM_AB_THREADS").map_or(2, |t| t.parse().unwrap_or(2));
+    ok(bc_set_num_threads(threads));
 
     const M: i64 = 2048;
     let steps = |prog: &[(i32, i32)]| -> Vec<bc_expr_step> {
@@ -175,6 +210,37 @@ fn main() {
     }
     if let Some(f) = &filter {
         cases.retain(|(n, _)| f.iter().any(|x| n.starts_with(x.as_str())));
+    }
+    // The element storages each E1 form makes per call (the fused call into `out` should make
+    // none: no temporary), and whether 16 MiB streams at the library's own threshold.
+    {
+        use broadcast::engine::storage;
+        let count = |f: &mut dyn FnMut()| {
+            f();
+            let before = storage::stats();
+            f();
+            storage::stats().since(before).allocs
+        };
+        let e = e1.as_ptr();
+        println!(
+            "E1 element storages per call: eval_out {}, eval {}, calls into out {}; \
+             stream threshold {} MiB",
+            count(&mut || {
+                // SAFETY: arrays valid for their lengths.
+                ok(unsafe { bc_expr_eval_out(e, 5, ins.as_ptr(), 3, o.0) })
+            }),
+            count(&mut || {
+                let mut r = ptr::null_mut();
+                // SAFETY: as above; r for one write.
+                ok(unsafe { bc_expr_eval(e, 5, ins.as_ptr(), 3, &mut r) });
+                bc_tensor_free(r);
+            }),
+            count(&mut || {
+                ok(bc_binary_out(BC_OP_MUL, a.0, b.0, o.0));
+                ok(bc_binary_out(BC_OP_ADD, o.0, c.0, o.0));
+            }),
+            parallel::stream_threshold() >> 20
+        );
     }
     println!(
         "threshold A {} B {}; {rounds} rounds; load {}",
