@@ -133,6 +133,24 @@ fn main() {
         (BC_EXPR_INPUT, 2),
         (BC_EXPR_OP, BC_OP_ADD),
     ]);
+    // H2: (a*b + c) * s - d, inputs a, b (M,1), c (M,), d (1,M), s 0-d.
+    let h2 = steps(&[
+        (BC_EXPR_INPUT, 0),
+        (BC_EXPR_INPUT, 1),
+        (BC_EXPR_OP, BC_OP_MUL),
+        (BC_EXPR_INPUT, 2),
+        (BC_EXPR_OP, BC_OP_ADD),
+        (BC_EXPR_INPUT, 4),
+        (BC_EXPR_OP, BC_OP_MUL),
+        (BC_EXPR_INPUT, 3),
+        (BC_EXPR_OP, BC_OP_SUB),
+    ]);
+    let (h2b, h2c, h2d, h2s) = (
+        filled(&[M, 1], 2),
+        filled(&[M], 3),
+        filled(&[1, M], 4),
+        filled(&[], 5),
+    );
     let (a, b, c) = (filled(&[M, M], 1), filled(&[M], 2), filled(&[M, 1], 3));
     let o = filled(&[M, M], 4);
     let s4a = filled(&[4096, 1], 1);
@@ -177,6 +195,23 @@ fn main() {
             Box::new(|| {
                 ok(bc_binary_out(BC_OP_MUL, a.0, b.0, o.0));
                 ok(bc_binary_out(BC_OP_ADD, o.0, c.0, o.0));
+            }),
+        ),
+        (
+            "H2 out (fused)".into(),
+            Box::new(|| {
+                let ins = [a.0 as *const bc_tensor, h2b.0, h2c.0, h2d.0, h2s.0];
+                // SAFETY: arrays valid for their lengths.
+                ok(unsafe { bc_expr_eval_out(h2.as_ptr(), h2.len(), ins.as_ptr(), 5, o.0) })
+            }),
+        ),
+        (
+            "H2 out calls".into(),
+            Box::new(|| {
+                ok(bc_binary_out(BC_OP_MUL, a.0, h2b.0, o.0));
+                ok(bc_binary_out(BC_OP_ADD, o.0, h2c.0, o.0));
+                ok(bc_binary_out(BC_OP_MUL, o.0, h2s.0, o.0));
+                ok(bc_binary_out(BC_OP_SUB, o.0, h2d.0, o.0));
             }),
         ),
         (
