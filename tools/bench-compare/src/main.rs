@@ -4,9 +4,9 @@
 //!
 //! Usage: `cargo run --release -p bench-compare -- [options]` (or `make bench`)
 //!   --smoke           a few seconds: S2, S2.lt, S2.and, L2, E1, R2, F1, M3, M6, H1-H4 and three
-//!                     sweep sizes, one round, three repetitions (CI): verifies every case's results and runs
-//!                     every measurement once, and prints what it checked, not timings (one
-//!                     short round on a shared machine measures nothing)
+//!                     sweep sizes, one round, three repetitions (CI): verifies every case's
+//!                     results and runs every measurement once, and prints what it checked,
+//!                     not timings (one short round on a shared machine measures nothing)
 //!   --rounds N        interleaved rounds (default 5); medians over rounds are reported
 //!   --reps N          samples per measurement (default 5)
 //!   --warm-ms MS      warm-up per measurement, at least (default 150; the last-level cache of
