@@ -199,7 +199,8 @@ pub fn verify(c: &ECase) -> Result<(), String> {
     let expect = |i: usize| -> f32 {
         let (r, col) = (i / m, i % m);
         match c.name {
-            "E1" => v(0, i) * v(1, col) + v(2, r),
+            "E1" | "H1" => v(0, i) * v(1, col) + v(2, r),
+            "H2" => (v(0, i) * v(1, r) + v(2, col)) * v(4, 0) - v(3, col),
             _ => {
                 let x = (v(0, i) - v(1, r)) / v(2, r) * v(3, col) + v(4, col);
                 if x.is_nan() {

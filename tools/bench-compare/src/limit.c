@@ -10,8 +10,8 @@
  *   case  <S1..S12|S2.op|P1> <alloc|out> <reps> [warm ms] -> "ok <median ms> <variant>" (best variant)
  *   lat   <L1|L2>   <alloc|out> <reps> [warm ms]   -> "ok <median ms> <variant>"
  *   sweep <elements> <alloc|out> <reps> [warm ms]  -> "ok <median ms> <variant>"
- *   expr  <E1|E2>   <alloc|out> <reps> [warm ms]   -> "ok <median ms> <variant>"  (fused loops)
- *   red   <R1|R2|F1|F2|M1..M6> alloc <reps> [warm ms] -> "ok <median ms> <variant>"
+ *   expr  <E1|E2|H1|H2> <alloc|out> <reps> [warm ms] -> "ok <median ms> <variant>"  (fused loops)
+ *   red   <R1|R2|F1|F2|M1..M6|H3|H4> alloc <reps> [warm ms] -> "ok <median ms> <variant>"
  *   quit
  * "alloc" is the best of the variants that allocate their result per call: fresh (64-byte
  * aligned_alloc, 4 KiB pages) and fresh-thp (2 MiB aligned + MADV_HUGEPAGE from 4 MiB up), each
@@ -536,7 +536,50 @@ static void math_var(float *o, const float *a) {
     }
     free(mean);
 }
-static int red_case; /* 1 R1, 2 R2, 3 F1, 4 F2, 5-10 M1-M6 */
+/* The chains' reductions in one pass each, the bound of a fused form: H3 ((A - B)**2).mean(0) as
+ * red_cols, of the squared differences (eight rows per pass over a row of accumulators); H4 the sum of A where the mask is true (the mask:
+ * A's seed-3 values at least 13, about half, one byte each, as the library's bool tensor). */
+static unsigned char *red_mask;
+static void red_sqdiff_mean(float *o, const float *a, const float *b) {
+    int used = 1;
+#pragma omp parallel
+    {
+        int t = omp_get_thread_num(), n = omp_get_num_threads();
+        float *restrict acc = part + (long)t * C;
+        for (long c = 0; c < C; c++) acc[c] = 0;
+        /* eight rows per pass over the accumulators, as red_cols */
+        for (long r = R * t / n; r < R * (t + 1) / n; r += 8) {
+            const float *restrict p = a + r * C;
+            for (long c = 0; c < C; c++) {
+                float s = 0;
+                for (int k = 0; k < 8; k++) {
+                    float d = p[k * C + c] - b[c];
+                    s += d * d;
+                }
+                acc[c] += s;
+            }
+        }
+        if (t == 0) used = n;
+    }
+    for (long c = 0; c < C; c++) {
+        float s = part[c];
+        for (int t = 1; t < used; t++) s += part[(long)t * C + c];
+        o[c] = s / (float)R;
+    }
+}
+static float red_masked_sum(const float *restrict a, const unsigned char *restrict m) {
+    float total = 0;
+#pragma omp parallel reduction(+ : total)
+    {
+        float s[32] = {0};
+#pragma omp for schedule(static)
+        for (long i = 0; i < NN; i += 32)
+            for (int k = 0; k < 32; k++) s[k] += m[i + k] ? a[i + k] : 0.0f;
+        for (int k = 0; k < 32; k++) total += s[k];
+    }
+    return total;
+}
+static int red_case; /* 1 R1, 2 R2, 3 F1, 4 F2, 5-10 M1-M6, 11 H3, 12 H4 */
 static void run_red(void *ctx) {
     (void)ctx;
     if (red_case >= 5 && red_case <= 9) {
@@ -545,8 +588,16 @@ static void run_red(void *ctx) {
         __asm__ volatile("" ::"r"(red_tmp) : "memory");
         return;
     }
+    if (red_case == 12) {
+        float *o = malloc(sizeof(float));
+        *o = red_masked_sum(red_a, red_mask);
+        __asm__ volatile("" ::"r"(o) : "memory");
+        free(o);
+        return;
+    }
     float *o = malloc(C * sizeof(float));
-    if (red_case == 10) math_var(o, red_a);
+    if (red_case == 11) red_sqdiff_mean(o, red_a, red_b);
+    else if (red_case == 10) math_var(o, red_a);
     else if (red_case == 1) red_rows(o, red_a);
     else if (red_case == 2) red_cols(o, red_a, NULL);
     else if (red_case == 3) red_cols(o, red_a, red_b);
@@ -728,9 +779,17 @@ __attribute__((optimize("fp-contract=off"))) static void row_e2(float *restrict 
         o[i] = (v != v) ? v : (v < 0.0f ? 0.0f : v); /* maximum(v, 0), NaN-propagating */
     }
 }
+/* H2: o = (a * b + c) * s - d, a (M,M), b (M,1), c (M,), d (1,M), s 0-d (inputs in that order). */
+__attribute__((optimize("fp-contract=off"))) static void row_h2(float *restrict o, const float *const *in, long r) {
+    const float *restrict a = in[0] + r * EM, *restrict c = in[2], *restrict d = in[3];
+    const float br = in[1][r], s = in[4][0];
+    for (long i = 0; i < EM; i++) o[i] = (a[i] * br + c[i]) * s - d[i];
+}
 static const expr_t EXPRS[] = {
     {"E1", 3, {EM * EM, EM, EM}, row_e1},
     {"E2", 5, {EM * EM, EM, EM, EM, EM}, row_e2},
+    {"H1", 3, {EM * EM, EM, EM}, row_e1}, /* the chain a*b + c: E1's loop */
+    {"H2", 5, {EM * EM, EM, EM, EM, 1}, row_h2},
 };
 static const expr_t *ecur;
 static float *EIN[5], *EOUT;
@@ -821,6 +880,8 @@ int main(void) {
             red_case = !strcmp(name, "R1") ? 1 : !strcmp(name, "R2") ? 2 : !strcmp(name, "F1") ? 3
                      : !strcmp(name, "F2") ? 4 : 0;
             if (name[0] == 'M' && name[1] >= '1' && name[1] <= '6' && !name[2]) red_case = 4 + name[1] - '0';
+            if (!strcmp(name, "H3")) red_case = 11;
+            if (!strcmp(name, "H4")) red_case = 12;
             if (!red_case) { printf("err unknown reduction\n"); fflush(stdout); continue; }
             setup(&rc, -2);
             if (!part) part = xalloc((size_t)omp_get_max_threads() * C * sizeof(float));
@@ -830,7 +891,11 @@ int main(void) {
                 math_e = xalloc(NN * sizeof(float)); math_lo = xalloc(R * sizeof(float));
                 fill(math_e, NN, &rc, 4); fill(math_lo, R, &rc, 3);
             }
-            printf("ok %.6g %s\n", measure(run_red, NULL, 2, reps, 1.0), red_case == 4 ? "pre-nt" : "fresh");
+            if (red_case == 12 && !red_mask) {
+                red_mask = xalloc(NN);
+                for (long i = 0; i < NN; i++) red_mask[i] = ((double)((i * 7 + 3) % 97) * 0.25 + 1.0) >= 13.0;
+            }
+            printf("ok %.6g %s\n", measure(run_red, NULL, 2, reps, 1.0), red_case == 4 ? "pre-nt" : red_case >= 11 ? "one-pass" : "fresh");
             fflush(stdout);
             continue;
         }

@@ -3,10 +3,10 @@
 //! round in another order), printing a table of times and ratios.
 //!
 //! Usage: `cargo run --release -p bench-compare -- [options]` (or `make bench`)
-//!   --smoke           a few seconds: S2, S2.lt, S2.and, L2, E1, R2, F1, M3, M6 and three sweep sizes,
-//!                     one round, three repetitions (CI): verifies every case's results and runs
-//!                     every measurement once, and prints what it checked, not timings (one
-//!                     short round on a shared machine measures nothing)
+//!   --smoke           a few seconds: S2, S2.lt, S2.and, L2, E1, R2, F1, M3, M6, H1-H4 and three
+//!                     sweep sizes, one round, three repetitions (CI): verifies every case's
+//!                     results and runs every measurement once, and prints what it checked,
+//!                     not timings (one short round on a shared machine measures nothing)
 //!   --rounds N        interleaved rounds (default 5); medians over rounds are reported
 //!   --reps N          samples per measurement (default 5)
 //!   --warm-ms MS      warm-up per measurement, at least (default 150; the last-level cache of
@@ -17,6 +17,9 @@
 //!   --cases LIST      comma-separated, e.g. S1,S8,L1 (default: all)
 //!   --sweep LIST      sweep sizes in elements, e.g. 1e3,1e5 (default: 1e3 ... 1e8); "none" skips
 //!   --exprs LIST      fused expressions, e.g. E1 (default: E1,E2); "none" skips
+//!   --chains LIST     chains, e.g. H1,H3 (default: H1-H4): H1 a*b+c and H2 (a*b+c)*s-d call by
+//!                     call and fused, H3 ((a-b)**2).mean(0) and H4 where(m,a,0).sum() call by
+//!                     call (the baseline of a fused reduction); "none" skips
 //!   --no-concurrent   leave out the concurrent callers (CC: one caller, two callers with a pool
 //!                     of one thread, two callers with the whole pool)
 //!   --reductions LIST reduction and math cases, e.g. R1,F1,M1 (default: R1,R2,F1,F2,M1-M6);
@@ -28,6 +31,7 @@
 //!   --csv FILE        every measurement of every round, for scripts/perf_plot.py
 //!   --skip-verify     do not check the library's results before timing
 //!   --skip-alloc-check  do not count allocations
+mod chains;
 mod exprs;
 mod lib_side;
 mod peers;
@@ -124,6 +128,7 @@ struct Options {
     cases: Vec<Case>,
     sweep: Vec<usize>,
     exprs: Vec<exprs::ECase>,
+    chains: Vec<chains::HCase>,
     concurrent: bool,
     reductions: Vec<reductions::RCase>,
     limit: bool,
@@ -169,6 +174,7 @@ fn parse_args() -> Options {
         } else {
             exprs::CASES.to_vec()
         },
+        chains: chains::CASES.to_vec(),
         concurrent: true,
         reductions: if smoke {
             ["R2", "F1", "M3", "M6"]
@@ -231,6 +237,16 @@ fn parse_args() -> Options {
                 } else {
                     v.split(',')
                         .map(|n| exprs::find(n).unwrap_or_else(|| usage("unknown expression")))
+                        .collect()
+                }
+            }
+            "--chains" => {
+                let v = value();
+                o.chains = if v == "none" {
+                    Vec::new()
+                } else {
+                    v.split(',')
+                        .map(|n| chains::find(n).unwrap_or_else(|| usage("unknown chain")))
                         .collect()
                 }
             }
@@ -377,6 +393,7 @@ fn main() {
         .map(|c| c.name)
         .chain(o.exprs.iter().map(|e| e.name))
         .chain(o.reductions.iter().map(|r| r.name))
+        .chain(o.chains.iter().map(|h| h.name))
         .collect();
     if o.verify {
         let checks = o
@@ -384,7 +401,8 @@ fn main() {
             .iter()
             .map(lib_side::verify)
             .chain(o.exprs.iter().map(exprs::verify))
-            .chain(o.reductions.iter().map(reductions::verify));
+            .chain(o.reductions.iter().map(reductions::verify))
+            .chain(o.chains.iter().map(chains::verify));
         for check in checks {
             if let Err(e) = check {
                 eprintln!("bench-compare: WRONG RESULT: {e}");
@@ -398,7 +416,7 @@ fn main() {
         );
     }
     let alloc_report = if o.alloc_check {
-        allocation_check(&o.cases, &o.exprs, &o.reductions)
+        allocation_check(&o.cases, &o.exprs, &o.reductions, &o.chains)
     } else {
         String::new()
     };
@@ -501,6 +519,9 @@ fn main() {
             m.run(&mut res, round, &mut peers, || {
                 reductions::time(&inp, o.reps, o.warm_ms)
             });
+        }
+        for c in &o.chains {
+            chains::run_round(c, &mut res, round, &mut peers, &o);
         }
         for &elems in &o.sweep {
             let inp = lib_side::sweep_inputs(elems);
@@ -898,6 +919,9 @@ fn report(o: &Options, res: &Results, alloc_report: &str) -> String {
     if !o.reductions.is_empty() {
         report_reductions(&mut s, o, res);
     }
+    if !o.chains.is_empty() {
+        chains::report(&mut s, &o.chains, res);
+    }
     if !o.sweep.is_empty() {
         let _ = writeln!(
             s,
@@ -1116,6 +1140,7 @@ fn allocation_check(
     cases: &[Case],
     expr_cases: &[exprs::ECase],
     reduction_cases: &[reductions::RCase],
+    chain_cases: &[chains::HCase],
 ) -> String {
     use broadcast::ffi::*;
     let mut s = String::from(
@@ -1210,6 +1235,22 @@ fn allocation_check(
             &format!("{} (+ free)", c.name),
             reductions::result_bytes(c),
             &mut || inp.once(),
+        );
+    }
+    for c in chain_cases {
+        let inp = chains::inputs(c);
+        let fused = matches!(c.form, chains::Form::Expr(_));
+        if fused {
+            row(
+                &format!("{} one pass (+ free)", c.name),
+                chains::result_bytes(c),
+                &mut || chains::once(&inp, true),
+            );
+        }
+        row(
+            &format!("{} separate calls (+ frees)", c.name),
+            chains::result_bytes(c),
+            &mut || chains::once(&inp, false),
         );
     }
     let _ = writeln!(

@@ -8,8 +8,9 @@ bfloat16, leaves that cell empty).
 One command per line on stdin, one answer line on stdout:
   case  <S1..S12|S2.op|P1|L1|L2> <alloc|out> <reps> [warm ms]        -> "ok <median ms> <variant>"
   sweep <elements> <alloc|out> <reps> [warm ms]                     -> "ok <median ms> <variant>"
-  expr  <E1|E2> <alloc|out> <reps> [warm ms]                        -> "ok <median ms> <variant>"
-  red   <R1|R2|F1|F2|M1..M6> alloc <reps> [warm ms]                 -> "ok <median ms> <variant>"
+  expr  <E1|E2|H1|H2> <alloc|out> <reps> [warm ms]                  -> "ok <median ms> <variant>"
+  expr  H1 <alloc-fused|out-fused> <reps> [warm ms]                 -> PyTorch's one-pass form
+  red   <R1|R2|F1|F2|M1..M6|H3|H4> alloc <reps> [warm ms]           -> "ok <median ms> <variant>"
   quit
 alloc = `f(a, b)` (a new array per call, f = np.add, torch.add, ...); out = `f(a, b, out=o)` into
 a reused, touched array; S9 is `f(a, b, out=a)` for both. The expressions, float32, (2048,2048)
@@ -17,7 +18,9 @@ with smaller operands: E1 `a * b + c` (PyTorch: `torch.addcmul(c, a, b)`, its on
 `maximum((x - m) / s * g + t, 0)`, five operations; `out` writes every step into `o`. The
 reductions of a (4096,4096) float32 `a` with a (4096,) `b`: R1 `a.sum(1)`, R2 `a.sum(0)`, F1
 `einsum('ij,j->j', a, b)` (each library's own way to do it without the product), F2
-`(a * b).sum(0)` (PyTorch: `(a * b).sum_to_size(4096)`). Timing as
+`(a * b).sum(0)` (PyTorch: `(a * b).sum_to_size(4096)`). The chains: H1 `a * b + c` (E1's
+shapes) and H2 `(a * b + c) * s - d`, each operation its own call (PyTorch eager; H1 also as
+`torch.addcmul`), H3 `((a - b) ** 2).mean(0)` and H4 `where(m, a, 0).sum()`. Timing as
 limit.c: a sample is a batch of K calls lasting >= min_batch_ms; the answer is the median
 per-call time of <reps> samples after a warm-up of at least two samples and [warm ms].
 """
@@ -90,6 +93,26 @@ EXPRS = {
         "torch.maximum((a - b) / c * d + e, z)",
         "torch.sub(a, b, out=o); torch.div(o, c, out=o); torch.mul(o, d, out=o); "
         "torch.add(o, e, out=o); torch.maximum(o, z, out=o)",
+    ),
+    # The chains: every operation its own call (PyTorch eager), and PyTorch's one-pass form where
+    # it has one (asked as "alloc-fused" / "out-fused").
+    "H1": (
+        [(M, M), (M,), (M, 1)],
+        "a * b + c",
+        "np.multiply(a, b, out=o); np.add(o, c, out=o)",
+        "a * b + c",
+        "torch.mul(a, b, out=o); torch.add(o, c, out=o)",
+        "torch.addcmul(c, a, b)",
+        "torch.addcmul(c, a, b, out=o)",
+    ),
+    "H2": (  # s is the fifth input, here named e
+        [(M, M), (M, 1), (M,), (1, M), ()],
+        "(a * b + c) * e - d",
+        "np.multiply(a, b, out=o); np.add(o, c, out=o); np.multiply(o, e, out=o); "
+        "np.subtract(o, d, out=o)",
+        "(a * b + c) * e - d",
+        "torch.mul(a, b, out=o); torch.add(o, c, out=o); torch.mul(o, e, out=o); "
+        "torch.sub(o, d, out=o)",
     ),
 }
 
@@ -188,11 +211,19 @@ REDUCTIONS = {
     "M4": ("np.clip(a, lo, b)", "torch.clamp(a, lo, b)"),
     "M5": ("a + 0.3 * (e - a)", "torch.lerp(a, e, 0.3)"),
     "M6": ("a.var(0, ddof=1)", "a.var(0)"),
+    # The reductions of the chains, each operation its own call (no library fuses them yet).
+    "H3": ("((a - b) ** 2).mean(0)", "((a - b) ** 2).mean(0)"),
+    "H4": ("np.where(m, a, z).sum()", "torch.where(m, a, 0).sum()"),
 }
 
 
 def build_reduction(name):
-    a, b = tensor(fill((N, N), "f4", 1), "f4"), tensor(fill((N,), "f4", 2), "f4")
+    a = tensor(fill((N, N), "f4", 1), "f4")
+    if name == "H4":
+        # The mask: true where input 3's value is at least 13 (about half), as the library's.
+        m = tensor(fill((N, N), "f4", 3) >= 13.0, "bool")
+        return namespace(a=a, m=m, z=tensor(np.zeros((), "f4"), "f4"), stmt=REDUCTIONS[name][TORCH])
+    b = tensor(fill((N,), "f4", 2), "f4")
     lo, e = tensor(fill((N, 1), "f4", 3), "f4"), tensor(fill((N, N), "f4", 4), "f4")
     return namespace(a=a, b=b, lo=lo, e=e, stmt=REDUCTIONS[name][TORCH])
 
@@ -215,8 +246,13 @@ def main():
             warm_ms = float(parts[4]) if len(parts) > 4 else 0.0
             if cmd == "expr":
                 ns = setup(("expr", name), lambda: build_expr(name))
-                stmt = EXPRS[name][1 + 2 * TORCH + (variant == "out")]
-                which = ("addcmul" if name == "E1" and TORCH else "eager") + ("-out" if variant == "out" else "")
+                fused = variant.endswith("-fused")
+                if fused and not (TORCH and len(EXPRS[name]) > 5):
+                    raise ValueError(f"no one-pass form of {name}")
+                out = variant.startswith("out")
+                stmt = EXPRS[name][5 + out if fused else 1 + 2 * TORCH + out]
+                one_pass = (name == "E1" and TORCH) or fused
+                which = ("addcmul" if one_pass else "eager") + ("-out" if out else "")
                 print(f"ok {measure(stmt, ns, reps, 1.0, warm_ms):.6g} {which}", flush=True)
                 continue
             if cmd == "red":
