@@ -24,6 +24,11 @@
 //! * a 0-d tensor refused `transpose(0, -1)` with a contradictory message ("expected to be in
 //!   range of [-1, 0], but got 0"); PyTorch takes dims 0 and -1 for a 0-d tensor and returns it
 //!   unchanged. `slice` on a 0-d tensor now gives PyTorch's own refusal.
+//! * the three-operand exports with a number (`bc_lerp_scalar`, `bc_addcmul`, `bc_addcdiv`,
+//!   `bc_clamp_scalar`) read the number before the out-pointer: an unknown `kind` returned
+//!   `BC_ERR_INVALID_ARG` without writing NULL to `*out` (the header promises NULL on failure),
+//!   and a NULL `out` with such a number gave `BC_ERR_INVALID_ARG` where every other export
+//!   checks `out` first (`BC_ERR_NULL_ARG`). Found by the fuzzer's three-operand families.
 //! * handles were `slot + 1` in the low half, so small integers named the first live tensors
 //!   (tested in `handle_registry.rs`, `small_integers_are_not_handles`).
 mod common;
@@ -320,4 +325,40 @@ fn zero_d_tensors_take_dims_0_and_minus_1_like_pytorch() {
         );
     }
     bc_tensor_free(t);
+}
+
+#[test]
+fn ternary_number_refusals_write_null_to_out_and_check_out_first() {
+    let _g = serial();
+    let x = f64_tensor(&[2], &[1.0, 2.0]);
+    let bad = bc_scalar {
+        kind: 7,
+        b: false,
+        i: 0,
+        f: 0.5,
+    };
+    let sentinel = 0x55 as *mut bc_tensor;
+    type Call = fn(*mut bc_tensor, bc_scalar, *mut *mut bc_tensor) -> i32;
+    let calls: [(&str, Call); 4] = [
+        // SAFETY (each): live handles; `o` NULL or valid for one write; the bounds live numbers.
+        ("lerp_scalar", |x, s, o| unsafe {
+            bc_lerp_scalar(x, x, s, o)
+        }),
+        ("addcmul", |x, s, o| unsafe { bc_addcmul(x, x, x, s, o) }),
+        ("addcdiv", |x, s, o| unsafe { bc_addcdiv(x, x, x, s, o) }),
+        ("clamp_scalar", |x, s, o| unsafe {
+            bc_clamp_scalar(x, &s, ptr::null(), o)
+        }),
+    ];
+    for (name, f) in calls {
+        let mut out = sentinel;
+        assert_eq!(f(x, bad, &mut out), BC_ERR_INVALID_ARG, "{name}");
+        assert!(out.is_null(), "{name}: *out left as {out:p}");
+        assert_eq!(
+            f(x, bad, ptr::null_mut()),
+            BC_ERR_NULL_ARG,
+            "{name} with NULL out"
+        );
+    }
+    bc_tensor_free(x);
 }
