@@ -29,6 +29,9 @@
 //!   `BC_ERR_INVALID_ARG` without writing NULL to `*out` (the header promises NULL on failure),
 //!   and a NULL `out` with such a number gave `BC_ERR_INVALID_ARG` where every other export
 //!   checks `out` first (`BC_ERR_NULL_ARG`). Found by the fuzzer's three-operand families.
+//! * `bc_logsumexp` with nothing to reduce made its -inf result as `zeros - inf`, whose layout for
+//!   an empty result is the elementwise rule's (`[1, 0]` for `[0, 1]`), where PyTorch's result,
+//!   resized by `sum_out`, is row-major (`[1, 1]`). Found by the fuzzer's reductions family.
 //! * handles were `slot + 1` in the low half, so small integers named the first live tensors
 //!   (tested in `handle_registry.rs`, `small_integers_are_not_handles`).
 mod common;
@@ -361,4 +364,27 @@ fn ternary_number_refusals_write_null_to_out_and_check_out_first() {
         );
     }
     bc_tensor_free(x);
+}
+
+#[test]
+fn logsumexp_of_nothing_is_row_major() {
+    let _g = serial();
+    let strides = |t: *const bc_tensor| {
+        let mut s = [0i64; 2];
+        // SAFETY: a live tensor of two dimensions; a buffer of two entries.
+        assert_eq!(unsafe { bc_tensor_strides(t, s.as_mut_ptr(), 2) }, BC_OK);
+        s
+    };
+    for (shape, want_shape) in [([0i64, 2], vec![0i64, 1]), ([3, 0], vec![3, 1])] {
+        let t = full(BC_DTYPE_INT16, &shape, 0.0);
+        let mut r = ptr::null_mut();
+        // SAFETY: dims valid for one read; out valid.
+        let st = unsafe { bc_logsumexp(t, [1i64].as_ptr(), 1, true, &mut r) };
+        assert_eq!(st, BC_OK, "{}", last_message());
+        assert_eq!(shape_of(r), want_shape);
+        assert_eq!(strides(r), [1, 1], "{shape:?}");
+        assert!(values_f64(r).iter().all(|&v| v == f64::NEG_INFINITY));
+        bc_tensor_free(r);
+        bc_tensor_free(t);
+    }
 }

@@ -238,8 +238,8 @@ pub fn logsumexp(t: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
     };
     let x = in_f64(t)?;
     if reduction_factor(t, &r) == 0 {
-        let zeros = Tensor::new(dtype, &r.shape, Init::Zeros)?;
-        return number(BinaryOp::Sub, &zeros, f64::INFINITY);
+        // Row-major, as PyTorch's result (resized by `sum_out`), also when it is empty.
+        return Tensor::new(dtype, &r.shape, Init::Fill(f64::NEG_INFINITY));
     }
     let top = reduce::reduce(ReduceOp::Amax, &x, dims, true)?;
     // An infinite maximum is not subtracted (inf - inf would be NaN).
