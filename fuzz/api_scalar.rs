@@ -38,7 +38,7 @@ impl Runner<'_> {
     }
 
     /// A number of each kind, or (rarely) of a kind that is none.
-    fn number(&mut self) -> bc_scalar {
+    pub(super) fn number(&mut self) -> bc_scalar {
         let k = self.inp.u8();
         let kind = if k < 252 {
             [BC_SCALAR_BOOL, BC_SCALAR_INT, BC_SCALAR_FLOAT][k as usize % 3]
