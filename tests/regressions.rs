@@ -32,6 +32,10 @@
 //! * `bc_logsumexp` with nothing to reduce made its -inf result as `zeros - inf`, whose layout for
 //!   an empty result is the elementwise rule's (`[1, 0]` for `[0, 1]`), where PyTorch's result,
 //!   resized by `sum_out`, is row-major (`[1, 1]`). Found by the fuzzer's reductions family.
+//! * `bc_var`/`bc_std` of an input with no elements and a negative correction (degrees of
+//!   freedom left, but nothing to reduce) gave 0 (an empty sum over `n - correction`); PyTorch's
+//!   trivial reduction fills NaN whenever the input is empty. Found by the fuzzer's reductions
+//!   family.
 //! * handles were `slot + 1` in the low half, so small integers named the first live tensors
 //!   (tested in `handle_registry.rs`, `small_integers_are_not_handles`).
 mod common;
@@ -385,6 +389,34 @@ fn logsumexp_of_nothing_is_row_major() {
         assert_eq!(strides(r), [1, 1], "{shape:?}");
         assert!(values_f64(r).iter().all(|&v| v == f64::NEG_INFINITY));
         bc_tensor_free(r);
+        bc_tensor_free(t);
+    }
+}
+
+#[test]
+fn var_of_nothing_is_nan_whatever_the_correction() {
+    let _g = serial();
+    for (shape, dims) in [(vec![2i64, 0, 2], vec![]), (vec![3, 0], vec![1i64])] {
+        let t = full(BC_DTYPE_FLOAT64, &shape, 1.0);
+        for correction in [-1.0, -0.5, 0.0, 1.0] {
+            for std in [false, true] {
+                let mut r = ptr::null_mut();
+                // SAFETY: dims valid for their length; out valid.
+                let st = unsafe {
+                    match std {
+                        false => bc_var(t, dims.as_ptr(), dims.len(), correction, false, &mut r),
+                        true => bc_std(t, dims.as_ptr(), dims.len(), correction, false, &mut r),
+                    }
+                };
+                assert_eq!(st, BC_OK, "{}", last_message());
+                let v = values_f64(r);
+                assert!(
+                    !v.is_empty() && v.iter().all(|x| x.is_nan()),
+                    "{shape:?} {correction} {std}: {v:?}"
+                );
+                bc_tensor_free(r);
+            }
+        }
         bc_tensor_free(t);
     }
 }
