@@ -2,12 +2,23 @@
 //! `bc_plan_binary_scalar` / `bc_binary_scalar`, `bc_plan_binary_rscalar` /
 //! `bc_binary_rscalar`, `bc_plan_where` / `bc_where`, `bc_plan_reduce` / `bc_reduce`,
 //! `bc_plan_sum_to_size` / `bc_tensor_sum_to_size` and `bc_plan_binary_sum_to` /
-//! `bc_binary_sum_to`, from the geometry of live tensors. The header's contract: a plan that
-//! succeeds means the call succeeds with the planned type, shape and strides (only memory, and
-//! an integer zero divisor, which only the call sees, may fail it); a refused plan means the call
-//! is refused with the same status and message. Calls whose inputs or result are too large to
-//! run in a fuzz step are not made. The call's result is freed (the families of the calls check
-//! their values); its warnings are counted for the world check.
+//! `bc_binary_sum_to`, `bc_plan_expr` / `bc_expr_eval`, from the geometry of live tensors. The
+//! header's contract: a plan that succeeds means the call succeeds with the planned type, shape
+//! and strides (only memory, and an integer zero divisor, which only the call sees, may fail it);
+//! a refused plan means the call is refused with the same status and message. Calls whose inputs
+//! or result are too large to run in a fuzz step are not made. The call's result is freed (the
+//! families of the calls check their values); its warnings are counted for the world check.
+//!
+//! The planners of calls that write, against those calls on the live tensors:
+//! `bc_plan_binary_inplace`, `bc_plan_binary_out`, `bc_plan_binary_scalar_inplace`,
+//! `bc_plan_where_out` and `bc_plan_expr_out`. The same contract, except what only the call sees
+//! (a target that partly overlaps an input, which the model decides, may be refused by the call
+//! alone); a successful plan's shape and strides are the written tensor's, its type one that
+//! casts to the written tensor's. The written
+//! values are the families' of those calls to check: here the library's are adopted by the
+//! model.
+use super::expr::{c_steps, Step};
+use super::unary::library_values;
 use super::*;
 
 /// Frees a result when the comparison ends, whatever way.
@@ -117,9 +128,140 @@ impl Runner<'_> {
         Ok(Ok(()))
     }
 
+    /// Plans a call that writes `target` with `plan_fn`, makes it with `call_fn`, and compares;
+    /// `partial`: the target partly overlaps an input (only the call sees it).
+    fn plan_against_write(
+        &mut self,
+        what: &str,
+        target: &TM,
+        inputs: &[&TM],
+        partial: bool,
+        divides: bool,
+        plan_fn: impl FnOnce(&mut bc_plan) -> i32,
+        call_fn: impl FnOnce() -> i32,
+    ) -> Result<Result<(), Skip>, String> {
+        if target.numel() > MAX_CHECK_ELEMS || inputs.iter().any(|t| t.numel() > MAX_CHECK_ELEMS) {
+            return Ok(Err(Skip));
+        }
+        // SAFETY: a zeroed plan is a valid value of the plain C struct.
+        let mut plan: bc_plan = unsafe { std::mem::zeroed() };
+        let planned = plan_fn(&mut plan);
+        let plan_message = last_message();
+        let before: [usize; 4] = std::array::from_fn(|k| WARNINGS[k].load(Ordering::SeqCst));
+        let st = call_fn();
+        let call_message = last_message();
+        for k in 0..4 {
+            self.expected_warnings[k] += WARNINGS[k].load(Ordering::SeqCst) - before[k];
+        }
+        let call_only = st == BC_ERR_ALLOC
+            || (divides && st == BC_ERR_VALUE)
+            || (partial && st == BC_ERR_OVERLAP);
+        let want = if call_only { st } else { planned };
+        self.check_status(&format!("{what}: the call"), st, want)?;
+        if st != BC_OK {
+            if st == planned && call_message != plan_message {
+                return Err(format!(
+                    "{what}: planner says {plan_message:?}, the call {call_message:?}"
+                ));
+            }
+            return Ok(Ok(()));
+        }
+        let shape: Vec<i64> = target.shape.iter().map(|&n| n as i64).collect();
+        // The plan's type is the result's, which the call casts to the target's.
+        if !can_cast(plan.dtype, target.dtype)
+            || plan.shape[..plan.ndim] != shape[..]
+            || plan.strides[..plan.ndim] != target.strides[..]
+        {
+            return Err(format!(
+                "{what}: planned dtype {} shape {:?} strides {:?}, the target is {} {:?} {:?}",
+                plan.dtype,
+                &plan.shape[..plan.ndim],
+                &plan.strides[..plan.ndim],
+                target.dtype,
+                target.shape,
+                target.strides
+            ));
+        }
+        // The written values, adopted.
+        let h = self
+            .slots
+            .iter()
+            .flatten()
+            .find(|(_, t)| {
+                t.st == target.st
+                    && t.offset == target.offset
+                    && t.shape == target.shape
+                    && t.strides == target.strides
+                    && t.dtype == target.dtype
+            })
+            .map(|(h, _)| *h as *mut bc_tensor)
+            .expect("the target is live");
+        let got = library_values(h, target.dtype, target.numel() as usize)?;
+        for (i, v) in got.into_iter().enumerate() {
+            self.write_at(target, i, Some(v));
+        }
+        Ok(Ok(()))
+    }
+
+    /// `bc_plan_expr` against `bc_expr_eval`, or (`into`) `bc_plan_expr_out` against
+    /// `bc_expr_eval_out` into `c`, over the inputs `a` and `b`.
+    fn plan_expr(
+        &mut self,
+        into: bool,
+        a: Arg,
+        b: Arg,
+        c: Arg,
+    ) -> Result<Result<(), Skip>, String> {
+        let steps: Vec<Step> = self.draw_program(2);
+        let (Ok(ta), Ok(tb), Ok(tc)) = (self.resolve(a), self.resolve(b), self.resolve(c)) else {
+            return Ok(Err(Skip));
+        };
+        if ta.numel() > 64 || tb.numel() > 64 || (into && tc.numel() > MAX_CHECK_ELEMS) {
+            return Ok(Err(Skip));
+        }
+        let cs = c_steps(&steps);
+        let (sa, sb, sc) = (shape_i64(&ta), shape_i64(&tb), shape_i64(&tc));
+        let geoms = [geometry(&ta, &sa), geometry(&tb, &sb)];
+        let gc = geometry(&tc, &sc);
+        let ins: Vec<*const bc_tensor> = vec![self.raw(a), self.raw(b)];
+        let hc = self.raw(c);
+        let (da, db, dc) = (self.describe(a), self.describe(b), self.describe(c));
+        let before_where = WARNINGS[WARN_OTHER].load(Ordering::SeqCst);
+        let r = if into {
+            self.note(format!("plan_expr_out({steps:?}, [{da}, {db}], out {dc})"));
+            let partial = self.partial_overlap(&tc, &ta) || self.partial_overlap(&tc, &tb);
+            self.plan_against_write(
+                "plan_expr_out",
+                &tc,
+                &[&ta, &tb],
+                partial,
+                true,
+                // SAFETY: steps and geometries valid for their lengths; plan valid.
+                |p| unsafe { bc_plan_expr_out(cs.as_ptr(), cs.len(), geoms.as_ptr(), 2, &gc, p) },
+                // SAFETY: steps and inputs valid for their lengths; live handles.
+                || unsafe { bc_expr_eval_out(cs.as_ptr(), cs.len(), ins.as_ptr(), 2, hc) },
+            )
+        } else {
+            self.note(format!("plan_expr({steps:?}, [{da}, {db}])"));
+            self.plan_against_call(
+                "plan_expr",
+                &[&ta, &tb],
+                true,
+                // SAFETY: steps and geometries valid for their lengths; plan valid.
+                |p| unsafe { bc_plan_expr(cs.as_ptr(), cs.len(), geoms.as_ptr(), 2, p) },
+                // SAFETY: steps and inputs valid for their lengths; out valid.
+                |o| unsafe { bc_expr_eval(cs.as_ptr(), cs.len(), ins.as_ptr(), 2, o) },
+            )
+        };
+        if WARNINGS[WARN_OTHER].load(Ordering::SeqCst) > before_where {
+            super::where_::note_warned();
+        }
+        r
+    }
+
     /// One of the planners of this family.
     pub(super) fn op_plan_more(&mut self) -> Result<Result<(), Skip>, String> {
-        let kind = self.inp.below(6);
+        let kind = self.inp.below(12);
         let a = self.arg();
         let b = self.arg();
         let c = self.arg();
@@ -212,6 +354,65 @@ impl Runner<'_> {
                     |o| unsafe { bc_tensor_sum_to_size(ha, to.as_ptr(), to.len(), o) },
                 )
             }
+            6 => self.plan_expr(false, a, b, c),
+            7 => {
+                self.note(format!("plan_binary_inplace(op {op}, {da}, {db})"));
+                let partial = self.partial_overlap(&ta, &tb);
+                self.plan_against_write(
+                    "plan_binary_inplace",
+                    &ta,
+                    &[&tb],
+                    partial,
+                    divides,
+                    |p| unsafe { bc_plan_binary_inplace(op, &ga, &gb, p) },
+                    || bc_binary_inplace(op, ha, hb),
+                )
+            }
+            8 => {
+                self.note(format!("plan_binary_out(op {op}, {da}, {db}, out {dc})"));
+                let partial = self.partial_overlap(&tc, &ta) || self.partial_overlap(&tc, &tb);
+                self.plan_against_write(
+                    "plan_binary_out",
+                    &tc,
+                    &[&ta, &tb],
+                    partial,
+                    divides,
+                    |p| unsafe { bc_plan_binary_out(op, &ga, &gb, &gc, p) },
+                    || bc_binary_out(op, ha, hb, hc),
+                )
+            }
+            9 => {
+                self.note(format!("plan_binary_scalar_inplace(op {op}, {da}, {s:?})"));
+                self.plan_against_write(
+                    "plan_binary_scalar_inplace",
+                    &ta,
+                    &[],
+                    false,
+                    divides,
+                    |p| unsafe { bc_plan_binary_scalar_inplace(op, &ga, s, p) },
+                    || bc_binary_scalar_inplace(op, ha, s),
+                )
+            }
+            10 => {
+                // `where(a, b, b)` into `c`.
+                self.note(format!("plan_where_out({da}, {db}, {db}, out {dc})"));
+                let partial = self.partial_overlap(&tc, &ta) || self.partial_overlap(&tc, &tb);
+                let before = WARNINGS[WARN_OTHER].load(Ordering::SeqCst);
+                let r = self.plan_against_write(
+                    "plan_where_out",
+                    &tc,
+                    &[&ta, &tb],
+                    partial,
+                    false,
+                    |p| unsafe { bc_plan_where_out(&ga, &gb, &gb, &gc, p) },
+                    || bc_where_out(ha, hb, hb, hc),
+                );
+                if WARNINGS[WARN_OTHER].load(Ordering::SeqCst) > before {
+                    super::where_::note_warned();
+                }
+                r
+            }
+            11 => self.plan_expr(true, a, b, c),
             _ => {
                 self.note(format!("plan_binary_sum_to(op {op}, {da}, {db}, {to:?})"));
                 self.plan_against_call(

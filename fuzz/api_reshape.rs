@@ -162,7 +162,32 @@ impl Runner<'_> {
         let kind = self.inp.below(3);
         let a = self.arg();
         let n = [0, 1, 1, 2, 2, 2, 3, 3, 4, 5, 6, BC_MAX_NDIM + 1][self.inp.below(12)];
-        let sizes: Vec<i64> = (0..n).map(|_| self.reshape_size()).collect();
+        let mut sizes: Vec<i64> = (0..n).map(|_| self.reshape_size()).collect();
+        // Often sizes made from the tensor's own, so that they hold its elements.
+        let (mode, at) = (self.inp.below(6), self.inp.u8() as usize);
+        if let (Ok(t), true) = (self.resolve(a), mode > 1) {
+            let own: Vec<i64> = t.shape.iter().map(|&s| s as i64).collect();
+            let nd = own.len();
+            sizes = match mode {
+                2 => vec![-1],
+                3 if nd > 0 => {
+                    let mut v = own;
+                    v[at % nd] = -1;
+                    v
+                }
+                4 => own.into_iter().rev().collect(),
+                _ if nd > 1 => {
+                    // Two neighbours merged.
+                    let k = at % (nd - 1);
+                    let mut v = own[..k].to_vec();
+                    v.push(own[k].saturating_mul(own[k + 1]));
+                    v.extend(&own[k + 2..]);
+                    v
+                }
+                _ => own,
+            };
+        }
+        let n = sizes.len();
         let null_sizes = n > 0 && self.inp.u8() == 255;
         let (start, end) = (self.inp.int(), self.inp.int());
         let want_copied = self.inp.u8() % 4 != 0;

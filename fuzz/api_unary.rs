@@ -9,7 +9,7 @@ use super::*;
 
 /// Which `out` types a call into `out` accepts.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum OutRule {
+pub(super) enum OutRule {
     /// Any type the result type can be cast to.
     Cast,
     /// Exactly the result type.
@@ -18,18 +18,18 @@ enum OutRule {
     Bool,
 }
 
-struct UnaryRule {
+pub(super) struct UnaryRule {
     /// Integers and bool compute in float32.
     floating: bool,
     bool_result: bool,
-    out: OutRule,
+    pub(super) out: OutRule,
     inplace: bool,
     /// Whether a kernel exists for the computation type's category (bool, integer, floating).
     kernels: [bool; 3],
 }
 
 /// The operation's row of the contract (docs/semantics.md, "Unary operations").
-fn unary_rule(op: i32) -> UnaryRule {
+pub(super) fn unary_rule(op: i32) -> UnaryRule {
     use OutRule::*;
     let (floating, bool_result, out, inplace, kernels) = match op {
         BC_UNARY_ABS | BC_UNARY_NEG => (false, false, Exact, true, [false, true, true]),
