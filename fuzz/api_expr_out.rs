@@ -164,15 +164,57 @@ impl Runner<'_> {
             // broadcast.)
             let shape = match st {
                 BC_OK => Some(geometry_of(made).1),
-                _ => operands.iter().try_fold(Vec::new(), |acc: Vec<usize>, &h| {
-                    broadcast(&acc, &geometry_of(h).1)
-                }),
+                _ => {
+                    let shapes: Vec<Vec<usize>> =
+                        operands.iter().map(|&h| geometry_of(h).1).collect();
+                    let fallback = self.legacy
+                        && matches!(steps[n - 1], Step::Op(_))
+                        && numel_of(&shapes[0]) == numel_of(&shapes[1]);
+                    shapes
+                        .iter()
+                        .try_fold(Vec::new(), |acc: Vec<usize>, s| broadcast(&acc, s))
+                        // The legacy fallback's shape: the first operand's.
+                        .or_else(|| fallback.then(|| shapes[0].clone()))
+                }
             };
             if shape.is_some_and(|s| s != out.shape) {
                 refusals.push(BC_ERR_SHAPE);
             }
-            if st == BC_OK {
-                let (rt, _, _) = geometry_of(made);
+            // The result's type: the result's, or, when the operation fails only on its values
+            // (an integer zero divisor, after every check of types and shapes), the planner's.
+            let rt = match st {
+                BC_OK => Some(geometry_of(made).0),
+                _ => {
+                    let geoms: Vec<(i32, Vec<i64>, Vec<i64>)> = operands
+                        .iter()
+                        .map(|&h| {
+                            let (dt, shape, strides) = geometry_of(h);
+                            (dt, shape.iter().map(|&n| n as i64).collect(), strides)
+                        })
+                        .collect();
+                    let g: Vec<bc_geometry> = geoms
+                        .iter()
+                        .map(|(dtype, shape, strides)| bc_geometry {
+                            dtype: *dtype,
+                            ndim: shape.len(),
+                            shape: shape.as_ptr(),
+                            strides: strides.as_ptr(),
+                        })
+                        .collect();
+                    // SAFETY: a zeroed plan is a valid value of the plain C struct.
+                    let mut plan: bc_plan = unsafe { std::mem::zeroed() };
+                    // SAFETY: geometries whose arrays hold `ndim` entries; plan valid.
+                    let planned = unsafe {
+                        match steps[n - 1] {
+                            Step::Op(op) => bc_plan_binary(op, &g[0], &g[1], &mut plan),
+                            Step::Where => bc_plan_where(&g[0], &g[1], &g[2], &mut plan),
+                            _ => BC_ERR_INVALID_ARG,
+                        }
+                    };
+                    (planned == BC_OK).then_some(plan.dtype)
+                }
+            };
+            if let Some(rt) = rt {
                 let refused = match out_rule {
                     OutRule::Cast => !can_cast(rt, out.dtype),
                     OutRule::Exact => rt != out.dtype,

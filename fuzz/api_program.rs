@@ -29,6 +29,8 @@ mod dlpack;
 mod expr;
 #[path = "api_expr_out.rs"]
 mod expr_out;
+#[path = "api_named.rs"]
+mod named;
 #[path = "api_plan.rs"]
 mod plan;
 #[path = "api_plan_more.rs"]
@@ -2831,12 +2833,12 @@ impl Runner<'_> {
             self.describe(b)
         ));
         let (ha, hb) = (self.raw(a), self.raw(b));
-        let named = via_named && (0..4).contains(&op);
+        let named = via_named && (0..BC_OP_COUNT).contains(&op);
         let ok = expected.is_ok();
         // SAFETY: out NULL or valid.
         let r = self.call_new("binary", null_out, dst, expected, |o| unsafe {
             if named {
-                [bc_add, bc_sub, bc_mul, bc_div][op as usize](ha, hb, o)
+                named::NAMED_BINARY[op as usize].0(ha, hb, o)
             } else {
                 bc_binary(op, ha, hb, o)
             }
@@ -2914,19 +2916,14 @@ impl Runner<'_> {
             out.map_or(String::new(), |o| format!(", out {}", self.describe(o)))
         ));
         let (ha, hb) = (self.raw(a), self.raw(b));
-        let named = via_named && (0..4).contains(&op);
+        let named = via_named && (0..BC_OP_COUNT).contains(&op);
         let st = match out {
-            None if named => [
-                bc_add_inplace,
-                bc_sub_inplace,
-                bc_mul_inplace,
-                bc_div_inplace,
-            ][op as usize](ha, hb),
+            None if named => named::NAMED_BINARY[op as usize].1(ha, hb),
             None => bc_binary_inplace(op, ha, hb),
             Some(o) => {
                 let ho = self.raw(o);
                 if named {
-                    [bc_add_out, bc_sub_out, bc_mul_out, bc_div_out][op as usize](ha, hb, ho)
+                    named::NAMED_BINARY[op as usize].2(ha, hb, ho)
                 } else {
                     bc_binary_out(op, ha, hb, ho)
                 }

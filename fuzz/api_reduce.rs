@@ -264,6 +264,8 @@ impl Runner<'_> {
     /// `bc_reduce`.
     pub(super) fn op_reduce(&mut self) -> Result<Result<(), Skip>, String> {
         let b = self.inp.u8();
+        // The named form (`bc_sum`, ...) for some bytes of a valid code.
+        let named = b < 250 && (b as i32 / BC_REDUCE_COUNT) % 2 == 1;
         let op = if b < 250 {
             b as i32 % BC_REDUCE_COUNT
         } else {
@@ -371,7 +373,14 @@ impl Runner<'_> {
             &mut out as *mut _
         };
         // SAFETY: dims valid for `count` reads (or NULL); out_arg NULL or valid.
-        let st = unsafe { bc_reduce(op, h, dims_ptr, count, keepdim, out_arg) };
+        let st = unsafe {
+            match named {
+                true => {
+                    super::named::NAMED_REDUCE[op as usize](h, dims_ptr, count, keepdim, out_arg)
+                }
+                false => bc_reduce(op, h, dims_ptr, count, keepdim, out_arg),
+            }
+        };
         if null_out {
             return self.check_status("reduce", st, BC_ERR_NULL_ARG).map(Ok);
         }
