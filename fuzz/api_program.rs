@@ -29,6 +29,8 @@ mod dlpack;
 mod expr;
 #[path = "api_expr_out.rs"]
 mod expr_out;
+#[path = "api_info.rs"]
+mod info;
 #[path = "api_named.rs"]
 mod named;
 #[path = "api_plan.rs"]
@@ -1142,6 +1144,7 @@ const FAMILIES: [&str; 38 + MORE.len()] = [
     "dlpack",
     "plan_more",
     "expr_out",
+    "info",
 ];
 
 /// The families operation 38 picks from with its next byte (`MORE_SLOTS[byte % 16]`), numbered
@@ -1149,10 +1152,10 @@ const FAMILIES: [&str; 38 + MORE.len()] = [
 /// steps to those whose calls are often skipped or refused (the planners, `expr_eval_out`,
 /// `lerp`, the reductions); a family added later takes one of those slots, which changes the
 /// programs that use it: rewrite the `regress-*` entries as for `FAMILY_TABLE`.
-const MORE_SLOTS: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 8, 9, 0, 4, 8, 9];
+const MORE_SLOTS: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 8, 9, 0, 4, 8, 10];
 
 /// The names of those families.
-const MORE: [&str; 10] = [
+const MORE: [&str; 11] = [
     "lerp",
     "addcmul",
     "addcdiv",
@@ -1163,6 +1166,7 @@ const MORE: [&str; 10] = [
     "dlpack",
     "plan_more",
     "expr_out",
+    "info",
 ];
 
 impl Runner<'_> {
@@ -1226,7 +1230,8 @@ impl Runner<'_> {
                         6 => self.op_sum_to_size(),
                         7 => self.op_dlpack(),
                         8 => self.op_plan_more(),
-                        _ => self.op_expr_out(),
+                        9 => self.op_expr_out(),
+                        _ => self.op_info(),
                     }
                 }
             };
