@@ -483,9 +483,10 @@ pub extern "C" fn bc_clamp_inplace(
     run(TernaryOp::Clamp, input, args, Scalar::Int(1), To::InPlace)
 }
 
-/// `clamp(input, min, max)` into the caller's `out`, which must have the broadcast shape and
-/// exactly the result type (`Found dtype Long but expected Half`). When the call fails, `out` is
-/// unchanged.
+/// `clamp(input, min, max)` into the caller's `out`, which must have the broadcast shape and a
+/// type the result can be cast to (`result type Half can't be cast to the desired output type
+/// Short`; with number bounds, `bc_clamp_scalar_out`, exactly the result type). When the call
+/// fails, `out` is unchanged.
 ///
 /// # Returns
 /// As `bc_clamp_inplace`.
