@@ -10,7 +10,7 @@ use super::*;
 
 /// A program step as drawn, with what the separate evaluation needs.
 #[derive(Clone, Copy, Debug)]
-enum Step {
+pub(super) enum Step {
     Input(usize),
     Const(i32, Num),
     Op(i32),
@@ -21,7 +21,7 @@ enum Step {
 }
 
 /// Frees the handles when the evaluation ends, whatever way.
-struct Owned(Vec<*mut bc_tensor>);
+pub(super) struct Owned(pub(super) Vec<*mut bc_tensor>);
 
 impl Drop for Owned {
     fn drop(&mut self) {
@@ -32,18 +32,57 @@ impl Drop for Owned {
 }
 
 /// The three broadcast warning counters (the where warning, once per process, is not compared).
-fn broadcast_warnings() -> [usize; 3] {
+pub(super) fn broadcast_warnings() -> [usize; 3] {
     std::array::from_fn(|k| WARNINGS[k].load(Ordering::SeqCst))
 }
 
-fn other_warnings() -> usize {
+pub(super) fn other_warnings() -> usize {
     WARNINGS[WARN_OTHER].load(Ordering::SeqCst)
+}
+
+/// A program with a code that names nothing, or with no operation, is malformed.
+pub(super) fn well_formed(steps: &[Step]) -> bool {
+    steps.iter().all(|s| match *s {
+        Step::Op(op) => (0..BC_OP_COUNT).contains(&op),
+        Step::Unary(op) => (0..BC_UNARY_COUNT).contains(&op),
+        Step::Ternary(op, ..) => (0..BC_TERNARY_COUNT).contains(&op),
+        _ => true,
+    }) && steps.iter().any(|s| {
+        matches!(
+            s,
+            Step::Op(_) | Step::Where | Step::Unary(_) | Step::Ternary(..)
+        )
+    })
+}
+
+/// The program as the C steps.
+pub(super) fn c_steps(steps: &[Step]) -> Vec<bc_expr_step> {
+    steps
+        .iter()
+        .map(|s| {
+            let (kind, arg, int_value, float_value) = match *s {
+                Step::Input(i) => (BC_EXPR_INPUT, i as i32, 0, 0.0),
+                Step::Const(dt, n) if is_float(dt) => (BC_EXPR_CONST, dt, 0, n.to_f64()),
+                Step::Const(dt, n) => (BC_EXPR_CONST, dt, n.to_i64(), 0.0),
+                Step::Op(op) => (BC_EXPR_OP, op, 0, 0.0),
+                Step::Where => (BC_EXPR_WHERE, 0, 0, 0.0),
+                Step::Unary(op) => (BC_EXPR_UNARY, op, 0, 0.0),
+                Step::Ternary(op, i, f) => (BC_EXPR_TERNARY, op, i, f),
+            };
+            bc_expr_step {
+                kind,
+                arg,
+                int_value,
+                float_value,
+            }
+        })
+        .collect()
 }
 
 impl Runner<'_> {
     /// Draws a well-formed program (or, rarely, one with a code that names nothing) over up to
     /// three live tensors with at most 64 elements each.
-    fn draw_program(&mut self, ninputs: usize) -> Vec<Step> {
+    pub(super) fn draw_program(&mut self, ninputs: usize) -> Vec<Step> {
         let len = 1 + self.inp.below(6);
         let mut steps = Vec::new();
         let mut depth = 0usize;
@@ -114,8 +153,19 @@ impl Runner<'_> {
         steps: &[Step],
         owned: &mut Owned,
     ) -> Result<*mut bc_tensor, i32> {
+        let mut stack = Self::evaluate_stack(inputs, steps, owned).map_err(|(_, st)| st)?;
+        Ok(stack.pop().expect("a well-formed program leaves one value"))
+    }
+
+    /// The steps as separate calls: the values left (bottom first), or the failing step's index
+    /// and status.
+    pub(super) fn evaluate_stack(
+        inputs: &[*mut bc_tensor],
+        steps: &[Step],
+        owned: &mut Owned,
+    ) -> Result<Vec<*mut bc_tensor>, (usize, i32)> {
         let mut stack: Vec<*mut bc_tensor> = Vec::new();
-        for &step in steps {
+        for (k, &step) in steps.iter().enumerate() {
             let mut out: *mut bc_tensor = ptr::null_mut();
             // SAFETY: every handle is live (inputs, or results held in `owned`); out is valid.
             let st = unsafe {
@@ -170,12 +220,12 @@ impl Runner<'_> {
                 }
             };
             if st != BC_OK {
-                return Err(st);
+                return Err((k, st));
             }
             owned.0.push(out);
             stack.push(out);
         }
-        Ok(stack.pop().expect("a well-formed program leaves one value"))
+        Ok(stack)
     }
 
     /// `bc_expr_eval` against its separate calls.
@@ -193,38 +243,8 @@ impl Runner<'_> {
         }
         let descr: Vec<String> = args.iter().map(|&a| self.describe(a)).collect();
         self.note(format!("expr_eval({steps:?}, {descr:?}) -> #{dst}"));
-        // A program with a code that names nothing, or with no operation, is malformed.
-        let well_formed = steps.iter().all(|s| match *s {
-            Step::Op(op) => (0..BC_OP_COUNT).contains(&op),
-            Step::Unary(op) => (0..BC_UNARY_COUNT).contains(&op),
-            Step::Ternary(op, ..) => (0..BC_TERNARY_COUNT).contains(&op),
-            _ => true,
-        }) && steps.iter().any(|s| {
-            matches!(
-                s,
-                Step::Op(_) | Step::Where | Step::Unary(_) | Step::Ternary(..)
-            )
-        });
-        let c_steps: Vec<bc_expr_step> = steps
-            .iter()
-            .map(|s| {
-                let (kind, arg, int_value, float_value) = match *s {
-                    Step::Input(i) => (BC_EXPR_INPUT, i as i32, 0, 0.0),
-                    Step::Const(dt, n) if is_float(dt) => (BC_EXPR_CONST, dt, 0, n.to_f64()),
-                    Step::Const(dt, n) => (BC_EXPR_CONST, dt, n.to_i64(), 0.0),
-                    Step::Op(op) => (BC_EXPR_OP, op, 0, 0.0),
-                    Step::Where => (BC_EXPR_WHERE, 0, 0, 0.0),
-                    Step::Unary(op) => (BC_EXPR_UNARY, op, 0, 0.0),
-                    Step::Ternary(op, i, f) => (BC_EXPR_TERNARY, op, i, f),
-                };
-                bc_expr_step {
-                    kind,
-                    arg,
-                    int_value,
-                    float_value,
-                }
-            })
-            .collect();
+        let well_formed = well_formed(&steps);
+        let c_steps = c_steps(&steps);
         // The separate calls, their warnings counted apart.
         let mut owned = Owned(Vec::new());
         let (w0, o0) = (broadcast_warnings(), other_warnings());

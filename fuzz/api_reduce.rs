@@ -11,7 +11,7 @@ use super::*;
 
 /// What the model expects of one reduced element.
 #[derive(Clone, Copy, Debug)]
-enum RVal {
+pub(super) enum RVal {
     Exact(Num),
     /// The largest or smallest element: exact, but a zero may carry either sign.
     Extreme(Num),
@@ -20,10 +20,15 @@ enum RVal {
     Near(f64, f64),
     /// Not checked (an unknown element, or a float product).
     Any,
+    /// Within `[lo, hi]` (each end widened by two units in the last place of the result type).
+    Between(f64, f64),
+    /// NaN or +inf (a variance with no degrees of freedom: NaN only where nothing deviates,
+    /// which rounding in the mean may or may not leave exactly).
+    NanOrInf,
 }
 
 /// The spacing of `dtype`'s values around `v`.
-fn ulp(dtype: i32, v: f64) -> f64 {
+pub(super) fn ulp(dtype: i32, v: f64) -> f64 {
     let r = match dtype {
         F16 => Num::H(f16::from_f64(v)),
         BF16 => Num::BH(bf16::from_f64(v)),
@@ -34,7 +39,7 @@ fn ulp(dtype: i32, v: f64) -> f64 {
     (hi - r.to_f64()).abs().max((r.to_f64() - lo).abs())
 }
 
-fn largest(dtype: i32) -> f64 {
+pub(super) fn largest(dtype: i32) -> f64 {
     match dtype {
         F16 => f16::MAX.to_f64(),
         BF16 => bf16::MAX.to_f64(),
@@ -43,7 +48,7 @@ fn largest(dtype: i32) -> f64 {
     }
 }
 
-fn reduce_ok(dtype: i32, want: RVal, got: Num) -> bool {
+pub(super) fn reduce_ok(dtype: i32, want: RVal, got: Num) -> bool {
     let got_f = got.to_f64();
     match want {
         RVal::Exact(n) => same_bits(dtype, &n.cast(dtype).encode(), &got.encode()),
@@ -60,11 +65,17 @@ fn reduce_ok(dtype: i32, want: RVal, got: Num) -> bool {
                         && r.abs() + bound >= largest(dtype)))
         }
         RVal::Any => true,
+        RVal::Between(lo, hi) => {
+            !got_f.is_nan()
+                && got_f >= lo - 2.0 * ulp(dtype, lo)
+                && got_f <= hi + 2.0 * ulp(dtype, hi)
+        }
+        RVal::NanOrInf => got.is_nan() || got_f == f64::INFINITY,
     }
 }
 
 /// Sum of `xs` in float64 with Neumaier's compensation (near exact for these counts).
-fn compensated_sum(xs: &[f64]) -> f64 {
+pub(super) fn compensated_sum(xs: &[f64]) -> f64 {
     let (mut s, mut c) = (0.0f64, 0.0f64);
     for &x in xs {
         let t = s + x;
@@ -79,7 +90,7 @@ fn compensated_sum(xs: &[f64]) -> f64 {
 }
 
 /// One output of a float sum (`mean`: divided by the count) of `xs`, input type `dtype`.
-fn float_sum(xs: &[f64], dtype: i32, mean: bool) -> RVal {
+pub(super) fn float_sum(xs: &[f64], dtype: i32, mean: bool) -> RVal {
     let n = xs.len();
     if mean && n == 0 {
         return RVal::Nan;
@@ -127,7 +138,7 @@ impl Runner<'_> {
     }
 
     /// A list of dimensions (`None`: a NULL pointer) for `count` of them.
-    fn dims_arg(&mut self) -> (Option<Vec<i64>>, usize) {
+    pub(super) fn dims_arg(&mut self) -> (Option<Vec<i64>>, usize) {
         let count = [0, 0, 1, 1, 1, 1, 2, 2, 2, 3, 4, BC_MAX_NDIM + 1][self.inp.below(12)];
         let null = self.inp.u8() >= if count == 0 { 128 } else { 250 };
         let dims = (0..count.min(BC_MAX_NDIM + 1))
@@ -138,7 +149,7 @@ impl Runner<'_> {
 
     /// The reduced dimensions and result shape, as `bc_reduce` decides them (`all_when_empty`: an
     /// empty list reduces everything); `extremum` refuses reducing an empty dimension.
-    fn reduce_shape(
+    pub(super) fn reduce_shape(
         t: &TM,
         dims: &[i64],
         keepdim: bool,
@@ -177,7 +188,7 @@ impl Runner<'_> {
     /// The input's elements gathered per output element (row-major), None when one is unknown;
     /// `Skip` when there are too many to check (the input's count matters only when something is
     /// read).
-    fn reduce_groups(
+    pub(super) fn reduce_groups(
         &self,
         t: &TM,
         reduced: &[bool],
@@ -210,7 +221,7 @@ impl Runner<'_> {
     /// Finishes a reduction call that makes a new tensor of `shape` and `dtype`, row-major (or,
     /// `any_dense`, dense in an order the documentation does not state): checks the status, each
     /// element against `want`, then installs the library's elements.
-    fn finish_reduction(
+    pub(super) fn finish_reduction(
         &mut self,
         what: &str,
         st: i32,
@@ -253,6 +264,8 @@ impl Runner<'_> {
     /// `bc_reduce`.
     pub(super) fn op_reduce(&mut self) -> Result<Result<(), Skip>, String> {
         let b = self.inp.u8();
+        // The named form (`bc_sum`, ...) for some bytes of a valid code.
+        let named = b < 250 && (b as i32 / BC_REDUCE_COUNT) % 2 == 1;
         let op = if b < 250 {
             b as i32 % BC_REDUCE_COUNT
         } else {
@@ -360,7 +373,14 @@ impl Runner<'_> {
             &mut out as *mut _
         };
         // SAFETY: dims valid for `count` reads (or NULL); out_arg NULL or valid.
-        let st = unsafe { bc_reduce(op, h, dims_ptr, count, keepdim, out_arg) };
+        let st = unsafe {
+            match named {
+                true => {
+                    super::named::NAMED_REDUCE[op as usize](h, dims_ptr, count, keepdim, out_arg)
+                }
+                false => bc_reduce(op, h, dims_ptr, count, keepdim, out_arg),
+            }
+        };
         if null_out {
             return self.check_status("reduce", st, BC_ERR_NULL_ARG).map(Ok);
         }

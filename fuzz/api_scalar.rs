@@ -29,7 +29,18 @@ fn modelled(op: i32) -> bool {
 impl Runner<'_> {
     /// A code drawn from `BC_OP_COUNT`, or (rarely) one that names no operation.
     pub(super) fn any_op_code(&mut self) -> i32 {
+        self.any_op_code_named().0
+    }
+
+    /// `any_op_code`, and whether to make the call through its named form where there is one
+    /// (decided by the same byte, so that programs decode as before).
+    fn any_op_code_named(&mut self) -> (i32, bool) {
         let b = self.inp.u8();
+        let named = b < 250 && (b as i32 / BC_OP_COUNT) % 2 == 1;
+        (Self::op_code_of(b), named)
+    }
+
+    fn op_code_of(b: u8) -> i32 {
         if b < 250 {
             b as i32 % BC_OP_COUNT
         } else {
@@ -38,7 +49,7 @@ impl Runner<'_> {
     }
 
     /// A number of each kind, or (rarely) of a kind that is none.
-    fn number(&mut self) -> bc_scalar {
+    pub(super) fn number(&mut self) -> bc_scalar {
         let k = self.inp.u8();
         let kind = if k < 252 {
             [BC_SCALAR_BOOL, BC_SCALAR_INT, BC_SCALAR_FLOAT][k as usize % 3]
@@ -83,7 +94,7 @@ impl Runner<'_> {
 
     /// `bc_binary_scalar` or `bc_binary_rscalar`: a new tensor.
     pub(super) fn op_scalar(&mut self) -> Result<Result<(), Skip>, String> {
-        let op = self.any_op_code();
+        let (op, named) = self.any_op_code_named();
         let number_first = self.inp.flag();
         let s = self.number();
         let a = self.arg();
@@ -147,11 +158,13 @@ impl Runner<'_> {
         let h = self.raw(a);
         let ok = expected.is_ok();
         // SAFETY: out NULL or valid.
+        let forms = named.then(|| super::named::named_scalar(op)).flatten();
         let r = self.call_new(name, null_out, dst, expected, |o| unsafe {
-            if number_first {
-                bc_binary_rscalar(op, s, h, o)
-            } else {
-                bc_binary_scalar(op, h, s, o)
+            match (number_first, forms) {
+                (true, Some((_, _, Some(reversed)))) => reversed(s, h, o),
+                (true, _) => bc_binary_rscalar(op, s, h, o),
+                (false, Some((new, _, _))) => new(h, s, o),
+                (false, None) => bc_binary_scalar(op, h, s, o),
             }
         });
         if ok {
@@ -164,7 +177,7 @@ impl Runner<'_> {
 
     /// `bc_binary_scalar_inplace`.
     pub(super) fn op_scalar_inplace(&mut self) -> Result<Result<(), Skip>, String> {
-        let op = self.any_op_code();
+        let (op, named) = self.any_op_code_named();
         let s = self.number();
         let a = self.arg();
         let n = self.number_operand(&s);
@@ -194,7 +207,10 @@ impl Runner<'_> {
             self.describe(a),
             Self::describe_number(&s)
         ));
-        let st = bc_binary_scalar_inplace(op, self.raw(a), s);
+        let st = match named.then(|| super::named::named_scalar(op)).flatten() {
+            Some((_, inplace, _)) => inplace(self.raw(a), s),
+            None => bc_binary_scalar_inplace(op, self.raw(a), s),
+        };
         let exp_st = expected.as_ref().map_or_else(|&s| s, |_| BC_OK);
         self.check_status("binary_scalar_inplace", st, exp_st)?;
         if let Ok((t, (_, _, values, w))) = expected {

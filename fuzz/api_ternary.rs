@@ -22,7 +22,7 @@ fn result_type_n(ts: &[&TM]) -> i32 {
 }
 
 /// One element of `clamp` in the result type.
-fn clamp_value(x: Num, lo: Option<Num>, hi: Option<Num>) -> Num {
+pub(super) fn clamp_value(x: Num, lo: Option<Num>, hi: Option<Num>) -> Num {
     let dt = x.dtype();
     if dt == BOOL {
         let mut v = x.to_i64() != 0;
@@ -66,7 +66,7 @@ type ClampModel = (Vec<usize>, i32, Vec<Option<Num>>);
 
 impl Runner<'_> {
     /// A bound: a handle, or (sometimes, and whenever the handle drawn is NULL) none.
-    fn bound_arg(&mut self) -> Option<Arg> {
+    pub(super) fn bound_arg(&mut self) -> Option<Arg> {
         match self.inp.u8() % 3 {
             0 => None,
             _ => match self.arg() {

@@ -9,7 +9,7 @@ use super::*;
 
 /// Which `out` types a call into `out` accepts.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum OutRule {
+pub(super) enum OutRule {
     /// Any type the result type can be cast to.
     Cast,
     /// Exactly the result type.
@@ -18,18 +18,18 @@ enum OutRule {
     Bool,
 }
 
-struct UnaryRule {
+pub(super) struct UnaryRule {
     /// Integers and bool compute in float32.
     floating: bool,
     bool_result: bool,
-    out: OutRule,
+    pub(super) out: OutRule,
     inplace: bool,
     /// Whether a kernel exists for the computation type's category (bool, integer, floating).
     kernels: [bool; 3],
 }
 
 /// The operation's row of the contract (docs/semantics.md, "Unary operations").
-fn unary_rule(op: i32) -> UnaryRule {
+pub(super) fn unary_rule(op: i32) -> UnaryRule {
     use OutRule::*;
     let (floating, bool_result, out, inplace, kernels) = match op {
         BC_UNARY_ABS | BC_UNARY_NEG => (false, false, Exact, true, [false, true, true]),
@@ -290,7 +290,18 @@ type UnaryModel = (i32, i32, Vec<Option<UVal>>);
 impl Runner<'_> {
     /// A code drawn from `BC_UNARY_COUNT`, or (rarely) one that names no operation.
     pub(super) fn unary_code(&mut self) -> i32 {
+        self.unary_code_named().0
+    }
+
+    /// `unary_code`, and whether to make the call through the operation's named form (decided
+    /// by the same byte, so that programs decode as before).
+    pub(super) fn unary_code_named(&mut self) -> (i32, bool) {
         let b = self.inp.u8();
+        let named = b < 250 && (b as i32 / BC_UNARY_COUNT) % 2 == 1;
+        (Self::unary_code_of(b), named)
+    }
+
+    fn unary_code_of(b: u8) -> i32 {
         if b < 250 {
             b as i32 % BC_UNARY_COUNT
         } else {
@@ -390,7 +401,7 @@ impl Runner<'_> {
 
     /// `bc_unary`: a new tensor, laid out as the (converted) input.
     pub(super) fn op_unary(&mut self) -> Result<Result<(), Skip>, String> {
-        let op = self.unary_code();
+        let (op, named) = self.unary_code_named();
         let a = self.arg();
         let dst = self.inp.below(NSLOTS);
         let null_out = self.out_flag();
@@ -420,7 +431,12 @@ impl Runner<'_> {
             &mut out as *mut _
         };
         // SAFETY: out_arg is NULL or valid for one write.
-        let st = unsafe { bc_unary(op, h, out_arg) };
+        let st = unsafe {
+            match named {
+                true => super::named::NAMED_UNARY[op as usize].0(h, out_arg),
+                false => bc_unary(op, h, out_arg),
+            }
+        };
         if null_out {
             return self.check_status("unary", st, BC_ERR_NULL_ARG).map(Ok);
         }
@@ -444,17 +460,17 @@ impl Runner<'_> {
 
     /// `bc_unary_inplace`.
     pub(super) fn op_unary_inplace(&mut self) -> Result<Result<(), Skip>, String> {
-        let op = self.unary_code();
+        let (op, named) = self.unary_code_named();
         let a = self.arg();
-        self.unary_write(op, a, None)
+        self.unary_write(op, a, None, named)
     }
 
     /// `bc_unary_out`.
     pub(super) fn op_unary_out(&mut self) -> Result<Result<(), Skip>, String> {
-        let op = self.unary_code();
+        let (op, named) = self.unary_code_named();
         let a = self.arg();
         let out = self.arg();
-        self.unary_write(op, a, Some(out))
+        self.unary_write(op, a, Some(out), named)
     }
 
     /// In place (`out` None) or into `out`.
@@ -463,6 +479,7 @@ impl Runner<'_> {
         op: i32,
         a: Arg,
         out: Option<Arg>,
+        named: bool,
     ) -> Result<Result<(), Skip>, String> {
         let model = (|| -> Result<Expect<(TM, UnaryModel)>, Skip> {
             if !(0..BC_UNARY_COUNT).contains(&op) {
@@ -498,9 +515,13 @@ impl Runner<'_> {
             out.map_or(String::new(), |o| format!(", out {}", self.describe(o)))
         ));
         let h = self.raw(a);
-        let st = match out {
-            None => bc_unary_inplace(op, h),
-            Some(o) => bc_unary_out(op, h, self.raw(o)),
+        // The named in-place form where there is one (the predicates have none).
+        let forms = named.then(|| super::named::NAMED_UNARY[op as usize]);
+        let st = match (out, forms) {
+            (None, Some((_, Some(inplace), _))) => inplace(h),
+            (None, _) => bc_unary_inplace(op, h),
+            (Some(o), Some((_, _, into))) => into(h, self.raw(o)),
+            (Some(o), None) => bc_unary_out(op, h, self.raw(o)),
         };
         let exp_st = expected.as_ref().map_or_else(|&s| s, |_| BC_OK);
         self.check_status(what, st, exp_st)?;

@@ -2750,7 +2750,8 @@ int32_t bc_amin(const struct bc_tensor *t,
  * Sums the leading dimensions `shape` lacks (even of size 1) and every dimension where `shape`
  * has 1 and `t` has more; `shape` must be one `t` could be broadcast from. The result has the
  * sum's type (bool and integers give int64), except when nothing is summed: then `*out` is a
- * view of `t` itself (sharing its elements, as PyTorch returns `t`) with `t`'s type.
+ * view of `t` itself (sharing its elements, as PyTorch returns `t`) with `t`'s type. An empty
+ * `shape` always sums (PyTorch's `sum_to` returns `t.sum()` for it), a 0-d `t` included.
  * On success the caller owns `*out` and frees it with `bc_tensor_free`; on failure `*out` is NULL.
  *
  * # Returns
@@ -4030,9 +4031,10 @@ int32_t bc_clamp_inplace(struct bc_tensor *input,
                          const struct bc_tensor *max);
 
 /**
- * `clamp(input, min, max)` into the caller's `out`, which must have the broadcast shape and
- * exactly the result type (`Found dtype Long but expected Half`). When the call fails, `out` is
- * unchanged.
+ * `clamp(input, min, max)` into the caller's `out`, which must have the broadcast shape and a
+ * type the result can be cast to (`result type Half can't be cast to the desired output type
+ * Short`; with number bounds, `bc_clamp_scalar_out`, exactly the result type). When the call
+ * fails, `out` is unchanged.
  *
  * # Returns
  * As `bc_clamp_inplace`.

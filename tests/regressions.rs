@@ -24,6 +24,18 @@
 //! * a 0-d tensor refused `transpose(0, -1)` with a contradictory message ("expected to be in
 //!   range of [-1, 0], but got 0"); PyTorch takes dims 0 and -1 for a 0-d tensor and returns it
 //!   unchanged. `slice` on a 0-d tensor now gives PyTorch's own refusal.
+//! * the three-operand exports with a number (`bc_lerp_scalar`, `bc_addcmul`, `bc_addcdiv`,
+//!   `bc_clamp_scalar`) read the number before the out-pointer: an unknown `kind` returned
+//!   `BC_ERR_INVALID_ARG` without writing NULL to `*out` (the header promises NULL on failure),
+//!   and a NULL `out` with such a number gave `BC_ERR_INVALID_ARG` where every other export
+//!   checks `out` first (`BC_ERR_NULL_ARG`). Found by the fuzzer's three-operand families.
+//! * `bc_logsumexp` with nothing to reduce made its -inf result as `zeros - inf`, whose layout for
+//!   an empty result is the elementwise rule's (`[1, 0]` for `[0, 1]`), where PyTorch's result,
+//!   resized by `sum_out`, is row-major (`[1, 1]`). Found by the fuzzer's reductions family.
+//! * `bc_var`/`bc_std` of an input with no elements and a negative correction (degrees of
+//!   freedom left, but nothing to reduce) gave 0 (an empty sum over `n - correction`); PyTorch's
+//!   trivial reduction fills NaN whenever the input is empty. Found by the fuzzer's reductions
+//!   family.
 //! * handles were `slot + 1` in the low half, so small integers named the first live tensors
 //!   (tested in `handle_registry.rs`, `small_integers_are_not_handles`).
 mod common;
@@ -320,4 +332,91 @@ fn zero_d_tensors_take_dims_0_and_minus_1_like_pytorch() {
         );
     }
     bc_tensor_free(t);
+}
+
+#[test]
+fn ternary_number_refusals_write_null_to_out_and_check_out_first() {
+    let _g = serial();
+    let x = f64_tensor(&[2], &[1.0, 2.0]);
+    let bad = bc_scalar {
+        kind: 7,
+        b: false,
+        i: 0,
+        f: 0.5,
+    };
+    let sentinel = 0x55 as *mut bc_tensor;
+    type Call = fn(*mut bc_tensor, bc_scalar, *mut *mut bc_tensor) -> i32;
+    let calls: [(&str, Call); 4] = [
+        // SAFETY (each): live handles; `o` NULL or valid for one write; the bounds live numbers.
+        ("lerp_scalar", |x, s, o| unsafe {
+            bc_lerp_scalar(x, x, s, o)
+        }),
+        ("addcmul", |x, s, o| unsafe { bc_addcmul(x, x, x, s, o) }),
+        ("addcdiv", |x, s, o| unsafe { bc_addcdiv(x, x, x, s, o) }),
+        ("clamp_scalar", |x, s, o| unsafe {
+            bc_clamp_scalar(x, &s, ptr::null(), o)
+        }),
+    ];
+    for (name, f) in calls {
+        let mut out = sentinel;
+        assert_eq!(f(x, bad, &mut out), BC_ERR_INVALID_ARG, "{name}");
+        assert!(out.is_null(), "{name}: *out left as {out:p}");
+        assert_eq!(
+            f(x, bad, ptr::null_mut()),
+            BC_ERR_NULL_ARG,
+            "{name} with NULL out"
+        );
+    }
+    bc_tensor_free(x);
+}
+
+#[test]
+fn logsumexp_of_nothing_is_row_major() {
+    let _g = serial();
+    let strides = |t: *const bc_tensor| {
+        let mut s = [0i64; 2];
+        // SAFETY: a live tensor of two dimensions; a buffer of two entries.
+        assert_eq!(unsafe { bc_tensor_strides(t, s.as_mut_ptr(), 2) }, BC_OK);
+        s
+    };
+    for (shape, want_shape) in [([0i64, 2], vec![0i64, 1]), ([3, 0], vec![3, 1])] {
+        let t = full(BC_DTYPE_INT16, &shape, 0.0);
+        let mut r = ptr::null_mut();
+        // SAFETY: dims valid for one read; out valid.
+        let st = unsafe { bc_logsumexp(t, [1i64].as_ptr(), 1, true, &mut r) };
+        assert_eq!(st, BC_OK, "{}", last_message());
+        assert_eq!(shape_of(r), want_shape);
+        assert_eq!(strides(r), [1, 1], "{shape:?}");
+        assert!(values_f64(r).iter().all(|&v| v == f64::NEG_INFINITY));
+        bc_tensor_free(r);
+        bc_tensor_free(t);
+    }
+}
+
+#[test]
+fn var_of_nothing_is_nan_whatever_the_correction() {
+    let _g = serial();
+    for (shape, dims) in [(vec![2i64, 0, 2], vec![]), (vec![3, 0], vec![1i64])] {
+        let t = full(BC_DTYPE_FLOAT64, &shape, 1.0);
+        for correction in [-1.0, -0.5, 0.0, 1.0] {
+            for std in [false, true] {
+                let mut r = ptr::null_mut();
+                // SAFETY: dims valid for their length; out valid.
+                let st = unsafe {
+                    match std {
+                        false => bc_var(t, dims.as_ptr(), dims.len(), correction, false, &mut r),
+                        true => bc_std(t, dims.as_ptr(), dims.len(), correction, false, &mut r),
+                    }
+                };
+                assert_eq!(st, BC_OK, "{}", last_message());
+                let v = values_f64(r);
+                assert!(
+                    !v.is_empty() && v.iter().all(|x| x.is_nan()),
+                    "{shape:?} {correction} {std}: {v:?}"
+                );
+                bc_tensor_free(r);
+            }
+        }
+        bc_tensor_free(t);
+    }
 }

@@ -59,7 +59,8 @@ fn finish(t: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor> {
 
 /// PyTorch's `var(dim, correction, keepdim)` (or `std`, its square root): the sum of squared
 /// deviations from the mean over `n - correction`, `n` the elements per output. Where that is at
-/// most 0 the result is inf (or NaN: no deviation, or nothing reduced) and the call warns.
+/// most 0 the result is inf (or NaN: no deviation, or nothing reduced) and the call warns. An
+/// input with no elements gives NaN whatever the correction, as PyTorch's trivial reduction.
 pub fn var_std(
     t: &Tensor,
     dims: &[i64],
@@ -71,20 +72,26 @@ pub fn var_std(
         return Err(Error::VarDtype);
     }
     let r = reduced(t, dims, keepdim)?;
+    let dof = reduction_factor(t, &r) as f64 - correction;
+    let warnings = match dof <= 0.0 {
+        true => smallvec![Warning::DegreesOfFreedom { std }],
+        false => Warnings::new(),
+    };
+    if t.numel() == 0 {
+        // PyTorch's trivial reduction: NaN everywhere, whatever the correction (a negative one
+        // leaves degrees of freedom, but there is no element).
+        let nan = Tensor::new(t.dtype(), &r.shape, Init::Fill(f64::NAN))?;
+        return Ok((nan, warnings));
+    }
     let x = in_f64(t)?;
     let mean = reduce::reduce(ReduceOp::Mean, &x, dims, true)?;
     let dev = binary(BinaryOp::Sub, &x, &mean)?;
     let squares = binary(BinaryOp::Mul, &dev, &dev)?;
     let sum = reduce::reduce(ReduceOp::Sum, &squares, dims, keepdim)?;
-    let dof = reduction_factor(t, &r) as f64 - correction;
     let mut result = number(BinaryOp::Div, &sum, dof.max(0.0))?;
     if std {
         result = unary(UnaryOp::Sqrt, &result)?;
     }
-    let warnings = match dof <= 0.0 {
-        true => smallvec![Warning::DegreesOfFreedom { std }],
-        false => Warnings::new(),
-    };
     Ok((finish(&result, &r.shape, t.dtype())?, warnings))
 }
 
@@ -238,8 +245,8 @@ pub fn logsumexp(t: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
     };
     let x = in_f64(t)?;
     if reduction_factor(t, &r) == 0 {
-        let zeros = Tensor::new(dtype, &r.shape, Init::Zeros)?;
-        return number(BinaryOp::Sub, &zeros, f64::INFINITY);
+        // Row-major, as PyTorch's result (resized by `sum_out`), also when it is empty.
+        return Tensor::new(dtype, &r.shape, Init::Fill(f64::NEG_INFINITY));
     }
     let top = reduce::reduce(ReduceOp::Amax, &x, dims, true)?;
     // An infinite maximum is not subtracted (inf - inf would be NaN).

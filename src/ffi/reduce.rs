@@ -175,7 +175,8 @@ pub unsafe extern "C" fn bc_amin(
 /// Sums the leading dimensions `shape` lacks (even of size 1) and every dimension where `shape`
 /// has 1 and `t` has more; `shape` must be one `t` could be broadcast from. The result has the
 /// sum's type (bool and integers give int64), except when nothing is summed: then `*out` is a
-/// view of `t` itself (sharing its elements, as PyTorch returns `t`) with `t`'s type.
+/// view of `t` itself (sharing its elements, as PyTorch returns `t`) with `t`'s type. An empty
+/// `shape` always sums (PyTorch's `sum_to` returns `t.sum()` for it), a 0-d `t` included.
 /// On success the caller owns `*out` and frees it with `bc_tensor_free`; on failure `*out` is NULL.
 ///
 /// # Returns

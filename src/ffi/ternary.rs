@@ -152,13 +152,26 @@ fn clamp_numbers(
             Scalar::Int(1),
             to,
         ),
-        (Err(e), _) | (_, Err(e)) => call(|| Err::<(), FfiError>(e)),
+        (Err(e), _) | (_, Err(e)) => refuse(e, to),
     }
 }
 
 /// The value of `addcmul`/`addcdiv`, checked; the call's status when it is refused.
-fn value_in(value: bc_scalar) -> Result<Scalar, i32> {
-    number(value).map_err(|e| call(|| Err::<(), FfiError>(e)))
+fn value_in(value: bc_scalar, to: To) -> Result<Scalar, i32> {
+    number(value).map_err(|e| refuse(e, to))
+}
+
+/// A refusal of a number (an unknown kind): as every export, a new-tensor call checks its
+/// out-pointer first (NULL is `BC_ERR_NULL_ARG`) and leaves NULL there on failure.
+fn refuse(e: FfiError, to: To) -> i32 {
+    call(|| {
+        if let To::New(out) = to {
+            // SAFETY: a `To::New` pointer is NULL or valid for one write (the exports'
+            // contract); the handle writes NULL there when it is dropped unset.
+            unsafe { out_handle(out, "out")? };
+        }
+        Err::<(), FfiError>(e)
+    })
 }
 
 /// `*out = lerp(input, end, weight)` in a new tensor (PyTorch's `torch.lerp`): `input + weight *
@@ -251,7 +264,7 @@ pub unsafe extern "C" fn bc_lerp_scalar(
 ) -> i32 {
     let w = match number(weight) {
         Ok(w) => w,
-        Err(e) => return call(|| Err::<(), FfiError>(e)),
+        Err(e) => return refuse(e, To::New(out)),
     };
     let args = nonnull([In::Tensor(end, "end"), In::Number(Some(w))]);
     run(TernaryOp::Lerp, input, args, Scalar::Int(1), To::New(out))
@@ -270,7 +283,7 @@ pub extern "C" fn bc_lerp_scalar_inplace(
 ) -> i32 {
     let w = match number(weight) {
         Ok(w) => w,
-        Err(e) => return call(|| Err::<(), FfiError>(e)),
+        Err(e) => return refuse(e, To::InPlace),
     };
     let args = nonnull([In::Tensor(end, "end"), In::Number(Some(w))]);
     run(TernaryOp::Lerp, input, args, Scalar::Int(1), To::InPlace)
@@ -290,7 +303,7 @@ pub extern "C" fn bc_lerp_scalar_out(
 ) -> i32 {
     let w = match number(weight) {
         Ok(w) => w,
-        Err(e) => return call(|| Err::<(), FfiError>(e)),
+        Err(e) => return refuse(e, To::Out(out)),
     };
     let args = nonnull([In::Tensor(end, "end"), In::Number(Some(w))]);
     run(TernaryOp::Lerp, input, args, Scalar::Int(1), To::Out(out))
@@ -304,7 +317,7 @@ fn addc(
     value: bc_scalar,
     to: To,
 ) -> i32 {
-    let value = match value_in(value) {
+    let value = match value_in(value, to) {
         Ok(v) => v,
         Err(status) => return status,
     };
@@ -510,9 +523,10 @@ pub extern "C" fn bc_clamp_inplace(
     run(TernaryOp::Clamp, input, args, Scalar::Int(1), To::InPlace)
 }
 
-/// `clamp(input, min, max)` into the caller's `out`, which must have the broadcast shape and
-/// exactly the result type (`Found dtype Long but expected Half`). When the call fails, `out` is
-/// unchanged.
+/// `clamp(input, min, max)` into the caller's `out`, which must have the broadcast shape and a
+/// type the result can be cast to (`result type Half can't be cast to the desired output type
+/// Short`; with number bounds, `bc_clamp_scalar_out`, exactly the result type). When the call
+/// fails, `out` is unchanged.
 ///
 /// # Returns
 /// As `bc_clamp_inplace`.
