@@ -804,6 +804,35 @@ void expressions_match_separate_calls() {
     CHECK(err.status() == BC_ERR_INVALID_ARG);
 }
 
+void expressions_with_unary_and_ternary_steps() {
+    bc::Tensor a(std::vector<float>{3, -1.5f, 0.25f, 4}, {4, 1});
+    bc::Tensor b(std::vector<float>{4, 2, -8}, {3});
+    bc::Expr x = bc::Expr::input(0), y = bc::Expr::input(1), u = bc::Expr::input(2), v = bc::Expr::input(3);
+    bc::Expr norm = bc::sqrt(x * x + y * y);
+    CHECK(norm.steps().back().kind == BC_EXPR_UNARY && norm.steps().back().arg == BC_UNARY_SQRT);
+    CHECK(same(norm.eval({a, b}), bc::sqrt(a * a + b * b)));
+    CHECK(same((-bc::exp(x)).eval({a}), -bc::exp(a)));
+    // clamp(a * s, lo, hi) with tensor bounds, in one program.
+    bc::Tensor s(std::vector<float>{2.5f}, {}), lo(std::vector<float>{-1, 0, 1}, {3}), hi(std::vector<float>{5}, {1});
+    bc::Expr clamped = bc::clamp(x * y, u, v);
+    CHECK(clamped.steps().size() == 6 && clamped.steps().back().kind == BC_EXPR_TERNARY &&
+          clamped.steps().back().arg == BC_TERNARY_CLAMP);
+    CHECK(same(clamped.eval({a, s, lo, hi}), bc::clamp(a * s, lo, hi)));
+    // addcmul's and addcdiv's value: an integer one on int32, a float one on float32.
+    bc::Tensor n(std::vector<int32_t>{1, -2, 3}, {3});
+    bc::Expr twice = bc::addcmul(x, x, x, 2);
+    CHECK(twice.steps().back().int_value == 2 && twice.steps().back().float_value == 0.0);
+    CHECK(same(twice.eval({n}), bc::addcmul(n, n, n, 2)));
+    CHECK(same(bc::addcdiv(x, y, y, 0.5).eval({a, b}), bc::addcdiv(a, b, b, 0.5)));
+    bc::Tensor w(std::vector<float>{0.75f}, {});
+    CHECK(same(bc::lerp(x, y, u).eval({a, b, w}), bc::lerp(a, b, w)));
+    // A failing ternary step throws the separate call's error ((4,1) against (2,1)).
+    bc::Tensor wrong(std::vector<float>{1, 2}, {2, 1});
+    bc::Error err = EXPECT_ERROR(clamped.eval({a, s, wrong, hi}));
+    bc::Error separate = EXPECT_ERROR(bc::clamp(a * s, wrong, hi));
+    CHECK(err.status() == separate.status() && std::string(err.what()) == separate.what());
+}
+
 // ---- C++ idioms: printing, comparison and % operators, where with numbers ------------------------
 
 void printing_to_a_stream() {
@@ -1126,6 +1155,7 @@ int main() {
         {"more_operations_against_pytorch_rows", more_operations_against_pytorch_rows},
         {"where_against_pytorch_rows", where_against_pytorch_rows},
         {"expressions_match_separate_calls", expressions_match_separate_calls},
+        {"expressions_with_unary_and_ternary_steps", expressions_with_unary_and_ternary_steps},
         {"printing_to_a_stream", printing_to_a_stream},
         {"comparison_and_remainder_operators", comparison_and_remainder_operators},
         {"where_with_numbers", where_with_numbers},

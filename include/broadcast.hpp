@@ -20,7 +20,8 @@
  *    bc::bitwise_and, ...); % (and %=) is bc::remainder, Python's %; & | ^ << >> (and &= ...) are
  *    the bitwise ones; == != < <= > >= are bc::eq ... bc::ge, giving bool tensors.
  *    bc::where(cond, a, b) chooses elements, and bc::Expr evaluates a whole expression in one
- *    pass (bc_expr_eval). Integer / gives float32, as in the C API. A number may be an operand
+ *    pass (bc_expr_eval), with the binary, unary and three-operand operations under the same
+ *    names (bc::clamp(x * s, lo, hi)). Integer / gives float32, as in the C API. A number may be an operand
  *    (t + 2.5, 2 * t, t -= 1, t << 1, t > 0, bc::pow(t, 2), bc::where(c, t, 0)): it promotes as a
  *    Python number does in PyTorch (bc_binary_scalar); bc::Tensor::scalar(2.0f) is a 0-d tensor
  *    instead, which promotes as a tensor. std::ostream << t writes PyTorch's str(t).
@@ -799,49 +800,49 @@ inline void binary_out(OutFn fn, const Tensor &a, const Tensor &b, Tensor &out) 
 
 BC_HPP_OPERATIONS(BC_HPP_BINARY)
 
-/* The unary operations of the C API, X(name) (BC_UNARY_* codes, bc_name), and those with an
- * in-place form: generated from the operation table (scripts/gen_ops.py). */
+/* The unary operations of the C API, X(name, BC_UNARY_* code) (bc_name), and those with an
+ * in-place form, X(name): generated from the operation table (scripts/gen_ops.py). */
 #define BC_HPP_UNARY_OPERATIONS(X)                                                                 \
-    X(abs)                                                                                         \
-    X(neg)                                                                                         \
-    X(sign)                                                                                        \
-    X(reciprocal)                                                                                  \
-    X(sqrt)                                                                                        \
-    X(rsqrt)                                                                                       \
-    X(square)                                                                                      \
-    X(exp)                                                                                         \
-    X(exp2)                                                                                        \
-    X(expm1)                                                                                       \
-    X(log)                                                                                         \
-    X(log2)                                                                                        \
-    X(log10)                                                                                       \
-    X(log1p)                                                                                       \
-    X(sin)                                                                                         \
-    X(cos)                                                                                         \
-    X(tan)                                                                                         \
-    X(asin)                                                                                        \
-    X(acos)                                                                                        \
-    X(atan)                                                                                        \
-    X(sinh)                                                                                        \
-    X(cosh)                                                                                        \
-    X(tanh)                                                                                        \
-    X(asinh)                                                                                       \
-    X(acosh)                                                                                       \
-    X(atanh)                                                                                       \
-    X(sigmoid)                                                                                     \
-    X(erf)                                                                                         \
-    X(erfc)                                                                                        \
-    X(floor)                                                                                       \
-    X(ceil)                                                                                        \
-    X(round)                                                                                       \
-    X(trunc)                                                                                       \
-    X(frac)                                                                                        \
-    X(isnan)                                                                                       \
-    X(isinf)                                                                                       \
-    X(isfinite)                                                                                    \
-    X(signbit)                                                                                     \
-    X(logical_not)                                                                                 \
-    X(bitwise_not)
+    X(abs, BC_UNARY_ABS)                                                                           \
+    X(neg, BC_UNARY_NEG)                                                                           \
+    X(sign, BC_UNARY_SIGN)                                                                         \
+    X(reciprocal, BC_UNARY_RECIPROCAL)                                                             \
+    X(sqrt, BC_UNARY_SQRT)                                                                         \
+    X(rsqrt, BC_UNARY_RSQRT)                                                                       \
+    X(square, BC_UNARY_SQUARE)                                                                     \
+    X(exp, BC_UNARY_EXP)                                                                           \
+    X(exp2, BC_UNARY_EXP2)                                                                         \
+    X(expm1, BC_UNARY_EXPM1)                                                                       \
+    X(log, BC_UNARY_LOG)                                                                           \
+    X(log2, BC_UNARY_LOG2)                                                                         \
+    X(log10, BC_UNARY_LOG10)                                                                       \
+    X(log1p, BC_UNARY_LOG1P)                                                                       \
+    X(sin, BC_UNARY_SIN)                                                                           \
+    X(cos, BC_UNARY_COS)                                                                           \
+    X(tan, BC_UNARY_TAN)                                                                           \
+    X(asin, BC_UNARY_ASIN)                                                                         \
+    X(acos, BC_UNARY_ACOS)                                                                         \
+    X(atan, BC_UNARY_ATAN)                                                                         \
+    X(sinh, BC_UNARY_SINH)                                                                         \
+    X(cosh, BC_UNARY_COSH)                                                                         \
+    X(tanh, BC_UNARY_TANH)                                                                         \
+    X(asinh, BC_UNARY_ASINH)                                                                       \
+    X(acosh, BC_UNARY_ACOSH)                                                                       \
+    X(atanh, BC_UNARY_ATANH)                                                                       \
+    X(sigmoid, BC_UNARY_SIGMOID)                                                                   \
+    X(erf, BC_UNARY_ERF)                                                                           \
+    X(erfc, BC_UNARY_ERFC)                                                                         \
+    X(floor, BC_UNARY_FLOOR)                                                                       \
+    X(ceil, BC_UNARY_CEIL)                                                                         \
+    X(round, BC_UNARY_ROUND)                                                                       \
+    X(trunc, BC_UNARY_TRUNC)                                                                       \
+    X(frac, BC_UNARY_FRAC)                                                                         \
+    X(isnan, BC_UNARY_ISNAN)                                                                       \
+    X(isinf, BC_UNARY_ISINF)                                                                       \
+    X(isfinite, BC_UNARY_ISFINITE)                                                                 \
+    X(signbit, BC_UNARY_SIGNBIT)                                                                   \
+    X(logical_not, BC_UNARY_LOGICAL_NOT)                                                           \
+    X(bitwise_not, BC_UNARY_BITWISE_NOT)
 
 #define BC_HPP_UNARY_INPLACE(X)                                                                    \
     X(abs)                                                                                         \
@@ -886,7 +887,7 @@ BC_HPP_OPERATIONS(BC_HPP_BINARY)
  * into out (bc_name_out), bc::name_inplace(x) in place (bc_name_inplace). Floating functions give
  * float32 for integer and bool inputs; the predicates give bool.
  */
-#define BC_HPP_UNARY(name)                                                                             \
+#define BC_HPP_UNARY(name, code)                                                                       \
     inline Tensor name(const Tensor &x) {                                                              \
         return detail::make([&](bc_tensor **out) { return bc_##name(detail::handle(x), out); });       \
     }                                                                                                  \
@@ -899,7 +900,6 @@ BC_HPP_UNARY_OPERATIONS(BC_HPP_UNARY)
 BC_HPP_UNARY_INPLACE(BC_HPP_UNARY_IN)
 #undef BC_HPP_UNARY
 #undef BC_HPP_UNARY_IN
-#undef BC_HPP_UNARY_OPERATIONS
 #undef BC_HPP_UNARY_INPLACE
 /// -x (bc::neg).
 inline Tensor operator-(const Tensor &x) { return neg(x); }
@@ -1477,6 +1477,17 @@ class Expr {
     static Expr where(const Expr &cond, const Expr &a, const Expr &b) {
         return Expr(step(BC_EXPR_WHERE, 0, 0, 0.0), {&cond, &a, &b});
     }
+    /// op(x), for `op` a BC_UNARY_* code.
+    static Expr apply_unary(int32_t op, const Expr &x) { return Expr(step(BC_EXPR_UNARY, op, 0, 0.0), {&x}); }
+    /// op(input, b, c), for `op` a BC_TERNARY_* code, with addcmul's and addcdiv's `value` (an
+    /// integer type gives an integer value, a floating type a float one, as the C step reads them).
+    template <class N = int, detail::if_number<N> = 0>
+    static Expr apply_ternary(int32_t op, const Expr &input, const Expr &b, const Expr &c, N value = 1) {
+        bc_expr_step last = std::is_floating_point_v<N> && value != 0
+                                ? step(BC_EXPR_TERNARY, op, 0, static_cast<double>(value))
+                                : step(BC_EXPR_TERNARY, op, static_cast<int64_t>(value), 0.0);
+        return Expr(last, {&input, &b, &c});
+    }
 
     /// The value over `inputs`, in a new tensor (bc_expr_eval).
     Tensor eval(const std::vector<std::reference_wrapper<const Tensor>> &inputs) const {
@@ -1570,6 +1581,32 @@ BC_HPP_EXPR_OPERATOR(>, gt)
 BC_HPP_EXPR_OPERATOR(>=, ge)
 #undef BC_HPP_EXPR
 #undef BC_HPP_EXPR_OPERATOR
+
+// The unary operations in expressions: bc::name(x) for every one (bc::sqrt(x * x + y * y)), and
+// unary minus.
+#define BC_HPP_EXPR_UNARY(name, code)                                                               \
+    inline Expr name(const Expr &x) { return Expr::apply_unary(code, x); }
+BC_HPP_UNARY_OPERATIONS(BC_HPP_EXPR_UNARY)
+#undef BC_HPP_EXPR_UNARY
+#undef BC_HPP_UNARY_OPERATIONS
+inline Expr operator-(const Expr &x) { return neg(x); }
+
+// The three-operand operations in expressions, as the tensor forms with three tensors
+// (bc::clamp(x * s, lo, hi)); a number operand is an Expr::constant (a 0-d tensor).
+inline Expr lerp(const Expr &input, const Expr &end, const Expr &weight) {
+    return Expr::apply_ternary(BC_TERNARY_LERP, input, end, weight);
+}
+inline Expr clamp(const Expr &input, const Expr &min, const Expr &max) {
+    return Expr::apply_ternary(BC_TERNARY_CLAMP, input, min, max);
+}
+template <class N = int, detail::if_number<N> = 0>
+Expr addcmul(const Expr &input, const Expr &t1, const Expr &t2, N value = 1) {
+    return Expr::apply_ternary(BC_TERNARY_ADDCMUL, input, t1, t2, value);
+}
+template <class N = int, detail::if_number<N> = 0>
+Expr addcdiv(const Expr &input, const Expr &t1, const Expr &t2, N value = 1) {
+    return Expr::apply_ternary(BC_TERNARY_ADDCDIV, input, t1, t2, value);
+}
 #undef BC_HPP_OPERATIONS
 #undef BC_HPP_NUMBER_OPERATIONS
 

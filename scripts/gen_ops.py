@@ -185,7 +185,9 @@ def hpp(rows, unary, text):
         "BC_HPP_NUMBER_OPERATIONS",
         [f"{n}, BC_OP_{n.upper()}" for n, _, _, rest in rows if takes_number(rest)],
     )
-    text = define(text, "BC_HPP_UNARY_OPERATIONS", [n for n, _, _, _ in unary])
+    text = define(
+        text, "BC_HPP_UNARY_OPERATIONS", [f"{n}, BC_UNARY_{n.upper()}" for n, _, _, _ in unary]
+    )
     return define(
         text, "BC_HPP_UNARY_INPLACE", [n for n, _, _, rest in unary if "inplace" in rest]
     )
