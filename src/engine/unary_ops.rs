@@ -26,16 +26,17 @@ pub trait Real: Float {
     fn is_sign_negative(self) -> bool;
     /// `f(self)` with `f` a float64 function (float32 evaluates in float64 and rounds once).
     fn via_f64(self, f: fn(f64) -> f64) -> Self;
-    /// `e^self`: float32 through [`exp_wide`], which vectorizes; float64 through libm.
-    fn exp(self) -> Self;
-    /// `2^self`, as [`Real::exp`].
-    fn exp2(self) -> Self;
-    /// `ln(self)`: float32 through [`log_wide`], float64 through libm.
-    fn ln(self) -> Self;
-    /// `log2(self)`, as [`Real::ln`].
-    fn log2(self) -> Self;
-    /// `log10(self)`, as [`Real::ln`].
-    fn log10(self) -> Self;
+    /// `W`'s function: float32 through its float64 form without a library call (which
+    /// vectorizes), float64 through libm.
+    fn wide<W: Wide>(self) -> Self;
+}
+
+/// A function with a float64 form for float32 arguments, made of arithmetic alone so that a
+/// loop of it vectorizes, and libm's for float64 arguments.
+pub trait Wide {
+    /// For a float32 argument, widened; rounded to float32 after.
+    fn for_f32(x: f64) -> f64;
+    fn for_f64(x: f64) -> f64;
 }
 
 macro_rules! real {
@@ -78,32 +79,16 @@ macro_rules! real {
                 f(self as f64) as $t
             }
             #[inline(always)]
-            fn exp(self) -> Self {
-                real!(@wide $t, self, exp_wide, f64::exp)
-            }
-            #[inline(always)]
-            fn exp2(self) -> Self {
-                real!(@wide $t, self, exp2_wide, f64::exp2)
-            }
-            #[inline(always)]
-            fn ln(self) -> Self {
-                real!(@wide $t, self, ln_wide, f64::ln)
-            }
-            #[inline(always)]
-            fn log2(self) -> Self {
-                real!(@wide $t, self, log2_wide, f64::log2)
-            }
-            #[inline(always)]
-            fn log10(self) -> Self {
-                real!(@wide $t, self, log10_wide, f64::log10)
+            fn wide<W: Wide>(self) -> Self {
+                real!(@wide $t, self, W)
             }
         }
     };
-    (@wide f32, $x:expr, $wide:ident, $libm:path) => {
-        $wide($x as f64) as f32
+    (@wide f32, $x:expr, $w:ident) => {
+        $w::for_f32($x as f64) as f32
     };
-    (@wide f64, $x:expr, $wide:ident, $libm:path) => {
-        $libm($x)
+    (@wide f64, $x:expr, $w:ident) => {
+        $w::for_f64($x)
     };
 }
 real!(f32);
@@ -151,27 +136,29 @@ fn pow2(k: i64) -> f64 {
     f64::from_bits(((k + 1023) as u64) << 52)
 }
 
+/// `1/n!` for `n` in `0..14`: the Taylor coefficients of `e^r`.
+const C_EXP: [f64; 14] = [
+    1.0,
+    1.0,
+    1.0 / 2.0,
+    1.0 / 6.0,
+    1.0 / 24.0,
+    1.0 / 120.0,
+    1.0 / 720.0,
+    1.0 / 5_040.0,
+    1.0 / 40_320.0,
+    1.0 / 362_880.0,
+    1.0 / 3_628_800.0,
+    1.0 / 39_916_800.0,
+    1.0 / 479_001_600.0,
+    1.0 / 6_227_020_800.0,
+];
+
 /// `e^r` for `|r| <= ln 2 / 2`: Taylor's polynomial to degree 13 in Horner's form.
 #[inline(always)]
 fn exp_reduced(r: f64) -> f64 {
-    const C: [f64; 14] = [
-        1.0,
-        1.0,
-        1.0 / 2.0,
-        1.0 / 6.0,
-        1.0 / 24.0,
-        1.0 / 120.0,
-        1.0 / 720.0,
-        1.0 / 5_040.0,
-        1.0 / 40_320.0,
-        1.0 / 362_880.0,
-        1.0 / 3_628_800.0,
-        1.0 / 39_916_800.0,
-        1.0 / 479_001_600.0,
-        1.0 / 6_227_020_800.0,
-    ];
-    let mut p = C[13];
-    for &c in C[..13].iter().rev() {
+    let mut p = C_EXP[13];
+    for &c in C_EXP[..13].iter().rev() {
         p = p * r + c;
     }
     p
@@ -239,6 +226,62 @@ fn log_special(x: f64, y: f64) -> f64 {
     } else {
         y
     }
+}
+
+/// `e^x - 1`, as [`exp_wide`]: below `ln 2 / 2` in magnitude the Taylor polynomial without its
+/// constant term (no cancellation; the sign of zero kept), else `e^x - 1` (cancellation there
+/// costs at most a factor 3.5 of a float64 ulp).
+#[inline(always)]
+fn expm1_wide(x: f64) -> f64 {
+    let big = exp_wide(x) - 1.0;
+    let mut p = C_EXP[13];
+    for &c in C_EXP[2..13].iter().rev() {
+        p = p * x + c;
+    }
+    let small = x * (p * x + 1.0);
+    if x.abs() < std::f64::consts::LN_2 / 2.0 {
+        small
+    } else {
+        big
+    }
+}
+
+/// `ln(1 + x)`, as [`ln_wide`]: `u = 1 + x` is exact unless `|x|` is below about 2^-29, and
+/// `ln(u) * x / (u - 1)` corrects the rounding when it is not (Goldberg's form); `u == 1` gives
+/// `x` (the sign of zero kept), +inf itself.
+#[inline(always)]
+fn log1p_wide(x: f64) -> f64 {
+    let u = 1.0 + x;
+    let corrected = ln_wide(u) * (x / (u - 1.0));
+    if u == 1.0 || x == f64::INFINITY {
+        x
+    } else {
+        corrected
+    }
+}
+
+/// `sinh x`, as [`exp_wide`]: from `e = e^|x| - 1`, `(e + e / (e + 1)) / 2` with `x`'s sign (no
+/// cancellation at either end).
+#[inline(always)]
+fn sinh_wide(x: f64) -> f64 {
+    let e = expm1_wide(x.abs());
+    ((e + e / (e + 1.0)) * 0.5).copysign(x)
+}
+
+/// `cosh x`, as [`exp_wide`]: `(t + 1/t) / 2` with `t = e^|x|`.
+#[inline(always)]
+fn cosh_wide(x: f64) -> f64 {
+    let t = exp_wide(x.abs());
+    (t + 1.0 / t) * 0.5
+}
+
+/// `tanh x`, as [`exp_wide`]: `e / (e + 2)` with `e = e^(2|x|) - 1` and `x`'s sign; past 20 in
+/// magnitude (where float32's tanh is ±1) the argument is clamped, so `e` stays finite (`clamp`
+/// keeps a NaN, where `min` would not).
+#[inline(always)]
+fn tanh_wide(x: f64) -> f64 {
+    let e = expm1_wide(2.0 * x.abs().clamp(0.0, 20.0));
+    (e / (e + 2.0)).copysign(x)
 }
 
 /// `x` itself when it is NaN (keeping its payload, as the library call did), else `y`.
@@ -706,53 +749,48 @@ macro_rules! via_f64 {
     };
 }
 
-scalar_fn! {
-    /// `e^x` (float32 vectorized: [`exp_wide`]).
-    Exp -> Same {
-        real<F>(x) => x.exp(),
-    }
+/// Functions with a vectorizing float32 form (see [`Wide`]): `Name => float32 form, libm's;`.
+macro_rules! wide {
+    ($($(#[$m:meta])* $name:ident => $f32:ident, $f64:path;)+) => {
+        $(scalar_fn! {
+            $(#[$m])*
+            $name -> Same {
+                real<F>(x) => x.wide::<$name>(),
+            }
+        }
+        impl Wide for $name {
+            #[inline(always)]
+            fn for_f32(x: f64) -> f64 {
+                $f32(x)
+            }
+            #[inline(always)]
+            fn for_f64(x: f64) -> f64 {
+                $f64(x)
+            }
+        })+
+    };
 }
 
-scalar_fn! {
-    /// `2^x` (float32 vectorized: [`exp2_wide`]).
-    Exp2 -> Same {
-        real<F>(x) => x.exp2(),
-    }
-}
-
-scalar_fn! {
-    /// `ln x` (float32 vectorized: [`ln_wide`]).
-    Log -> Same {
-        real<F>(x) => x.ln(),
-    }
-}
-
-scalar_fn! {
-    /// `log2 x` (float32 vectorized: [`log2_wide`]).
-    Log2 -> Same {
-        real<F>(x) => x.log2(),
-    }
-}
-
-scalar_fn! {
-    /// `log10 x` (float32 vectorized: [`log10_wide`]).
-    Log10 -> Same {
-        real<F>(x) => x.log10(),
-    }
+wide! {
+    Exp => exp_wide, f64::exp;
+    Exp2 => exp2_wide, f64::exp2;
+    Expm1 => expm1_wide, f64::exp_m1;
+    Log => ln_wide, f64::ln;
+    Log2 => log2_wide, f64::log2;
+    Log10 => log10_wide, f64::log10;
+    Log1p => log1p_wide, f64::ln_1p;
+    Sinh => sinh_wide, f64::sinh;
+    Cosh => cosh_wide, f64::cosh;
+    Tanh => tanh_wide, f64::tanh;
 }
 
 via_f64! {
-    Expm1 => f64::exp_m1;
-    Log1p => f64::ln_1p;
     Sin => f64::sin;
     Cos => f64::cos;
     Tan => f64::tan;
     Asin => f64::asin;
     Acos => f64::acos;
     Atan => f64::atan;
-    Sinh => f64::sinh;
-    Cosh => f64::cosh;
-    Tanh => f64::tanh;
     Asinh => libm::asinh;
     Acosh => acosh;
     Atanh => libm::atanh;
@@ -773,7 +811,7 @@ fn acosh(x: f64) -> f64 {
 scalar_fn! {
     /// `1 / (1 + exp(-x))` in the computation type: 0 once `exp(-x)` overflows, as PyTorch.
     Sigmoid -> Same {
-        real<F>(x) => F::ONE.div(F::ONE.add(x.neg().exp())),
+        real<F>(x) => F::ONE.div(F::ONE.add(x.neg().wide::<Exp>())),
     }
 }
 
@@ -875,17 +913,21 @@ mod tests {
             _ => 4093,
         };
         let ulps = |a: f32, b: f32| (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs();
-        for (name, wide, libm) in [
-            (
-                "exp",
-                Real::exp as fn(f32) -> f32,
-                f64::exp as fn(f64) -> f64,
-            ),
-            ("exp2", Real::exp2, f64::exp2),
-            ("log", Real::ln, f64::ln),
-            ("log2", Real::log2, f64::log2),
-            ("log10", Real::log10, f64::log10),
-        ] {
+        type F32 = fn(f32) -> f32;
+        type F64 = fn(f64) -> f64;
+        let functions: [(&str, F32, F64); 10] = [
+            ("exp", Real::wide::<Exp>, f64::exp),
+            ("exp2", Real::wide::<Exp2>, f64::exp2),
+            ("expm1", Real::wide::<Expm1>, f64::exp_m1),
+            ("log", Real::wide::<Log>, f64::ln),
+            ("log2", Real::wide::<Log2>, f64::log2),
+            ("log10", Real::wide::<Log10>, f64::log10),
+            ("log1p", Real::wide::<Log1p>, f64::ln_1p),
+            ("sinh", Real::wide::<Sinh>, f64::sinh),
+            ("cosh", Real::wide::<Cosh>, f64::cosh),
+            ("tanh", Real::wide::<Tanh>, f64::tanh),
+        ];
+        for (name, wide, libm) in functions {
             let (mut seen, mut differ) = (0u64, 0u64);
             for bits in (0..=u32::MAX).step_by(step) {
                 let x = f32::from_bits(bits);
