@@ -4108,10 +4108,10 @@ int32_t bc_clamp_scalar_out(const struct bc_tensor *input,
  * exact (IEEE arithmetic in the computation type); `sqrt` is correctly rounded; the other
  * floating functions are evaluated in float64 (float32 and the 16-bit types rounded once from
  * it) and are within one unit in the last place of the exact value. For float32 and the 16-bit
- * types, `exp exp2 expm1 log log2 log10 log1p sinh cosh tanh` (and `sigmoid`'s exponential) use
- * float64 polynomials that vectorize instead of a library call per element, accurate to a few
- * float64 ulps, so the rounded result is the correctly rounded one but in rare cases (then 1 ulp
- * away).
+ * types, `exp exp2 expm1 log log2 log10 log1p sin cos tan sinh cosh tanh` (and `sigmoid`'s
+ * exponential) use float64 polynomials that vectorize instead of a library call per element
+ * (`sin cos tan` up to 1e6 in magnitude, libm beyond), accurate to a few float64 ulps, so the
+ * rounded result is the correctly rounded one but in rare cases (then 1 ulp away).
  *
  * # Returns
  * `BC_OK`; `BC_ERR_DTYPE` (no kernel for the type: `"frac_cpu" not implemented for 'Int'`,

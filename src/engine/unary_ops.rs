@@ -29,14 +29,20 @@ pub trait Real: Float {
     /// `W`'s function: float32 through its float64 form without a library call (which
     /// vectorizes), float64 through libm.
     fn wide<W: Wide>(self) -> Self;
+    /// `W`'s function through libm (float32 evaluated in float64 and rounded once).
+    fn wide_exact<W: Wide>(self) -> Self;
+    /// Whether [`Real::wide`] holds for this argument (always for float64).
+    fn in_wide_domain<W: Wide>(self) -> bool;
 }
 
 /// A function with a float64 form for float32 arguments, made of arithmetic alone so that a
 /// loop of it vectorizes, and libm's for float64 arguments.
 pub trait Wide {
-    /// For a float32 argument, widened; rounded to float32 after.
+    /// For a float32 argument, widened; rounded to float32 after. Holds for `|x| <= LIMIT`.
     fn for_f32(x: f64) -> f64;
     fn for_f64(x: f64) -> f64;
+    /// The largest float32 argument `for_f32` holds for (infinite: every one, NaN included).
+    const LIMIT: f64;
 }
 
 macro_rules! real {
@@ -82,6 +88,14 @@ macro_rules! real {
             fn wide<W: Wide>(self) -> Self {
                 real!(@wide $t, self, W)
             }
+            #[inline(always)]
+            fn wide_exact<W: Wide>(self) -> Self {
+                W::for_f64(self as f64) as $t
+            }
+            #[inline(always)]
+            fn in_wide_domain<W: Wide>(self) -> bool {
+                real!(@domain $t, self, W)
+            }
         }
     };
     (@wide f32, $x:expr, $w:ident) => {
@@ -89,6 +103,12 @@ macro_rules! real {
     };
     (@wide f64, $x:expr, $w:ident) => {
         $w::for_f64($x)
+    };
+    (@domain f32, $x:expr, $w:ident) => {
+        $w::LIMIT == f64::INFINITY || ($x as f64).abs() <= $w::LIMIT
+    };
+    (@domain f64, $x:expr, $w:ident) => {
+        true
     };
 }
 real!(f32);
@@ -284,6 +304,100 @@ fn tanh_wide(x: f64) -> f64 {
     (e / (e + 2.0)).copysign(x)
 }
 
+/// The largest argument [`reduce_pio2`] holds for: its first three products stay exact while
+/// `k < 2^20`.
+const PIO2_LIMIT: f64 = 1e6;
+
+/// `(k mod 4, r)` with `x = k pi/2 + r`, `|r| <= pi/4` (and a rounding), for `|x| <=`
+/// [`PIO2_LIMIT`]: Cody and Waite's reduction with `pi/2` in four parts (fdlibm's; the first
+/// three of 33 bits, so `k` times each is exact), `r` within a few float64 ulps of its value.
+#[inline(always)]
+fn reduce_pio2(x: f64) -> (i64, f64) {
+    const P1: f64 = f64::from_bits(0x3ff9_21fb_5440_0000);
+    const P2: f64 = f64::from_bits(0x3dd0_b461_1a60_0000);
+    const P3: f64 = f64::from_bits(0x3ba3_198a_2e00_0000);
+    const P3T: f64 = f64::from_bits(0x397b_839a_2520_49c1);
+    let (k, kf) = nearest_int(x * std::f64::consts::FRAC_2_PI);
+    (k & 3, (((x - kf * P1) - kf * P2) - kf * P3) - kf * P3T)
+}
+
+/// `(sin r, cos r)` for `|r| <= pi/4`: Taylor's polynomials to degree 17 and 18 (truncation
+/// below 2^-62).
+#[inline(always)]
+fn sin_cos_reduced(r: f64) -> (f64, f64) {
+    const S: [f64; 9] = [
+        1.0,
+        -1.0 / 6.0,
+        1.0 / 120.0,
+        -1.0 / 5_040.0,
+        1.0 / 362_880.0,
+        -1.0 / 39_916_800.0,
+        1.0 / 6_227_020_800.0,
+        -1.0 / 1_307_674_368_000.0,
+        1.0 / 355_687_428_096_000.0,
+    ];
+    const C: [f64; 10] = [
+        1.0,
+        -1.0 / 2.0,
+        1.0 / 24.0,
+        -1.0 / 720.0,
+        1.0 / 40_320.0,
+        -1.0 / 3_628_800.0,
+        1.0 / 479_001_600.0,
+        -1.0 / 87_178_291_200.0,
+        1.0 / 20_922_789_888_000.0,
+        -1.0 / 6_402_373_705_728_000.0,
+    ];
+    let r2 = r * r;
+    let (mut s, mut c) = (S[8], C[9]);
+    for &k in S[..8].iter().rev() {
+        s = s * r2 + k;
+    }
+    for &k in C[..9].iter().rev() {
+        c = c * r2 + k;
+    }
+    (r * s, c)
+}
+
+/// `sin x` for `|x| <=` [`PIO2_LIMIT`], as [`exp_wide`] (the kernel sends larger arguments,
+/// infinities and NaN to libm): by the quadrant, `sin r`, `cos r`, `-sin r` or `-cos r`.
+#[inline(always)]
+fn sin_wide(x: f64) -> f64 {
+    let (q, r) = reduce_pio2(x);
+    let (s, c) = sin_cos_reduced(r);
+    let v = if q & 1 == 0 { s } else { c };
+    if q & 2 == 0 {
+        v
+    } else {
+        -v
+    }
+}
+
+/// `cos x`, as [`sin_wide`]: `cos r`, `-sin r`, `-cos r` or `sin r`.
+#[inline(always)]
+fn cos_wide(x: f64) -> f64 {
+    let (q, r) = reduce_pio2(x);
+    let (s, c) = sin_cos_reduced(r);
+    let v = if q & 1 == 0 { c } else { s };
+    if (q + 1) & 2 == 0 {
+        v
+    } else {
+        -v
+    }
+}
+
+/// `tan x`, as [`sin_wide`]: `sin r / cos r`, or `-cos r / sin r` in the odd quadrants.
+#[inline(always)]
+fn tan_wide(x: f64) -> f64 {
+    let (q, r) = reduce_pio2(x);
+    let (s, c) = sin_cos_reduced(r);
+    if q & 1 == 0 {
+        s / c
+    } else {
+        -c / s
+    }
+}
+
 /// `x` itself when it is NaN (keeping its payload, as the library call did), else `y`.
 #[inline(always)]
 fn select_nan(x: f64, y: f64) -> f64 {
@@ -311,6 +425,17 @@ pub trait IntFn: UnaryFn {
 /// The operation on float32 and float64.
 pub trait RealFn: UnaryFn {
     fn real<F: Real>(x: F) -> Self::Out<F>;
+    /// [`RealFn::real`] without the branch to its exact form, for arguments in
+    /// [`RealFn::fast_domain`] (see [`ElemFn::CHECKED`]).
+    #[inline(always)]
+    fn real_fast<F: Real>(x: F) -> Self::Out<F> {
+        Self::real(x)
+    }
+    #[inline(always)]
+    fn fast_domain<F: Real>(_x: F) -> bool {
+        true
+    }
+    const CHECKED: bool = false;
 }
 
 /// The operation on bools.
@@ -324,6 +449,18 @@ pub trait ElemFn<T: Elem>: 'static {
     fn call(x: T) -> Self::Out;
     /// See [`UnaryFn::VECTOR`].
     const VECTOR: bool;
+    /// Whether [`ElemFn::call`] branches between a vectorizing form, for arguments in
+    /// [`ElemFn::fast_domain`], and an exact one for the rest (`sin` of a large argument): then a
+    /// contiguous loop checks a block first and runs [`ElemFn::call_fast`] on it when it can.
+    const CHECKED: bool = false;
+    #[inline(always)]
+    fn call_fast(x: T) -> Self::Out {
+        Self::call(x)
+    }
+    #[inline(always)]
+    fn fast_domain(_x: T) -> bool {
+        true
+    }
 }
 
 /// `K` on integers, as an [`ElemFn`].
@@ -351,6 +488,15 @@ impl<K: RealFn, F: Real> ElemFn<F> for OnReal<K> {
         K::real(x)
     }
     const VECTOR: bool = K::VECTOR;
+    const CHECKED: bool = K::CHECKED;
+    #[inline(always)]
+    fn call_fast(x: F) -> K::Out<F> {
+        K::real_fast(x)
+    }
+    #[inline(always)]
+    fn fast_domain(x: F) -> bool {
+        K::fast_domain(x)
+    }
 }
 
 impl<K: RealFn, H: Float> ElemFn<H> for OnHalf<K> {
@@ -750,13 +896,34 @@ macro_rules! via_f64 {
 }
 
 /// Functions with a vectorizing float32 form (see [`Wide`]): `Name => float32 form, libm's;`.
+/// A limit after the forms (`Sin => sin_wide, f64::sin, 1e6;`) bounds the float32 form's
+/// arguments; the others go to libm, and the kernel checks a block's arguments first.
 macro_rules! wide {
-    ($($(#[$m:meta])* $name:ident => $f32:ident, $f64:path;)+) => {
-        $(scalar_fn! {
-            $(#[$m])*
-            $name -> Same {
-                real<F>(x) => x.wide::<$name>(),
+    ($($(#[$m:meta])* $name:ident => $f32:ident, $f64:path $(, $limit:expr)?;)+) => {
+        $($(#[$m])*
+        pub struct $name;
+        impl UnaryFn for $name {
+            type Out<T: Elem> = T;
+            const VECTOR: bool = true;
+        }
+        impl RealFn for $name {
+            #[inline(always)]
+            fn real<F: Real>(x: F) -> F {
+                if <Self as Wide>::LIMIT == f64::INFINITY || x.in_wide_domain::<Self>() {
+                    x.wide::<Self>()
+                } else {
+                    x.wide_exact::<Self>()
+                }
             }
+            #[inline(always)]
+            fn real_fast<F: Real>(x: F) -> F {
+                x.wide::<Self>()
+            }
+            #[inline(always)]
+            fn fast_domain<F: Real>(x: F) -> bool {
+                x.in_wide_domain::<Self>()
+            }
+            const CHECKED: bool = <Self as Wide>::LIMIT != f64::INFINITY;
         }
         impl Wide for $name {
             #[inline(always)]
@@ -767,8 +934,11 @@ macro_rules! wide {
             fn for_f64(x: f64) -> f64 {
                 $f64(x)
             }
+            const LIMIT: f64 = wide!(@limit $($limit)?);
         })+
     };
+    (@limit) => { f64::INFINITY };
+    (@limit $limit:expr) => { $limit };
 }
 
 wide! {
@@ -782,12 +952,12 @@ wide! {
     Sinh => sinh_wide, f64::sinh;
     Cosh => cosh_wide, f64::cosh;
     Tanh => tanh_wide, f64::tanh;
+    Sin => sin_wide, f64::sin, PIO2_LIMIT;
+    Cos => cos_wide, f64::cos, PIO2_LIMIT;
+    Tan => tan_wide, f64::tan, PIO2_LIMIT;
 }
 
 via_f64! {
-    Sin => f64::sin;
-    Cos => f64::cos;
-    Tan => f64::tan;
     Asin => f64::asin;
     Acos => f64::acos;
     Atan => f64::atan;
@@ -915,17 +1085,20 @@ mod tests {
         let ulps = |a: f32, b: f32| (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs();
         type F32 = fn(f32) -> f32;
         type F64 = fn(f64) -> f64;
-        let functions: [(&str, F32, F64); 10] = [
-            ("exp", Real::wide::<Exp>, f64::exp),
-            ("exp2", Real::wide::<Exp2>, f64::exp2),
-            ("expm1", Real::wide::<Expm1>, f64::exp_m1),
-            ("log", Real::wide::<Log>, f64::ln),
-            ("log2", Real::wide::<Log2>, f64::log2),
-            ("log10", Real::wide::<Log10>, f64::log10),
-            ("log1p", Real::wide::<Log1p>, f64::ln_1p),
-            ("sinh", Real::wide::<Sinh>, f64::sinh),
-            ("cosh", Real::wide::<Cosh>, f64::cosh),
-            ("tanh", Real::wide::<Tanh>, f64::tanh),
+        let functions: [(&str, F32, F64); 13] = [
+            ("exp", Exp::real::<f32>, f64::exp),
+            ("exp2", Exp2::real::<f32>, f64::exp2),
+            ("expm1", Expm1::real::<f32>, f64::exp_m1),
+            ("log", Log::real::<f32>, f64::ln),
+            ("log2", Log2::real::<f32>, f64::log2),
+            ("log10", Log10::real::<f32>, f64::log10),
+            ("log1p", Log1p::real::<f32>, f64::ln_1p),
+            ("sinh", Sinh::real::<f32>, f64::sinh),
+            ("cosh", Cosh::real::<f32>, f64::cosh),
+            ("tanh", Tanh::real::<f32>, f64::tanh),
+            ("sin", Sin::real::<f32>, f64::sin),
+            ("cos", Cos::real::<f32>, f64::cos),
+            ("tan", Tan::real::<f32>, f64::tan),
         ];
         for (name, wide, libm) in functions {
             let (mut seen, mut differ) = (0u64, 0u64);
