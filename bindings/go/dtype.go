@@ -8,20 +8,6 @@ import "math"
 // DType is an element type. Its values are the library's own codes.
 type DType int32
 
-// The ten element types, each with the Go type of its elements (see Elem).
-const (
-	Bool     DType = 0 // bool: false or true
-	Uint8    DType = 1 // uint8
-	Int8     DType = 2 // int8
-	Int16    DType = 3 // int16
-	Int32    DType = 4 // int32
-	Int64    DType = 5 // int64
-	Float16  DType = 6 // IEEE binary16, held in Go as Float16Bits
-	BFloat16 DType = 7 // bfloat16 (float32's top 16 bits), held in Go as BFloat16Bits
-	Float32  DType = 8 // float32
-	Float64  DType = 9 // float64
-)
-
 // String is the library's name of the type ("float32", ...; "unknown" for other codes).
 func (d DType) String() string { return C.GoString(C.bc_dtype_name(C.int32_t(d))) }
 

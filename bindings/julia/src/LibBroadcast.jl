@@ -129,8 +129,7 @@ exactly; `reinterpret(BFloat16s.BFloat16, x)` gives the BFloat16s.jl value.
 primitive type BFloat16Bits 16 end
 Base.Float32(x::BFloat16Bits) = reinterpret(Float32, UInt32(reinterpret(UInt16, x)) << 16)
 
-# The ten dtypes, by code: ELTYPES[code + 1].
-const ELTYPES = (Bool, UInt8, Int8, Int16, Int32, Int64, Float16, BFloat16Bits, Float32, Float64)
+include("eltypes.jl") # ELTYPES, from the library's table of element types
 const Elem = Union{ELTYPES...}
 
 dtype_code(::Type{T}) where {T<:Elem} = Int32(findfirst(==(T), ELTYPES) - 1)
