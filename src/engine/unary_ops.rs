@@ -504,10 +504,17 @@ impl<K: RealFn, H: Float> ElemFn<H> for OnHalf<K> {
     #[inline(always)]
     fn call(x: H) -> K::Out<H> {
         // The float32 result, rounded once to `H` (or the same bool).
-        K::real(x.to_f64() as f32).cast()
+        real_f32::<K>(x.to_f64() as f32).cast()
     }
     // Converting each 16-bit element gains nothing from the clones.
     const VECTOR: bool = false;
+}
+
+/// `K` on a float32, one copy shared by float16's and bfloat16's loops (they convert each element
+/// and do not vectorize, so inlining it into every loop only adds size).
+#[inline(never)]
+fn real_f32<K: RealFn>(x: f32) -> K::Out<f32> {
+    K::real(x)
 }
 
 impl<K: BoolFn> ElemFn<Bool8> for OnBool<K> {
@@ -896,6 +903,17 @@ macro_rules! via_f64 {
 }
 
 /// Functions with a vectorizing float32 form (see [`Wide`]): `Name => float32 form, libm's;`.
+/// `W` at `x` through its vectorizing form where it holds, else through libm: the element-by-element
+/// form of a function with a limit, one copy shared by the loops that call it.
+#[inline(never)]
+fn wide_checked<W: Wide, F: Real>(x: F) -> F {
+    if x.in_wide_domain::<W>() {
+        x.wide::<W>()
+    } else {
+        x.wide_exact::<W>()
+    }
+}
+
 /// A limit after the forms (`Sin => sin_wide, f64::sin, 1e6;`) bounds the float32 form's
 /// arguments; the others go to libm, and the kernel checks a block's arguments first.
 macro_rules! wide {
@@ -909,10 +927,9 @@ macro_rules! wide {
         impl RealFn for $name {
             #[inline(always)]
             fn real<F: Real>(x: F) -> F {
-                if <Self as Wide>::LIMIT == f64::INFINITY || x.in_wide_domain::<Self>() {
-                    x.wide::<Self>()
-                } else {
-                    x.wide_exact::<Self>()
+                match <Self as Wide>::LIMIT == f64::INFINITY {
+                    true => x.wide::<Self>(),
+                    false => wide_checked::<Self, F>(x),
                 }
             }
             #[inline(always)]

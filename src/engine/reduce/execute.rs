@@ -190,6 +190,7 @@ pub(super) fn execute<R: Reducer, const N: usize>(
 /// # Safety
 /// As [`accumulate`]; `level` must be supported by this CPU.
 #[allow(clippy::too_many_arguments)]
+#[inline]
 unsafe fn accumulate_on<R: Reducer, const N: usize>(
     level: kernels::SimdLevel,
     g: &ReduceGeometry<N>,

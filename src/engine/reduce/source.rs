@@ -216,20 +216,29 @@ struct Direct<'a, S> {
 impl<S: Sink> Visit for Direct<'_, S> {
     type Output = ();
 
-    // Not inlined: each operation's loops keep a frame of their own (inlined into one function
-    // with every other operation's, unoptimised builds overflow the stack).
-    #[inline(never)]
+    // Inlined, so that the pairs whose result is not the sink's type leave no function behind
+    // (thousands of empty ones, each a symbol); the work itself is `Direct::take`'s.
+    #[inline(always)]
     fn visit<C: Elem, F: ElemFn<C>>(self) {
         // Only where the function gives the sink's type (always, as the result type comes from
         // the same table): other pairs are never compiled, since the condition is a constant.
         if SameElem::<F::Out, S::In>::YES {
-            // SAFETY: a `Direct` is only built from `Fused::tile`'s contract.
-            unsafe {
-                self.sink
-                    .take(self.rows, self.st, self.n, |[x, y]: [C; 2]| {
-                        same::<F::Out, S::In>(F::call(x, y))
-                    })
-            }
+            self.take::<C, F>();
+        }
+    }
+}
+
+impl<S: Sink> Direct<'_, S> {
+    // Not inlined: each operation's loops keep a frame of their own (inlined into one function
+    // with every other operation's, unoptimised builds overflow the stack).
+    #[inline(never)]
+    fn take<C: Elem, F: ElemFn<C>>(self) {
+        // SAFETY: a `Direct` is only built from `Fused::tile`'s contract.
+        unsafe {
+            self.sink
+                .take(self.rows, self.st, self.n, |[x, y]: [C; 2]| {
+                    same::<F::Out, S::In>(F::call(x, y))
+                })
         }
     }
 }
