@@ -485,6 +485,7 @@ def julia_eltypes(rows):
 def main():
     rows = table()
     unary = table(UNARY_TABLE, "unary_ops")
+    types = dtypes()
     outputs = {
         FFI: rustfmt(ffi(rows)),
         UNARY_FFI: rustfmt(unary_ffi(unary)),
@@ -494,13 +495,13 @@ def main():
         GO_BINARY_TEST: gofmt(go_consts_test(rows, "binary")),
         GO_UNARY: gofmt(go_consts(unary, "unary")),
         GO_UNARY_TEST: gofmt(go_consts_test(unary, "unary")),
-        GO_DTYPES: gofmt(go_dtypes(dtypes())),
-        JULIA_ELTYPES: julia_eltypes(dtypes()),
+        GO_DTYPES: gofmt(go_dtypes(types)),
+        JULIA_ELTYPES: julia_eltypes(types),
     }
     if write_or_check(outputs, "gen_ops.py"):
         print(
             f"the operation tables' {len(rows)} binary and {len(unary)} unary rows and the "
-            f"{len(dtypes())} element types match the files generated from them"
+            f"{len(types)} element types match the files generated from them"
         )
 
 
