@@ -79,6 +79,28 @@ pub(super) fn c_steps(steps: &[Step]) -> Vec<bc_expr_step> {
         .collect()
 }
 
+/// A live handle's type, shape and strides.
+pub(super) fn geometry_of(h: *const bc_tensor) -> (i32, Vec<usize>, Vec<i64>) {
+    let (mut dt, mut nd) = (0i32, 0usize);
+    let mut shape = [0i64; BC_MAX_NDIM];
+    let mut strides = [0i64; BC_MAX_NDIM];
+    // SAFETY: a live handle; buffers of BC_MAX_NDIM entries.
+    unsafe {
+        let sts = [
+            bc_tensor_dtype(h, &mut dt),
+            bc_tensor_ndim(h, &mut nd),
+            bc_tensor_shape(h, shape.as_mut_ptr(), BC_MAX_NDIM),
+            bc_tensor_strides(h, strides.as_mut_ptr(), BC_MAX_NDIM),
+        ];
+        assert!(sts.iter().all(|&s| s == BC_OK), "queries of a live tensor");
+    }
+    (
+        dt,
+        shape[..nd].iter().map(|&s| s as usize).collect(),
+        strides[..nd].to_vec(),
+    )
+}
+
 impl Runner<'_> {
     /// Draws a well-formed program (or, rarely, one with a code that names nothing) over up to
     /// three live tensors with at most 64 elements each.
@@ -291,20 +313,7 @@ impl Runner<'_> {
             return Err("expr_eval: BC_OK but *out is NULL".into());
         }
         // The separate result's type, shape, strides and elements become the model's.
-        let (mut dt, mut nd) = (0i32, 0usize);
-        let mut shape = [0i64; BC_MAX_NDIM];
-        let mut strides = [0i64; BC_MAX_NDIM];
-        // SAFETY: valid out-pointers and buffers of BC_MAX_NDIM entries.
-        unsafe {
-            let sts = [
-                bc_tensor_dtype(reference, &mut dt),
-                bc_tensor_ndim(reference, &mut nd),
-                bc_tensor_shape(reference, shape.as_mut_ptr(), BC_MAX_NDIM),
-                bc_tensor_strides(reference, strides.as_mut_ptr(), BC_MAX_NDIM),
-            ];
-            assert!(sts.iter().all(|&s| s == BC_OK), "queries of a live result");
-        }
-        let shape: Vec<usize> = shape[..nd].iter().map(|&s| s as usize).collect();
+        let (dt, shape, strides) = geometry_of(reference);
         let n = numel_of(&shape);
         if n > MAX_CHECK_ELEMS {
             // Too big to compare: freed, and the step counted as skipped.
@@ -315,7 +324,7 @@ impl Runner<'_> {
             .into_iter()
             .map(Some)
             .collect();
-        let t = self.new_tensor_strided(dt, &shape, strides[..nd].to_vec(), Some(values));
+        let t = self.new_tensor_strided(dt, &shape, strides, Some(values));
         self.install(dst, out, t).map(Ok)
     }
 }

@@ -17,31 +17,11 @@
 //!   overlaps other than as the last operation's operand must still be read before it is
 //!   written), and the call's broadcast warnings are the separate calls'; on failure `out` is
 //!   unchanged (the world check).
-use super::expr::{broadcast_warnings, c_steps, other_warnings, well_formed, Owned, Step};
+use super::expr::{
+    broadcast_warnings, c_steps, geometry_of, other_warnings, well_formed, Owned, Step,
+};
 use super::unary::{library_values, unary_rule, OutRule};
 use super::*;
-
-/// A live handle's type, shape and strides.
-fn geometry_of(h: *const bc_tensor) -> (i32, Vec<usize>, Vec<i64>) {
-    let (mut dt, mut nd) = (0i32, 0usize);
-    let mut shape = [0i64; BC_MAX_NDIM];
-    let mut strides = [0i64; BC_MAX_NDIM];
-    // SAFETY: a live handle; buffers of BC_MAX_NDIM entries.
-    unsafe {
-        let sts = [
-            bc_tensor_dtype(h, &mut dt),
-            bc_tensor_ndim(h, &mut nd),
-            bc_tensor_shape(h, shape.as_mut_ptr(), BC_MAX_NDIM),
-            bc_tensor_strides(h, strides.as_mut_ptr(), BC_MAX_NDIM),
-        ];
-        assert!(sts.iter().all(|&s| s == BC_OK), "queries of a live tensor");
-    }
-    (
-        dt,
-        shape[..nd].iter().map(|&s| s as usize).collect(),
-        strides[..nd].to_vec(),
-    )
-}
 
 /// What the model expects of the call.
 enum Want {
