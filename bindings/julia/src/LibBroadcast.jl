@@ -69,7 +69,12 @@ const FUNCTIONS = (
     :bc_plan_reduce, :bc_plan_sum_to_size, :bc_plan_binary_sum_to,
     :bc_unary, :bc_unary_inplace, :bc_unary_out, :bc_var, :bc_std,
     :bc_tensor_numel, :bc_tensor_format, :bc_tensor_data, :bc_all, :bc_any, :bc_clamp, :bc_clamp_scalar,
-    :bc_tensor_reshape,
+    :bc_tensor_reshape, :bc_lerp, :bc_lerp_inplace, :bc_lerp_out, :bc_lerp_scalar,
+    :bc_lerp_scalar_inplace, :bc_lerp_scalar_out, :bc_addcmul, :bc_addcmul_inplace, :bc_addcmul_out,
+    :bc_addcdiv, :bc_addcdiv_inplace, :bc_addcdiv_out, :bc_clamp_inplace, :bc_clamp_out,
+    :bc_clamp_scalar_inplace, :bc_clamp_scalar_out, :bc_nansum, :bc_nanmean, :bc_logsumexp,
+    :bc_argmax, :bc_argmin, :bc_tensor_squeeze, :bc_tensor_squeeze_all, :bc_tensor_broadcast_tensors,
+    :bc_tensor_is_contiguous, :bc_tensor_to_dtype, :bc_set_parallel_threshold,
 )
 
 fn(name::Symbol) = FN[name]
@@ -530,6 +535,69 @@ function slice(t::Tensor, dim::Integer, r::AbstractRange{<:Integer})
     return view_of(t, out, st)
 end
 
+"""
+    squeeze(t::Tensor)
+    squeeze(t::Tensor, dim::Integer)
+
+A view of `t` without its dimensions of size 1 (PyTorch's `squeeze`), or without Julia dimension
+`dim` when its size is 1; unlike Julia's `dropdims`, a `dim` whose size is not 1 leaves `t`'s
+size as it is, as in PyTorch.
+"""
+function squeeze(t::Tensor)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    return view_of(t, out, ccall(fn(:bc_tensor_squeeze_all), Int32, (Ptr{Cvoid}, Ref{Ptr{Cvoid}}), t, out))
+end
+function squeeze(t::Tensor, dim::Integer)
+    d = rowmajor_dims(ndims(t), (dim,))[1]
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    return view_of(t, out, ccall(fn(:bc_tensor_squeeze), Int32, (Ptr{Cvoid}, Int64, Ref{Ptr{Cvoid}}), t, d, out))
+end
+
+"""
+    broadcast_tensors(ts::Tensor...)
+
+Views of the Tensors `ts` expanded to their common broadcast size, Julia's order (PyTorch's
+`torch.broadcast_tensors`), as a tuple; sizes that do not broadcast are the library's
+`BroadcastError`. No data is copied.
+"""
+function broadcast_tensors(ts::Tensor...)
+    n = length(ts)
+    ins = Ptr{Cvoid}[Base.unsafe_convert(Ptr{Cvoid}, t) for t in ts]
+    outs = fill(C_NULL, n)
+    st = GC.@preserve ts ins outs ccall(fn(:bc_tensor_broadcast_tensors), Int32, (Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}),
+                                        pointer(ins), n, pointer(outs))
+    check(st)
+    return ntuple(k -> Tensor(Own(), outs[k], ts[k].root), n)
+end
+
+"""
+    iscontiguous(t::Tensor)
+
+Whether `t`'s elements are dense in Julia's column-major order (the library's row-major order of
+the reversed sizes), as an `Array` is: a strided view with steps, or a permuted or expanded one,
+is not.
+"""
+function iscontiguous(t::Tensor)
+    r = Ref{Bool}(false)
+    check(ccall(fn(:bc_tensor_is_contiguous), Int32, (Ptr{Cvoid}, Ref{Bool}), t, r))
+    return r[]
+end
+
+"""
+    cast(T::Type, t::Tensor)
+
+A new Tensor of element type `T` (one of the ten) holding `t`'s elements converted as PyTorch's
+`t.to(dtype)` converts them, which are C's casts: floating to integer truncates toward zero,
+integers wrap, to `Bool` is `!= 0`, to `Float16` and `BFloat16Bits` rounds to nearest even.
+Julia's `T.(A)` differs: it throws an `InexactError` where a value does not fit.
+"""
+function cast(::Type{T}, t::Tensor) where {T<:Elem}
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = ccall(fn(:bc_tensor_to_dtype), Int32, (Ptr{Cvoid}, Int32, Ref{Ptr{Cvoid}}), t, dtype_code(T), out)
+    check(st)
+    return Tensor(Own(), out[], nothing)
+end
+
 # ---------------------------------------------------------------------------------------------
 # Operations: each is one line of OPS
 # ---------------------------------------------------------------------------------------------
@@ -825,8 +893,8 @@ order of dimensions: `t .+ A`, `2 .* t`, `sqrt.(t)`, `t .^ 2`, `ifelse.(c, 0f0, 
 `clamp.(t, 0, 1)`, and nested forms such as `abs.(t .- A) .< 1e-3`, whose arrays in inner
 calls are computed by the library too. The result is a new Tensor; `dest .= ...` and
 `dest .+= ...` write into `dest`, a Tensor or an array whose memory the library can view
-(`copyto!`). The functions are those of `OPS` (two operands), `UNARY_OPS` (one), `ifelse` and
-`clamp` (three), or their names here (`LibBroadcast.add.(t, A)`); any other function, and an
+(`copyto!`). The functions are those of `OPS` (two operands), `UNARY_OPS` (one), `ifelse`,
+`clamp` and `lerp` (three), or their names here (`LibBroadcast.add.(t, A)`); any other function, and an
 operand that is not a Tensor, an array of one of the ten element types or a real number, is an
 `ArgumentError` (nothing is computed element by element in Julia). Promotion is PyTorch's
 (numbers by category, as Python numbers), so an element type may differ from Julia's
@@ -915,6 +983,7 @@ function apply(f, values...)
     n == 2 && return binary(dotted_code(OPS, f, "operations"), values[1], values[2])
     n == 3 && f === ifelse && return as_tensors(select, values...)
     n == 3 && f === clamp && return clamped(values...)
+    n == 3 && f === lerp && return lerp_values(values...)
     throw(ArgumentError("LibBroadcast cannot broadcast $f with $n operands over a Tensor"))
 end
 
@@ -945,6 +1014,131 @@ function clamped(x, lo, hi)
         check(st)
         flush_warnings()
         Tensor(Own(), out[], nothing)
+    end
+end
+
+# A new Tensor from a call that wrote its handle into `out`, or the call's BroadcastError.
+function new_result(st::Int32, out::Ref{Ptr{Cvoid}})
+    check(st)
+    flush_warnings()
+    return Tensor(Own(), out[], nothing)
+end
+
+# `x` after a call that wrote into it, or the call's BroadcastError.
+function written(st::Int32, x)
+    check(st)
+    flush_warnings()
+    return x
+end
+
+"""
+    lerp(input, stop, weight)
+    lerp!(input, stop, weight)
+    lerp!(out, input, stop, weight)
+
+PyTorch's `torch.lerp`, `input + weight * (stop - input)`, computed by the library on Tensors;
+the three broadcast together in Julia's order, floating element types only. `weight` is a Tensor
+or a number, read in the computation's type as PyTorch reads a Python number. A new Tensor, or in
+place into `input` (whose size must be the broadcast size), or into `out` (exactly the broadcast
+size, a type the result can be cast to). `lerp.(a, b, w)` with a Tensor among the operands
+(arrays and numbers beside it) is this function.
+"""
+function lerp(input::Tensor, stop::Tensor, weight::Tensor)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = ccall(fn(:bc_lerp), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Ref{Ptr{Cvoid}}), input, stop, weight, out)
+    return new_result(st, out)
+end
+function lerp(input::Tensor, stop::Tensor, weight::Real)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = ccall(fn(:bc_lerp_scalar), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, CScalar, Ref{Ptr{Cvoid}}),
+               input, stop, cscalar(weight), out)
+    return new_result(st, out)
+end
+lerp!(input::Tensor, stop::Tensor, weight::Tensor) =
+    written(ccall(fn(:bc_lerp_inplace), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}), input, stop, weight), input)
+lerp!(input::Tensor, stop::Tensor, weight::Real) =
+    written(ccall(fn(:bc_lerp_scalar_inplace), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, CScalar), input, stop, cscalar(weight)), input)
+lerp!(out::Tensor, input::Tensor, stop::Tensor, weight::Tensor) =
+    written(ccall(fn(:bc_lerp_out), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}), input, stop, weight, out), out)
+lerp!(out::Tensor, input::Tensor, stop::Tensor, weight::Real) =
+    written(ccall(fn(:bc_lerp_scalar_out), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, CScalar, Ptr{Cvoid}),
+                  input, stop, cscalar(weight), out), out)
+
+"""
+    addcmul(input, t1, t2; value = 1)
+    addcmul!(input, t1, t2; value = 1)
+    addcmul!(out, input, t1, t2; value = 1)
+
+PyTorch's `torch.addcmul`, `input + value * t1 * t2`, computed by the library on Tensors, the
+three broadcast together in Julia's order; `value` a number (read as PyTorch reads a Python
+number). A new Tensor, in place into `input`, or into `out`, as [`lerp`](@ref).
+"""
+function addcmul(input::Tensor, t1::Tensor, t2::Tensor; value::Real = 1)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = ccall(fn(:bc_addcmul), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, CScalar, Ref{Ptr{Cvoid}}),
+               input, t1, t2, cscalar(value), out)
+    return new_result(st, out)
+end
+addcmul!(input::Tensor, t1::Tensor, t2::Tensor; value::Real = 1) =
+    written(ccall(fn(:bc_addcmul_inplace), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, CScalar),
+                  input, t1, t2, cscalar(value)), input)
+addcmul!(out::Tensor, input::Tensor, t1::Tensor, t2::Tensor; value::Real = 1) =
+    written(ccall(fn(:bc_addcmul_out), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, CScalar, Ptr{Cvoid}),
+                  input, t1, t2, cscalar(value), out), out)
+
+"""
+    addcdiv(input, t1, t2; value = 1)
+    addcdiv!(input, t1, t2; value = 1)
+    addcdiv!(out, input, t1, t2; value = 1)
+
+PyTorch's `torch.addcdiv`, `input + value * t1 / t2` (true division; two integer tensors are
+refused, as PyTorch refuses them), computed by the library as [`addcmul`](@ref).
+"""
+function addcdiv(input::Tensor, t1::Tensor, t2::Tensor; value::Real = 1)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = ccall(fn(:bc_addcdiv), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, CScalar, Ref{Ptr{Cvoid}}),
+               input, t1, t2, cscalar(value), out)
+    return new_result(st, out)
+end
+addcdiv!(input::Tensor, t1::Tensor, t2::Tensor; value::Real = 1) =
+    written(ccall(fn(:bc_addcdiv_inplace), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, CScalar),
+                  input, t1, t2, cscalar(value)), input)
+addcdiv!(out::Tensor, input::Tensor, t1::Tensor, t2::Tensor; value::Real = 1) =
+    written(ccall(fn(:bc_addcdiv_out), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, CScalar, Ptr{Cvoid}),
+                  input, t1, t2, cscalar(value), out), out)
+
+# lerp.(a, b, w): a and b made Tensors for the call when they are numbers; w stays a number.
+lerp_values(a, b, w::Real) = as_tensors((ta, tb) -> lerp(ta, tb, w), a, b)
+lerp_values(a, b, w) = as_tensors(lerp, a, b, w)
+
+"""
+    clamp!(t::Tensor, lo, hi)
+
+PyTorch's `t.clamp_(lo, hi)`, computed by the library in place: the bounds are numbers (read as
+PyTorch reads Python numbers) or Tensors (numbers beside a Tensor bound become 0-dimensional
+Tensors), broadcast to `t`'s size. `t .= clamp.(t, lo, hi)` is this call; `dest .= clamp.(x, lo,
+hi)` with a Tensor `x` writes into `dest` with the library's out form.
+"""
+function Base.clamp!(t::Tensor, lo, hi)
+    if lo isa Real && hi isa Real
+        st = ccall(fn(:bc_clamp_scalar_inplace), Int32, (Ptr{Cvoid}, Ref{CScalar}, Ref{CScalar}),
+                   t, cscalar(lo), cscalar(hi))
+        return written(st, t)
+    end
+    return as_tensors(lo, hi) do tlo, thi
+        written(ccall(fn(:bc_clamp_inplace), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}), t, tlo, thi), t)
+    end
+end
+
+# dest .= clamp.(x, lo, hi) for a Tensor x: the library's out forms.
+function clamp_into!(dest::Tensor, x::Tensor, lo, hi)
+    if lo isa Real && hi isa Real
+        st = ccall(fn(:bc_clamp_scalar_out), Int32, (Ptr{Cvoid}, Ref{CScalar}, Ref{CScalar}, Ptr{Cvoid}),
+                   x, cscalar(lo), cscalar(hi), dest)
+        return written(st, dest)
+    end
+    return as_tensors(lo, hi) do tlo, thi
+        written(ccall(fn(:bc_clamp_out), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}), x, tlo, thi, dest), dest)
     end
 end
 
@@ -987,6 +1181,12 @@ function write_into!(dest::Tensor, bc::Broadcasted, target)
             unary!(code, dest) # t .= sqrt.(t): in place
         else
             with_operands(x -> x isa Tensor ? unary!(code, dest, x) : assign!(dest, f(x)), args)
+        end
+    elseif n == 3 && f === clamp && args[1] === target
+        with_operands((lo, hi) -> clamp!(dest, lo, hi), (args[2], args[3])) # t .= clamp.(t, lo, hi)
+    elseif n == 3 && f === clamp
+        with_operands(args) do x, lo, hi
+            x isa Tensor ? clamp_into!(dest, x, lo, hi) : assign_made!(dest, clamped(x, lo, hi))
         end
     elseif n == 3 && f === ifelse
         with_operands(args) do c, a, b
@@ -1245,6 +1445,63 @@ Statistics.var(t::Tensor; dims = :, corrected::Bool = true) = var_std(:bc_var, t
 Statistics.std(t::Tensor; dims = :, corrected::Bool = true) = var_std(:bc_std, t, dims, corrected)
 
 """
+    nansum(t::Tensor; dims = :)
+    nanmean(t::Tensor; dims = :)
+    logsumexp(t::Tensor; dims = :)
+
+PyTorch's `nansum` (NaN counted as 0; `Bool` and integers give `Int64`), `nanmean` (the mean of
+the elements that are not NaN, NaN where there are none; floating types only) and `logsumexp`
+(`log(sum(exp.(t)))` without overflow, computed in Float64 and rounded once; `Bool` and integers
+give `Float32`), computed by the library over Julia's `dims` as [`sum`](@ref) is: each stays as
+size 1, and without `dims` the value.
+"""
+nansum(t::Tensor; dims = :) = reduced(t, dims) do d, n, keep, out
+    ccall(fn(:bc_nansum), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Bool, Ref{Ptr{Cvoid}}), t, d, n, keep, out)
+end
+"PyTorch's `nanmean` over Julia's `dims`, computed by the library: see [`nansum`](@ref)."
+nanmean(t::Tensor; dims = :) = reduced(t, dims) do d, n, keep, out
+    ccall(fn(:bc_nanmean), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Bool, Ref{Ptr{Cvoid}}), t, d, n, keep, out)
+end
+"PyTorch's `logsumexp` over Julia's `dims`, computed by the library: see [`nansum`](@ref)."
+logsumexp(t::Tensor; dims = :) = reduced(t, dims) do d, n, keep, out
+    ccall(fn(:bc_logsumexp), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Bool, Ref{Ptr{Cvoid}}), t, d, n, keep, out)
+end
+
+# PyTorch's argmax or argmin (`f`) of `t`, as Julia's argmax gives it: over everything, the
+# library's flat row-major index of the reversed sizes is Julia's column-major linear index, so
+# the index is CartesianIndices(size(t)) at it (an Int for a vector, as for arrays); over Julia
+# dimension `dims`, the library's indices along it (keepdim) placed into the positions of the
+# result, an array of CartesianIndex as `argmax(A; dims)` gives.
+function arg_extreme(f::Symbol, t::Tensor, dims)
+    n = ndims(t)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    if dims isa Colon
+        check(ccall(fn(f), Int32, (Ptr{Cvoid}, Ptr{Int64}, Bool, Ref{Ptr{Cvoid}}), t, Ptr{Int64}(C_NULL), false, out))
+        i = Int(with(x -> x[], Tensor(Own(), out[], nothing))) + 1
+        return n == 1 ? i : CartesianIndices(size(t))[i]
+    end
+    dims isa Integer || throw(ArgumentError("$(f === :bc_argmax ? "argmax" : "argmin"): dims is one dimension (PyTorch's dim)"))
+    d = Ref{Int64}(rowmajor_dims(n, (dims,))[1])
+    check(ccall(fn(f), Int32, (Ptr{Cvoid}, Ref{Int64}, Bool, Ref{Ptr{Cvoid}}), t, d, true, out))
+    idx = with(Array, Tensor(Own(), out[], nothing))
+    return [CartesianIndex(ntuple(k -> k == dims ? Int(idx[I]) + 1 : I[k], n)) for I in CartesianIndices(idx)]
+end
+
+"""
+    argmax(t::Tensor; dims = :)
+    argmin(t::Tensor; dims = :)
+
+The index of the largest (smallest) element, computed by the library (PyTorch's `argmax` and
+`argmin`) and given as Julia's `argmax` gives it: without `dims` a `CartesianIndex` (an `Int` for
+a vector), with `dims` (one dimension, as PyTorch takes) an array of `CartesianIndex` of the
+size `maximum(t; dims)` has. The first of several equal elements in Julia's column-major order,
+the first NaN when there is one, as Julia's; unlike Julia's `isless`, 0.0 and -0.0 are equal.
+`Bool` tensors and nothing to choose from are the library's `BroadcastError`.
+"""
+Base.argmax(t::Tensor; dims = :) = arg_extreme(:bc_argmax, t, dims)
+Base.argmin(t::Tensor; dims = :) = arg_extreme(:bc_argmin, t, dims)
+
+"""
     sum_to_size(t::Tensor, sz::Integer...)
     sum_to_size(f, a::Tensor, b::Tensor, sz::Integer...)
 
@@ -1344,6 +1601,8 @@ legacy_fallback() = ccall(fn(:bc_get_legacy_fallback), Bool, ())
 set_num_threads(n::Integer) = (ccall(fn(:bc_set_num_threads), Int32, (Csize_t,), n); nothing)
 "The number of threads large operations use."
 num_threads() = Int(ccall(fn(:bc_get_num_threads), Csize_t, ()))
+"Sets the number of result elements below which an operation stays on the calling thread (0: the default)."
+set_parallel_threshold(n::Integer) = (ccall(fn(:bc_set_parallel_threshold), Int32, (Csize_t,), n); nothing)
 
 const WARNING_HANDLER = Ref{Any}(nothing)
 

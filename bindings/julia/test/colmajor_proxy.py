@@ -29,7 +29,13 @@ an array or a number), `dest .= a .op b` (bc_binary_out into a strided view), `d
 (bc_clamp_scalar), `sum(A)`, `maximum(A)`, `all(A; dims)`, ... (bc_reduce, bc_all and bc_any:
 no dims gives a 0-dimensional result read as the value), `length` (bc_tensor_numel) and `show`
 (bc_tensor_format: row-major text), `reshape(A, dims...)` (bc_tensor_reshape of the reversed
-sizes: Julia's column-major order, no copy of a dense array). Ends with `N passed, N failed`.
+sizes: Julia's column-major order, no copy of a dense array); then the later wrappers:
+`lerp`, `addcmul`, `addcdiv` (new, in place, into a strided view; a number weight is
+bc_lerp_scalar), `clamp!` and `dest .= clamp.(t, lo, hi)` (number and array bounds), `nansum`,
+`nanmean`, `logsumexp` (reversed dims), `argmax`/`argmin` (the flat row-major index of the
+reversed sizes read as Julia's linear index; one dimension as n - d), `squeeze`,
+`broadcast_tensors`, `iscontiguous`, `cast` (bc_tensor_to_dtype) and `set_parallel_threshold`.
+Ends with `N passed, N failed`.
 
 Usage: colmajor_proxy.py [path/to/libbroadcast.so] (default: target/release of this repository).
 BC_PROXY_SEED and BC_PROXY_PAIRS override the seed (printed) and the number of pairs (1500).
@@ -109,6 +115,44 @@ class CScalar(ctypes.Structure):
 
 lib.bc_clamp_scalar.argtypes = [P, ctypes.POINTER(CScalar), ctypes.POINTER(CScalar), ctypes.POINTER(P)]
 lib.bc_clamp_scalar.restype = ctypes.c_int32
+
+# The paths of the package's later wrappers: PyTorch's ternary operations, clamp in place and
+# into out, the NaN-aware reductions and logsumexp, argmax/argmin, squeeze, broadcast_tensors,
+# iscontiguous, cast (bc_tensor_to_dtype) and set_parallel_threshold.
+for _name in ("bc_lerp", "bc_clamp"):
+    getattr(lib, _name).argtypes = [P, P, P, ctypes.POINTER(P)]
+    getattr(lib, _name).restype = ctypes.c_int32
+for _name in ("bc_lerp_inplace", "bc_clamp_inplace"):
+    getattr(lib, _name).argtypes = [P, P, P]
+    getattr(lib, _name).restype = ctypes.c_int32
+for _name in ("bc_lerp_out", "bc_clamp_out"):
+    getattr(lib, _name).argtypes = [P, P, P, P]
+    getattr(lib, _name).restype = ctypes.c_int32
+lib.bc_lerp_scalar.argtypes = [P, P, CScalar, ctypes.POINTER(P)]
+lib.bc_lerp_scalar_inplace.argtypes = [P, P, CScalar]
+lib.bc_lerp_scalar_out.argtypes = [P, P, CScalar, P]
+for _name in ("addcmul", "addcdiv"):
+    getattr(lib, f"bc_{_name}").argtypes = [P, P, P, CScalar, ctypes.POINTER(P)]
+    getattr(lib, f"bc_{_name}_inplace").argtypes = [P, P, P, CScalar]
+    getattr(lib, f"bc_{_name}_out").argtypes = [P, P, P, CScalar, P]
+lib.bc_clamp_scalar_inplace.argtypes = [P, ctypes.POINTER(CScalar), ctypes.POINTER(CScalar)]
+lib.bc_clamp_scalar_out.argtypes = [P, ctypes.POINTER(CScalar), ctypes.POINTER(CScalar), P]
+for _name in ("bc_nansum", "bc_nanmean", "bc_logsumexp"):
+    getattr(lib, _name).argtypes = [P, I64P, ctypes.c_size_t, ctypes.c_bool, ctypes.POINTER(P)]
+for _name in ("bc_argmax", "bc_argmin"):
+    getattr(lib, _name).argtypes = [P, I64P, ctypes.c_bool, ctypes.POINTER(P)]
+lib.bc_tensor_squeeze.argtypes = [P, ctypes.c_int64, ctypes.POINTER(P)]
+lib.bc_tensor_squeeze_all.argtypes = [P, ctypes.POINTER(P)]
+lib.bc_tensor_broadcast_tensors.argtypes = [ctypes.POINTER(P), ctypes.c_size_t, ctypes.POINTER(P)]
+lib.bc_tensor_is_contiguous.argtypes = [P, ctypes.POINTER(ctypes.c_bool)]
+lib.bc_tensor_to_dtype.argtypes = [P, ctypes.c_int32, ctypes.POINTER(P)]
+lib.bc_set_parallel_threshold.argtypes = [ctypes.c_size_t]
+for _name in ("bc_lerp_scalar", "bc_lerp_scalar_inplace", "bc_lerp_scalar_out", "bc_addcmul", "bc_addcmul_inplace",
+              "bc_addcmul_out", "bc_addcdiv", "bc_addcdiv_inplace", "bc_addcdiv_out", "bc_clamp_scalar_inplace",
+              "bc_clamp_scalar_out", "bc_nansum", "bc_nanmean", "bc_logsumexp", "bc_argmax", "bc_argmin",
+              "bc_tensor_squeeze", "bc_tensor_squeeze_all", "bc_tensor_broadcast_tensors", "bc_tensor_is_contiguous",
+              "bc_tensor_to_dtype", "bc_set_parallel_threshold"):
+    getattr(lib, _name).restype = ctypes.c_int32
 
 # The codes as the package has them: its generated codes.jl (from include/broadcast.h).
 with open(os.path.join(HERE, "..", "src", "codes.jl")) as f:
@@ -825,6 +869,338 @@ def check_format():
     return problems
 
 
+# ------------------------------------------------------------------------------------------------
+# The later wrappers: lerp, addcmul, addcdiv, clamp!, nansum, nanmean, logsumexp, argmax, argmin,
+# squeeze, broadcast_tensors, iscontiguous, cast
+# ------------------------------------------------------------------------------------------------
+
+def fscalar(x):
+    return CScalar(C["BC_SCALAR_FLOAT"], False, 0, float(x))
+
+
+def number(dtype, x):
+    """The CScalar the package's cscalar makes of a Julia number of this element type."""
+    return fscalar(x) if DTYPES[dtype][2] else CScalar(C["BC_SCALAR_INT"], False, int(x), 0.0)
+
+
+def near(got, want, scale):
+    """Equal to rounding: the library's formulas (PyTorch's) round differently from the plain ones
+    written here; NaN matches NaN and infinities must be equal."""
+    if isinstance(want, float) and (math.isnan(want) or math.isinf(want)):
+        return got == want or (math.isnan(got) and math.isnan(want))
+    return abs(got - want) <= 1e-12 * scale + 1e-300
+
+
+def broadcast_three(rng):
+    """Three Julia sizes that broadcast together, and their broadcast size."""
+    while True:
+        s3, s1, s2 = random_triple(rng)
+        size = julia_broadcast_size(s1, s2)[0]
+        size = size and julia_broadcast_size(size, s3)[0]
+        if size is not None:
+            return s1, s2, s3, size
+
+
+def indexed(arr, size):
+    """The Julia elements of arr (any size broadcasting to `size`) at every index of `size`."""
+    return [element(arr, i) for i in column_major_indices(tuple(size))]
+
+
+def check_ternary(rng):
+    """LibBroadcast.lerp(a, b, w) (bc_lerp; a number w: bc_lerp_scalar), addcmul(a, b, c; value)
+    and addcdiv (bc_addcmul, bc_addcdiv), each new, in place into a (lerp!, addcmul!, addcdiv!:
+    a has the broadcast size) and into a strided view (their 4-argument forms: the out forms), on
+    float64 views of three Julia sizes, against Julia's a + w*(b - a), a + v*b*c, a + v*b/c."""
+    name = rng.choice(["lerp", "lerp_scalar", "addcmul", "addcdiv"])
+    form = rng.choice(["new", "inplace", "out"])
+    sa, sb, sc, size = broadcast_three(rng)
+    if form == "inplace":
+        sa = size
+    A, B = JuliaArray(rng, "float64", sa), JuliaArray(rng, "float64", sb)
+    W = JuliaArray(rng, "float64", sc)
+    v = rng.choice([0.25, 0.5, 0.75, -2.0, 3.0, 1.0])
+    a, b, w = indexed(A, size), indexed(B, size), indexed(W, size)
+    if name == "lerp_scalar":
+        w = [v] * len(a)
+    if name.startswith("lerp"):
+        want = [x + k * (y - x) for x, y, k in zip(a, b, w)]
+        scale = [(abs(x) + abs(y)) * (1 + abs(k)) for x, y, k in zip(a, b, w)]
+    elif name == "addcmul":
+        want = [x + v * y * z for x, y, z in zip(a, b, w)]
+        scale = [abs(x) + abs(v * y * z) for x, y, z in zip(a, b, w)]
+    else:
+        want = [x + ieee_div(v * y, z) for x, y, z in zip(a, b, w)]
+        scale = [abs(x) + abs(ieee_div(v * y, z)) for x, y, z in zip(a, b, w)]
+    D = JuliaArray(rng, "float64", size) if form == "out" else None
+    d_before = D.snapshot() if D else None
+    ta, tb, tw = A.tensor(), B.tensor(), W.tensor()
+    td, tr = (D.tensor() if D else None), P()
+    base = "bc_" + name.replace("_scalar", "")
+    scalar = name == "lerp_scalar"
+    try:
+        if form == "new":
+            f = getattr(lib, base + ("_scalar" if scalar else ""))
+            st = (f(ta, tb, fscalar(v), ctypes.byref(tr)) if scalar else
+                  f(ta, tb, tw, ctypes.byref(tr)) if name == "lerp" else f(ta, tb, tw, fscalar(v), ctypes.byref(tr)))
+        else:
+            f = getattr(lib, base + ("_scalar" if scalar else "") + ("_inplace" if form == "inplace" else "_out"))
+            extra = (td,) if form == "out" else ()
+            st = (f(ta, tb, fscalar(v), *extra) if scalar else
+                  f(ta, tb, tw, *extra) if name == "lerp" else f(ta, tb, tw, fscalar(v), *extra))
+        if st != BC_OK:
+            return f"{name} {form}: the library failed: {last_error()}"
+        if form == "new":
+            if julia_size_of(tr) != tuple(size):
+                return f"{name}: result size {julia_size_of(tr)}, Julia's {tuple(size)}"
+            got = julia_array_of(tr, "float64", size)
+        elif form == "inplace":
+            got = indexed(A, size)
+        else:
+            got = indexed(D, size)
+            rest = list(d_before)
+            for i, g in zip(column_major_indices(tuple(size)), got):
+                rest[D.offset + sum(i[k] * D.strides[k] for k in range(len(i)))] = g
+            if not same_values(D.snapshot(), rest):
+                return f"{name} into a view: dest's parent changed outside the view"
+        bad = [k for k, (g, x, sc_) in enumerate(zip(got, want, scale)) if not near(g, x, sc_)]
+        return f"{name} {form} of {tuple(sa)}, {tuple(sb)}, {tuple(sc)}: element {bad[0]} is {got[bad[0]]}, Julia's {want[bad[0]]}" if bad else None
+    finally:
+        for t in (ta, tb, tw, td, tr):
+            if t:
+                lib.bc_tensor_free(t)
+
+
+def check_clamp_forms(rng):
+    """clamp!(t, lo, hi) (bc_clamp_scalar_inplace with numbers, bc_clamp_inplace with arrays as
+    bounds) and dest .= clamp.(t, lo, hi) (bc_clamp_scalar_out, bc_clamp_out into a strided view),
+    the bounds broadcast in Julia's order, against Julia's min(max(x, lo), hi)."""
+    dtype = rng.choice(["float64", "int64"])
+    size = random_size(rng, rng.randint(0, 4))
+    A = JuliaArray(rng, dtype, size)
+    tensors = rng.random() < 0.5
+    form = rng.choice(["inplace", "out"])
+    x = indexed(A, size)
+    ta, td, tlo, thi = A.tensor(), None, None, None
+    D = JuliaArray(rng, dtype, size) if form == "out" else None
+    try:
+        if tensors:
+            bsize = lambda: [s if rng.random() < 0.6 else 1 for s in size][: rng.randint(0, len(size))]  # noqa: E731
+            Lo, Hi = JuliaArray(rng, dtype, bsize()), JuliaArray(rng, dtype, bsize())
+            lo, hi = indexed(Lo, size), indexed(Hi, size)
+            tlo, thi = Lo.tensor(), Hi.tensor()
+        else:
+            l, h = sorted([rng.randint(-9, 9), rng.randint(-9, 9)])
+            if dtype == "float64":
+                l, h = l / 4, h / 4
+            lo, hi = [l] * len(x), [h] * len(x)
+            clo, chi = number(dtype, l), number(dtype, h)
+        want = [min(max(v, a), b) for v, a, b in zip(x, lo, hi)]
+        if form == "out":
+            td = D.tensor()
+            st = (lib.bc_clamp_out(ta, tlo, thi, td) if tensors else
+                  lib.bc_clamp_scalar_out(ta, ctypes.byref(clo), ctypes.byref(chi), td))
+            got = indexed(D, size)
+        else:
+            st = (lib.bc_clamp_inplace(ta, tlo, thi) if tensors else
+                  lib.bc_clamp_scalar_inplace(ta, ctypes.byref(clo), ctypes.byref(chi)))
+            got = indexed(A, size)
+        what = f"clamp {form}, {'array' if tensors else 'number'} bounds, {dtype} {tuple(size)}"
+        if st != BC_OK:
+            return f"{what}: the library failed: {last_error()}"
+        return None if got == want else f"{what}: values {got}, Julia's {want}"
+    finally:
+        for t in (ta, td, tlo, thi):
+            if t:
+                lib.bc_tensor_free(t)
+
+
+def check_nan_reductions(rng):
+    """nansum, nanmean and logsumexp (bc_nansum, bc_nanmean, bc_logsumexp) over Julia's dims
+    (reversed, keepdim) or over everything ((NULL, 0): a 0-dimensional result, read as the value),
+    on float64 views with NaNs, against the definitions written here."""
+    size = [rng.randint(1, 4) for _ in range(rng.randint(1, 4))]
+    n = len(size)
+    A = JuliaArray(rng, "float64", size)
+    for k in range(len(A.buf)):
+        if rng.random() < 0.2:
+            A.buf[k] = math.nan
+        else:
+            A.buf[k] = A.buf[k] / 1e9  # logsumexp of values near 1e10 is their maximum: keep some spread
+    name = rng.choice(["nansum", "nanmean", "logsumexp"])
+    with_dims = rng.random() < 0.6
+    dims = sorted(rng.sample(range(n), rng.randint(1, n))) if with_dims else []
+    args = (ctypes.c_int64 * len(dims))(*[n - (d + 1) for d in dims]) if with_dims else None
+    ta, tr = A.tensor(), P()
+    try:
+        st = getattr(lib, "bc_" + name)(ta, args, len(dims), with_dims, ctypes.byref(tr))
+        if st != BC_OK:
+            return f"{name}: the library failed: {last_error()}"
+        target = tuple(1 if d in dims else s for d, s in enumerate(size)) if with_dims else ()
+        if julia_size_of(tr) != target:
+            return f"{name}: result size {julia_size_of(tr)}, Julia's {target}"
+        groups = {}
+        for i in column_major_indices(tuple(size)):
+            key = tuple(0 if d in dims else i[d] for d in range(n)) if with_dims else ()
+            groups.setdefault(key, []).append(element(A, i))
+        for key in column_major_indices(target):
+            vals = groups[key]
+            real = [v for v in vals if not math.isnan(v)]
+            if name == "nansum":
+                want, scale = math.fsum(real), sum(abs(v) for v in real)
+            elif name == "nanmean":
+                want = math.fsum(real) / len(real) if real else math.nan
+                scale = sum(abs(v) for v in real) / max(len(real), 1)
+            else:
+                m = max(vals) if not any(math.isnan(v) for v in vals) else math.nan
+                want = m if math.isnan(m) else m + math.log(math.fsum(math.exp(v - m) for v in vals))
+                scale = abs(m) + 1 if not math.isnan(m) else 1
+            got = read_element(tr, "float64", key)
+            if not near(got, want, scale * 1e3):
+                return f"{name} over {dims if with_dims else ':'} of {tuple(size)}: {got} at {key}, expected {want}"
+        return None
+    finally:
+        if tr:
+            lib.bc_tensor_free(tr)
+        lib.bc_tensor_free(ta)
+
+
+def check_arg_extreme(rng):
+    """argmax(A) and argmin(A) (bc_argmax, bc_argmin with no dim: the flat row-major index of the
+    reversed sizes, which the package reads as Julia's linear index) and argmax(A; dims = d) (the
+    row-major dimension n - d, keepdim: the index along d), against Julia's first extreme element
+    in column-major order."""
+    size = [rng.randint(1, 4) for _ in range(rng.randint(1, 4))]
+    n = len(size)
+    dtype = rng.choice(["int64", "float64", "int32"])
+    A = JuliaArray(rng, dtype, size)
+    if dtype != "float64" and rng.random() < 0.7:
+        for k in range(len(A.buf)):
+            A.buf[k] = rng.randint(-2, 2)  # ties
+    name = rng.choice(["argmax", "argmin"])
+    better = (lambda x, y: x > y) if name == "argmax" else (lambda x, y: x < y)
+    with_dim = rng.random() < 0.5
+    d = rng.randrange(n)
+    arg = ctypes.c_int64(n - (d + 1))
+    ta, tr = A.tensor(), P()
+    try:
+        st = getattr(lib, "bc_" + name)(ta, ctypes.byref(arg) if with_dim else None, with_dim, ctypes.byref(tr))
+        if st != BC_OK:
+            return f"{name}: the library failed: {last_error()}"
+        if not with_dim:
+            best = None
+            for lin, i in enumerate(column_major_indices(tuple(size))):
+                if best is None or better(element(A, i), best[1]):
+                    best = (lin, element(A, i))
+            got = read_element(tr, "int64", ())
+            return None if got == best[0] else f"{name} of {tuple(size)} {dtype}: linear index {got}, Julia's {best[0]}"
+        target = tuple(1 if k == d else s for k, s in enumerate(size))
+        if julia_size_of(tr) != target:
+            return f"{name} over {d + 1}: result size {julia_size_of(tr)}, Julia's {target}"
+        best = {}
+        for i in column_major_indices(tuple(size)):
+            key = tuple(0 if k == d else i[k] for k in range(n))
+            if key not in best or better(element(A, i), best[key][1]):
+                best[key] = (i[d], element(A, i))
+        for key in column_major_indices(target):
+            got = read_element(tr, "int64", key)
+            if got != best[key][0]:
+                return f"{name} over dimension {d + 1} of {tuple(size)} {dtype}: {got} at {key}, Julia's {best[key][0]}"
+        return None
+    finally:
+        if tr:
+            lib.bc_tensor_free(tr)
+        lib.bc_tensor_free(ta)
+
+
+def check_views_more(rng):
+    """squeeze(t) (bc_tensor_squeeze_all), squeeze(t, d) (bc_tensor_squeeze of row-major n - d),
+    broadcast_tensors(a, b, c) (bc_tensor_broadcast_tensors: views of Julia's broadcast size) and
+    iscontiguous(t) (bc_tensor_is_contiguous: dense in Julia's column-major order)."""
+    what = rng.choice(["squeeze", "squeeze_dim", "broadcast_tensors", "iscontiguous"])
+    dtype = rng.choice(list(DTYPES))
+    if what == "broadcast_tensors":
+        sa, sb, sc, size = broadcast_three(rng)
+        if rng.random() < 0.2:
+            sc = list(sc) + [7]  # may not broadcast: then the library's error, nothing made
+            size = julia_broadcast_size(size, sc)[0]
+        arrs = [JuliaArray(rng, dtype, s) for s in (sa, sb, sc)]
+        ins = (P * 3)(*[a.tensor() for a in arrs])
+        outs = (P * 3)()
+        try:
+            st = lib.bc_tensor_broadcast_tensors(ins, 3, outs)
+            if size is None:
+                return None if st == BC_ERR_SHAPE and not any(outs) else f"broadcast_tensors: status {st} for sizes Julia refuses"
+            if st != BC_OK:
+                return f"broadcast_tensors: the library failed: {last_error()}"
+            for arr, o in zip(arrs, outs):
+                if julia_size_of(o) != tuple(size):
+                    return f"broadcast_tensors: size {julia_size_of(o)}, Julia's {tuple(size)}"
+                if julia_array_of(o, dtype, size) != indexed(arr, size) and not same_values(julia_array_of(o, dtype, size), indexed(arr, size)):
+                    return f"broadcast_tensors of {tuple(arr.size)} to {tuple(size)}: values differ from Julia's"
+            return None
+        finally:
+            for t in list(ins) + list(outs):
+                if t:
+                    lib.bc_tensor_free(t)
+    size = [rng.choice([1, 1, 2, 3]) for _ in range(rng.randint(0, 4))]
+    A = JuliaArray(rng, dtype, size)
+    ta, tv = A.tensor(), P()
+    try:
+        if what == "iscontiguous":
+            flag = ctypes.c_bool()
+            if lib.bc_tensor_is_contiguous(ta, ctypes.byref(flag)) != BC_OK:
+                return f"iscontiguous: the library failed: {last_error()}"
+            want, expected = True, 1
+            for s, st in zip(A.size, A.strides):
+                if s != 1:
+                    want = want and st == expected
+                    expected *= s
+            return None if flag.value == want else f"iscontiguous of a view {tuple(size)}, strides {A.strides}: {flag.value}"
+        if what == "squeeze" or not size:
+            st = lib.bc_tensor_squeeze_all(ta, ctypes.byref(tv))
+            newsize = tuple(s for s in size if s != 1)
+        else:
+            d = rng.randrange(len(size))
+            st = lib.bc_tensor_squeeze(ta, len(size) - (d + 1), ctypes.byref(tv))
+            newsize = tuple(s for k, s in enumerate(size) if k != d or s != 1)
+        if st != BC_OK:
+            return f"{what}: the library failed: {last_error()}"
+        if julia_size_of(tv) != newsize:
+            return f"{what} of {tuple(size)}: size {julia_size_of(tv)}, Julia's {newsize}"
+        got, want = julia_array_of(tv, dtype, newsize), indexed(A, size)
+        return None if same_values(got, want) else f"{what} of {tuple(size)}: values differ"
+    finally:
+        if tv:
+            lib.bc_tensor_free(tv)
+        lib.bc_tensor_free(ta)
+
+
+def check_cast(rng):
+    """cast(T, t) (bc_tensor_to_dtype) of a strided view: the elements in Julia's order, converted
+    as C casts them (int64 to Int32 wraps, float64 to Float32 rounds, to Bool is != 0)."""
+    src, dst = rng.choice([("int64", "int32"), ("float64", "float32"), ("int32", "float64"), ("float64", "bool")])
+    size = random_size(rng, rng.randint(0, 4))
+    A = JuliaArray(rng, src, size)
+    conv = {"int32": lambda v: wrap_int(int(v), 32), "float32": lambda v: ctypes.c_float(v).value,
+            "float64": float, "bool": lambda v: v != 0}[dst]
+    ta, tr = A.tensor(), P()
+    code = BOOL[0] if dst == "bool" else DTYPES[dst][0]
+    try:
+        if lib.bc_tensor_to_dtype(ta, code, ctypes.byref(tr)) != BC_OK:
+            return f"cast: the library failed: {last_error()}"
+        if julia_size_of(tr) != tuple(size):
+            return f"cast: size {julia_size_of(tr)}, Julia's {tuple(size)}"
+        for i in column_major_indices(tuple(size)):
+            got, want = read_element(tr, dst, i), conv(element(A, i))
+            if got != want:
+                return f"cast {src} to {dst} of {tuple(size)}: {got} at {i}, expected {want}"
+        return None
+    finally:
+        if tr:
+            lib.bc_tensor_free(tr)
+        lib.bc_tensor_free(ta)
+
+
 def main():
     seed = int(os.environ.get("BC_PROXY_SEED", random.randrange(1 << 32)))
     pairs = int(os.environ.get("BC_PROXY_PAIRS", 1500))
@@ -886,7 +1262,13 @@ def main():
                    ("out form", lambda: check_out(rng, rng.choice(list(DTYPES)))),
                    ("ifelse/clamp with numbers", lambda: check_number_operands(rng, rng.choice(list(DTYPES)))),
                    ("reduction to a value", lambda: check_reduce_value(rng)),
-                   ("reshape", lambda: check_reshape(rng, rng.choice(list(DTYPES))))]
+                   ("reshape", lambda: check_reshape(rng, rng.choice(list(DTYPES)))),
+                   ("lerp/addcmul/addcdiv", lambda: check_ternary(rng)),
+                   ("clamp! and clamp into dest", lambda: check_clamp_forms(rng)),
+                   ("nansum/nanmean/logsumexp", lambda: check_nan_reductions(rng)),
+                   ("argmax/argmin", lambda: check_arg_extreme(rng)),
+                   ("squeeze/broadcast_tensors/iscontiguous", lambda: check_views_more(rng)),
+                   ("cast", lambda: check_cast(rng))]
     for what, check in conventions:
         count = pairs // 5
         for n in range(count):
@@ -898,6 +1280,17 @@ def main():
                 if failed <= 10:
                     print(f"FAIL {what} {n}: {problem}")
         print(f"{count} cases of {what} checked")
+    # set_parallel_threshold(n): BC_OK, and the package's operations still right with every
+    # operation on the pool (threshold 1), then the default again (0).
+    if lib.bc_set_parallel_threshold(1) != BC_OK:
+        failed += 1
+        print("FAIL set_parallel_threshold(1)")
+    problem = check_pair(rng, [64, 33], [64, 1], "float64", "add", False)
+    if lib.bc_set_parallel_threshold(0) != BC_OK or problem is not None:
+        failed += 1
+        print(f"FAIL set_parallel_threshold: {problem}")
+    else:
+        passed += 1
     format_problems = check_format()
     for problem in format_problems:
         failed += 1

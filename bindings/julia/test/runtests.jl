@@ -559,6 +559,47 @@ end
     @test last(names) == "libbroadcast"
 end
 
+# The later wrappers (not run on this project's machines: Julia cannot be installed there; the
+# column-major proxy test checks the same C calls from Python).
+@testset "lerp, addcmul, addcdiv, clamp!, nan reductions, argmax, views, cast" begin
+    A, B = Float64[1 2; 3 4], Float64[10 20]
+    a, b = Tensor(A), Tensor(B)
+    @test Array(LB.lerp(a, b, 0.5)) ≈ A .+ 0.5 .* (B .- A)
+    @test Array(LB.lerp.(a, B, 0.25)) ≈ A .+ 0.25 .* (B .- A)
+    @test Array(LB.lerp(a, b, Tensor(fill(0.5, 2, 2)))) ≈ A .+ 0.5 .* (B .- A)
+    @test Array(LB.addcmul(a, b, b; value = 2)) ≈ A .+ 2 .* B .* B
+    @test Array(LB.addcdiv(a, b, b; value = 3)) ≈ A .+ 3
+    out = Tensor(zeros(2, 2))
+    LB.lerp!(out, a, b, 1.0)
+    @test Array(out) == repeat(B, 2)
+    c = copy(a)
+    LB.addcmul!(c, b, b)
+    @test Array(c) ≈ A .+ B .* B
+    @test_throws BroadcastError LB.lerp!(Tensor(copy(B)), a, 0.5) # B's size is not the broadcast size
+    t = Tensor(Float64[-2, 0.5, 3])
+    clamp!(t, -1, 1)
+    @test Array(t) == [-1, 0.5, 1]
+    dest = zeros(3)
+    dest .= clamp.(Tensor(Float64[-2, 0.5, 3]), 0, 0.25)
+    @test dest == [0, 0.25, 0.25]
+    x = Tensor(Float64[1 NaN; 3 4])
+    @test LB.nansum(x) == 8 && Array(LB.nansum(x; dims = 1)) == [4.0 4.0]
+    @test LB.nanmean(x) ≈ 8 / 3
+    @test LB.logsumexp(Tensor([0.0, 0.0])) ≈ log(2)
+    M = [1 5 2; 7 0 7]
+    @test argmax(Tensor(M)) == argmax(M) && argmin(Tensor(M)) == argmin(M)
+    @test argmax(Tensor(M); dims = 2) == argmax(M; dims = 2)
+    @test argmax(Tensor([3, 9, 9])) == 2
+    @test_throws BroadcastError argmax(Tensor([true, false]))
+    s = LB.squeeze(Tensor(zeros(2, 1, 3)))
+    @test size(s) == (2, 3) && size(LB.squeeze(Tensor(zeros(2, 1, 3)), 1)) == (2, 1, 3)
+    p, q = LB.broadcast_tensors(Tensor([1, 2]), Tensor([10 20 30]))
+    @test size(p) == size(q) == (2, 3) && Array(p) == [1 1 1; 2 2 2]
+    @test LB.iscontiguous(Tensor(zeros(2, 3))) && !LB.iscontiguous(Tensor(view(zeros(4, 3), 1:2:4, :)))
+    @test Array(LB.cast(Int32, Tensor([1.9, -1.9]))) == Int32[1, -1]
+    @test LB.set_parallel_threshold(0) === nothing
+end
+
 # The example of docs/languages.md (the program of the other languages' examples), checked against
 # Statistics on the plain array.
 @testset "standardise the columns and mask the outliers" begin

@@ -43,18 +43,10 @@ NOT_WRAPPED = {
     "bc_scalar_bool": "the package builds struct bc_scalar itself (CScalar, cscalar)",
     "bc_scalar_int": "as bc_scalar_bool",
     "bc_scalar_float": "as bc_scalar_bool",
-    "bc_set_parallel_threshold": "not wrapped yet (set_num_threads is); a tuning knob no test "
-                                 "of the package needs",
     "bc_shape_broadcast": "Julia's own Base.Broadcast.broadcast_shape gives the same size in "
                           "Julia's order; plan(f, a, b) gives the library's answer with the rest",
     "bc_shape_broadcast_n": "as bc_shape_broadcast",
     "bc_shape_is_broadcastable": "as bc_shape_broadcast",
-    "bc_argmax": "Julia's argmax gives a CartesianIndex in Julia's order, PyTorch's a flat "
-                 "row-major index: not wrapped yet, to avoid a Base method with PyTorch's answer",
-    "bc_argmin": "as bc_argmax",
-    "bc_logsumexp": "no reduction of Base or Statistics has this meaning; not wrapped yet",
-    "bc_nansum": "as bc_logsumexp",
-    "bc_nanmean": "as bc_logsumexp",
     "bc_tensor_empty": "a Julia array becomes a Tensor (Tensor(zeros(Float32, 3))), so the "
                        "library's constructors are not needed",
     "bc_tensor_zeros": "as bc_tensor_empty",
@@ -65,44 +57,22 @@ NOT_WRAPPED = {
     "bc_tensor_is_live": "a Tensor's handle is swapped to C_NULL when closed, so a live Tensor "
                          "never holds a freed handle (isopen)",
     "bc_tensor_contiguous": "Array(t) is the contiguous copy Julia code uses",
-    "bc_tensor_to_dtype": "not wrapped yet: PyTorch's casts (truncation, wrapping) differ from "
-                          "Julia's convert, so it needs a name of its own, not T.(t)",
     "bc_tensor_offset": "the package reads elements through bc_tensor_data, which includes the "
                         "offset",
-    "bc_tensor_is_contiguous": "not wrapped yet: Julia has no public function for it",
     "bc_dtype_size": "sizeof(eltype(t)) in Julia",
     "bc_dtype_name": "eltype(t) names the Julia type",
     "bc_tensor_broadcast_to": "expand(t, sizes...) is the view (PyTorch's expand and "
                               "broadcast_to differ only in accepting -1)",
     "bc_tensor_expand_as": "expand(t, size(other)...)",
-    "bc_tensor_broadcast_tensors": "not wrapped yet: views of several tensors broadcast together",
     "bc_tensor_transpose": "permutedims(t, perm) is the view, for any two dimensions",
-    "bc_tensor_as_strided": "not wrapped yet: an unchecked view, for which Julia code has "
-                            "Base's own strided views of the array",
+    "bc_tensor_as_strided": "an unchecked view (the caller vouches for sizes and strides): "
+                            "Julia code makes such views with Base's strided views of its array "
+                            "(view, reshape, PermutedDimsArray), which Tensor(A) wraps",
     "bc_tensor_view": "reshape(t, dims...) is bc_tensor_reshape, a view whenever the strides "
                       "allow one, as Julia's reshape is",
     "bc_tensor_unsqueeze": "reshape(t, dims...) with a size 1 added",
-    "bc_tensor_squeeze": "not wrapped yet: PyTorch's squeeze keeps a dimension whose size is "
-                         "not 1 where Julia's dropdims refuses it",
-    "bc_tensor_squeeze_all": "as bc_tensor_squeeze",
     "bc_tensor_flatten": "vec(t) is reshape(t, :), which is the flattening in Julia's order",
-    "bc_lerp": "no Julia function has PyTorch's lerp, addcmul or addcdiv: not wrapped yet",
-    "bc_lerp_inplace": "as bc_lerp",
-    "bc_lerp_out": "as bc_lerp",
-    "bc_lerp_scalar": "as bc_lerp",
-    "bc_lerp_scalar_inplace": "as bc_lerp",
-    "bc_lerp_scalar_out": "as bc_lerp",
-    "bc_addcmul": "as bc_lerp",
-    "bc_addcmul_inplace": "as bc_lerp",
-    "bc_addcmul_out": "as bc_lerp",
-    "bc_addcdiv": "as bc_lerp",
-    "bc_addcdiv_inplace": "as bc_lerp",
-    "bc_addcdiv_out": "as bc_lerp",
-    "bc_clamp_inplace": "dest .= clamp.(x, lo, hi) makes the clamped Tensor (bc_clamp) and copies "
-                        "it into dest, as any other final call without an out form here",
-    "bc_clamp_out": "as bc_clamp_inplace",
-    "bc_clamp_scalar_inplace": "as bc_clamp_inplace",
-    "bc_clamp_scalar_out": "as bc_clamp_inplace",
+
 }
 # A number operand goes through the generic calls with the operation's code (binary(op, t, s)),
 # for every operation, rather than the four named ones.
