@@ -4,12 +4,18 @@
 # (`\n` inside a quoted string, `GC.@preserve`): a program built with -Wdocumentation -Werror
 # would fail on our headers. The C header's comments come from the doc comments in src/ffi.
 #
-# Needs clang++ (CLANGXX names another). Without it the check does not run and says SKIPPED: that
+# Needs clang++ or a versioned clang++-NN (CLANGXX names another). Without it the check does not run and says SKIPPED: that
 # is not a pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Debian's clang-NN packages install clang++-NN only (the unversioned name comes with the `clang`
+# package): without CLANGXX, clang++ or else the newest clang++-NN on the PATH.
 clangxx=${CLANGXX:-clang++}
+if [ -z "${CLANGXX:-}" ] && ! command -v clang++ >/dev/null 2>&1; then
+  versioned=$(compgen -c clang++- | grep -E '^clang\+\+-[0-9]+$' | sort -t- -k2 -n | tail -n 1 || true)
+  [ -n "$versioned" ] && clangxx=$versioned
+fi
 if ! command -v "$clangxx" >/dev/null 2>&1; then
   echo "SKIPPED: header documentation check: $clangxx not found (install clang to run it)"
   exit 0
