@@ -2,7 +2,11 @@
 # `make go-bench`: the Go package's benchmarks (bindings/go/bench_test.go) in interleaved rounds:
 # each round runs every case through the Go package and from C, one after the other, and an empty
 # cgo call; the table gives the median ns per call of each, their ratio, and what the package
-# adds beyond the C call and the empty cgo call (the floor of any call from Go).
+# adds beyond the C call and the empty cgo call (the floor of any call from Go); and the floor of
+# each case: into out the C call and an empty cgo call; allocating, also a second cgo call (the
+# free). It also prints what a Go object with its finalizer set and cleared costs
+# (BenchmarkOwnerFinalizer): a Tensor would pay that on top for each result, but a small one
+# closed while on the young list (bindings/go/young.go) never gets a finalizer.
 # ROUNDS (default 9) and BENCHTIME (default 300ms) tune it. The machine's load is printed before
 # and after: timings on a shared machine move.
 set -euo pipefail
@@ -30,12 +34,16 @@ awk '
     return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
   }
   END {
-    cgo = median(v["BenchmarkEmptyCgoCall"])
-    printf "empty cgo call: %.1f ns\n", cgo
-    printf "%-36s %12s %12s %8s %14s %7s\n", "case", "Go package", "C", "Go / C", "Go - C - cgo", "allocs"
+    cgo = median(v["BenchmarkEmptyCgoCall"]); fin = median(v["BenchmarkOwnerFinalizer"])
+    printf "empty cgo call: %.1f ns; a Go owner object with its finalizer set and cleared: %.1f ns\n", cgo, fin
+    printf "%-36s %12s %12s %8s %14s %12s %8s %7s\n", "case", "Go package", "C", "Go / C", "Go - C - cgo", "floor", "floor/C", "allocs"
     for (i = 0; i < n; i++) {
       name = order[i]; if (name !~ /\/go$/) continue
       base = substr(name, 1, length(name) - 3); g = median(v[name]); c = median(v[base "/c"])
-      printf "%-36s %12.1f %12.1f %8.2f %14.1f %7s\n", base, g, c, g / c, g - c - cgo, allocs[name]
+      # The least the call can cost from Go: into out, the C call and one cgo call; allocating,
+      # also the free, a second cgo call. (A finalizer set and cleared for each result, which
+      # the young list spares short-lived small results, would add the figure printed above.)
+      floor = base ~ /\/alloc$/ ? c + 2 * cgo : c + cgo
+      printf "%-36s %12.1f %12.1f %8.2f %14.1f %12.1f %8.2f %7s\n", base, g, c, g / c, g - c - cgo, floor, floor / c, allocs[name]
     }
   }' "$out"

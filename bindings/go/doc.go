@@ -27,7 +27,10 @@
 // A tensor's elements live in the library's memory, outside Go's heap, where the garbage
 // collector neither sees them nor counts them when it decides to run. Close frees them at once.
 // A tensor dropped without Close is freed by its finalizer, which runs only after a collection
-// has found the tensor unreachable; so that dropped tensors cannot pile up while Go's own
+// has found the tensor unreachable (a result of less than 64 KiB gets its finalizer only if it is
+// still open at the next collection, or after 63 more such results: setting and clearing a
+// finalizer would cost a short-lived result more than its cgo calls; so a small one dropped
+// unclosed waits for a second collection); so that dropped tensors cannot pile up while Go's own
 // allocations bring no collection, the package counts the bytes of storage behind its open
 // tensors and calls runtime.GC itself when they pass half again (and at least 16 MiB more than)
 // what its previous collection left. A program that drops its results unclosed thus holds about

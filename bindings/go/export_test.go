@@ -14,3 +14,20 @@ func Handle(t *Tensor) uintptr { return t.h.Load() }
 
 // StorageBytes is the storage t's handle counts toward the package's collections (0 for a view).
 func StorageBytes(t *Tensor) int64 { return t.nbytes }
+
+// Armed reports whether t's finalizer has been set (young.go).
+func Armed(t *Tensor) bool { return t.armed.Load() }
+
+// YoungLen is the number of tensors on the young list.
+func YoungLen() int {
+	youngMu.Lock()
+	defer youngMu.Unlock()
+	return len(young)
+}
+
+// YoungMax and YoungBytes are the young list's bounds; DebugGC is true with -tags bcdebug.
+const (
+	YoungMax   = youngMax
+	YoungBytes = youngBytes
+	DebugGC    = debugGC
+)

@@ -11,9 +11,10 @@ import (
 )
 
 // Tensor owns one libbroadcast handle. Close frees it at once; a finalizer frees it too if a
-// Tensor becomes unreachable while still open, after a garbage collection, which the package
-// brings about when the storage of open tensors grows (see the package documentation, Memory).
-// Close (or defer Close) is still the better way: nothing waits for a collection.
+// Tensor becomes unreachable while still open, after a garbage collection (the second one for a
+// small result, which gets its finalizer only if it outlives its first collection), which the
+// package brings about when the storage of open tensors grows (see the package documentation,
+// Memory). Close (or defer Close) is still the better way: nothing waits for a collection.
 //
 // A Tensor may be used from several goroutines at once, except that one being written (the
 // target of an in-place operation, or an Out destination) must not be used by another goroutine
@@ -27,13 +28,15 @@ type Tensor struct {
 	// The bytes of storage the library allocated for this tensor (0 for a view), counted while
 	// it is open (unclosed.go).
 	nbytes int64
+	// armed is set once the finalizer is set: a small new tensor starts without one (young.go).
+	armed atomic.Bool
 }
 
 // newTensor owns the handle h, whose new storage takes nbytes.
 func newTensor(h C.uintptr_t, nbytes int64) *Tensor {
 	t := &Tensor{nbytes: nbytes}
 	t.h.Store(uintptr(h))
-	runtime.SetFinalizer(t, (*Tensor).free)
+	adopt(t)
 	if nbytes > 0 {
 		opened(nbytes)
 	}
@@ -43,7 +46,7 @@ func newTensor(h C.uintptr_t, nbytes int64) *Tensor {
 // Close frees the handle. It may be called any number of times, from any goroutine; only the
 // first call frees.
 func (t *Tensor) Close() {
-	if t != nil && t.free() {
+	if t != nil && t.free() && t.armed.Load() {
 		runtime.SetFinalizer(t, nil)
 	}
 }

@@ -84,6 +84,7 @@ func collect() {
 	keptBytes.Store(openBytes.Load())
 	finalizing.Store(false)
 	runtime.SetFinalizer(&sentinel{}, func(*sentinel) { finalizing.Store(true) })
+	flushYoung() // the young tensors dropped unclosed get their finalizers, to be found now
 	runtime.GC()
 	collections.Add(1)
 }
