@@ -19,6 +19,8 @@ turns one rule into the other, so `LibBroadcast.add(A, B)` has the shape and val
     LibBroadcast.plan(+, A, B)              # what A .+ B would do, from types and sizes alone
     sum(t; dims = 2), mean(t), maximum(t)   # reductions over Julia's dimensions (Statistics.mean)
     LibBroadcast.sum_to_size(*, t, Tensor(B), 3)  # sum(A .* B; dims = 2), without making A .* B
+    argmax(t), LibBroadcast.nansum(t; dims = 1)  # Julia's CartesianIndex; PyTorch's nansum
+    LibBroadcast.lerp(t, Tensor(B), 0.25)   # and addcmul, addcdiv, clamp!(t, 0, 1), with ! forms
 
 Element types follow PyTorch's promotion, not Julia's: integer division gives `Float32`,
 `Bool .- Bool` is an error, `Bool .+ Bool` stays `Bool`. Error messages are the library's,
