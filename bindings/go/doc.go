@@ -43,10 +43,9 @@
 //
 // # Operations
 //
-// Each Op (Add, Sub, Mul, Div; the comparisons Eq, Ne, Lt, Le, Gt, Ge; Maximum, Minimum, Pow,
-// Remainder, Fmod, FloorDivide; LogicalAnd, LogicalOr, LogicalXor; BitwiseAnd, BitwiseOr,
-// BitwiseXor, BitwiseLeftShift, BitwiseRightShift; Atan2, Hypot) has three forms: op.Apply(a, b)
-// returns a new tensor, op.InPlace(target, other) writes into target, op.Out(out, a, b) writes
+// Each Op (Add, Sub, Mul, Div, the comparisons Eq to Ge, and the rest of the constants listed
+// under Op, one per operation of the library's table) has three forms: op.Apply(a, b) returns a
+// new tensor, op.InPlace(target, other) writes into target, op.Out(out, a, b) writes
 // into out. Where(cond, a, b) and WhereOut(out, cond, a, b) choose elements from a or b.
 //
 // An Expr evaluates several operations in one pass over memory, with exactly the separate calls'

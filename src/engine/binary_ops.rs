@@ -296,7 +296,8 @@ macro_rules! flag {
 /// "kernel name";` (see [`Rule`]). Codes are positions, from 0 (the C API's `BC_OP_*`).
 macro_rules! binary_ops {
     ($($(#[$m:meta])* $var:ident $name:literal $K:ident [$($kind:ident)+] $compute:ident
-        $divisor:ident $scalar:ident $number:ident $ulps:literal $kname:literal;)+) => {
+        $divisor:ident $scalar:ident $number:ident $ulps:literal $jname:ident $jfn:tt
+        $kname:literal;)+) => {
         /// The elementwise binary operations, by their C code (`BC_OP_*`).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum BinaryOp {
@@ -360,62 +361,63 @@ macro_rules! binary_ops {
 binary_ops! {
     // One row per operation, in `BC_OP_*` code order; a row's doc comment is its `BC_OP_*`
     // constant's documentation (scripts/gen_ops.py writes the C API's codes and named exports from
-    // this table).
-    // variant         name                   scalar fn    kernels for       computes in  divisor  scalar b  number    ulps  PyTorch kernel
+    // this table). `Julia name, function`: the Julia package's name for the operation, and the
+    // Base function whose broadcast on Tensors it is (`_` for none).
+    // variant         name                   scalar fn    kernels for       computes in  divisor  scalar b  number    ulps  Julia name, function    PyTorch kernel
     /// `a + b` (bools: or).
-    Add                "add"                  Add          [int float bool]  Promoted     any      cast      commutes  0     "add_cpu/sub_cpu";
+    Add                "add"                  Add          [int float bool]  Promoted     any      cast      commutes  0     add                 +     "add_cpu/sub_cpu";
     /// `a - b` (not bool).
-    Sub                "sub"                  Sub          [int float]       Promoted     any      cast      ordered   0     "add_cpu/sub_cpu";
+    Sub                "sub"                  Sub          [int float]       Promoted     any      cast      ordered   0     sub                 -     "add_cpu/sub_cpu";
     /// `a * b` (bools: and).
-    Mul                "mul"                  Mul          [int float bool]  Promoted     any      float32   commutes  0     "mul_cpu";
+    Mul                "mul"                  Mul          [int float bool]  Promoted     any      float32   commutes  0     mul                 *     "mul_cpu";
     /// `a / b`, true division: integer and bool operands give float32.
-    Div                "div"                  Div          [float]           Floating     any      float32   ordered   0     "div_true_cpu";
+    Div                "div"                  Div          [float]           Floating     any      float32   ordered   0     divide              /     "div_true_cpu";
     /// `a == b` (bool result).
-    Eq                 "eq"                   Eq           [int float bool]  Promoted     any      cast      commutes  0     "eq_cpu";
+    Eq                 "eq"                   Eq           [int float bool]  Promoted     any      cast      commutes  0     eq                  ==    "eq_cpu";
     /// `a != b` (bool result; true where either is NaN).
-    Ne                 "ne"                   Ne           [int float bool]  Promoted     any      cast      commutes  0     "ne_cpu";
+    Ne                 "ne"                   Ne           [int float bool]  Promoted     any      cast      commutes  0     ne                  !=    "ne_cpu";
     /// `a < b` (bool result).
-    Lt                 "lt"                   Lt           [int float bool]  Promoted     any      cast      Gt        0     "lt_cpu";
+    Lt                 "lt"                   Lt           [int float bool]  Promoted     any      cast      Gt        0     lt                  <     "lt_cpu";
     /// `a <= b` (bool result).
-    Le                 "le"                   Le           [int float bool]  Promoted     any      cast      Ge        0     "le_cpu";
+    Le                 "le"                   Le           [int float bool]  Promoted     any      cast      Ge        0     le                  <=    "le_cpu";
     /// `a > b` (bool result).
-    Gt                 "gt"                   Gt           [int float bool]  Promoted     any      cast      Lt        0     "gt_cpu";
+    Gt                 "gt"                   Gt           [int float bool]  Promoted     any      cast      Lt        0     gt                  >     "gt_cpu";
     /// `a >= b` (bool result).
-    Ge                 "ge"                   Ge           [int float bool]  Promoted     any      cast      Le        0     "ge_cpu";
+    Ge                 "ge"                   Ge           [int float bool]  Promoted     any      cast      Le        0     ge                  >=    "ge_cpu";
     /// `maximum(a, b)`: the larger element; NaN where either is NaN; bools: or.
-    Maximum            "maximum"              Maximum      [int float bool]  Promoted     any      cast      none      0     "maximum_cpu";
+    Maximum            "maximum"              Maximum      [int float bool]  Promoted     any      cast      none      0     maximum             max   "maximum_cpu";
     /// `minimum(a, b)`: the smaller element; NaN where either is NaN; bools: and.
-    Minimum            "minimum"              Minimum      [int float bool]  Promoted     any      cast      none      0     "minimum_cpu";
+    Minimum            "minimum"              Minimum      [int float bool]  Promoted     any      cast      none      0     minimum             min   "minimum_cpu";
     /// `a ** b`, `a` to the power `b` (not bool). Integers: repeated squaring, wrapping; a negative
     /// exponent gives 1 for a base of 1, +-1 for -1, else 0.
-    Pow                "pow"                  Pow          [int float]       Promoted     any      cast      ordered   1     "pow";
+    Pow                "pow"                  Pow          [int float]       Promoted     any      cast      ordered   1     pow                 ^     "pow";
     /// Python's `a % b`: the sign of `b` (not bool). An integer zero divisor is `BC_ERR_VALUE`.
-    Remainder          "remainder"            Remainder    [int float]       Promoted     nonzero  cast      ordered   0     "remainder_cpu";
+    Remainder          "remainder"            Remainder    [int float]       Promoted     nonzero  cast      ordered   0     remainder           mod   "remainder_cpu";
     /// C's `fmod(a, b)`: the sign of `a` (not bool). An integer zero divisor is `BC_ERR_VALUE`.
-    Fmod               "fmod"                 Fmod         [int float]       Promoted     nonzero  cast      second    0     "fmod_cpu";
+    Fmod               "fmod"                 Fmod         [int float]       Promoted     nonzero  cast      second    0     fmod                rem   "fmod_cpu";
     /// Python's `a // b`, rounded down (not bool). An integer zero divisor is `BC_ERR_VALUE`.
-    FloorDivide        "floor_divide"         FloorDivide  [int float]       Promoted     nonzero  float32   ordered   0     "div_floor_cpu";
+    FloorDivide        "floor_divide"         FloorDivide  [int float]       Promoted     nonzero  float32   ordered   0     floor_divide        fld   "div_floor_cpu";
     /// `a && b`: both non-zero (bool result; NaN is true).
-    LogicalAnd         "logical_and"          LogicalAnd   [int float bool]  Promoted     any      cast      none      0     "logical_and_cpu";
+    LogicalAnd         "logical_and"          LogicalAnd   [int float bool]  Promoted     any      cast      none      0     logical_and         _     "logical_and_cpu";
     /// `a || b`: either non-zero (bool result).
-    LogicalOr          "logical_or"           LogicalOr    [int float bool]  Promoted     any      cast      none      0     "logical_or_cpu";
+    LogicalOr          "logical_or"           LogicalOr    [int float bool]  Promoted     any      cast      none      0     logical_or          _     "logical_or_cpu";
     /// `logical_xor(a, b)`: exactly one non-zero (bool result).
-    LogicalXor         "logical_xor"          LogicalXor   [int float bool]  Promoted     any      cast      none      0     "logical_xor_cpu";
+    LogicalXor         "logical_xor"          LogicalXor   [int float bool]  Promoted     any      cast      none      0     logical_xor         _     "logical_xor_cpu";
     /// `a & b`, integers and bool only.
-    BitwiseAnd         "bitwise_and"          BitwiseAnd   [int bool]        Promoted     any      cast      commutes  0     "bitwise_and_cpu";
+    BitwiseAnd         "bitwise_and"          BitwiseAnd   [int bool]        Promoted     any      cast      commutes  0     bitwise_and         &     "bitwise_and_cpu";
     /// `a | b`, integers and bool only.
-    BitwiseOr          "bitwise_or"           BitwiseOr    [int bool]        Promoted     any      cast      commutes  0     "bitwise_or_cpu";
+    BitwiseOr          "bitwise_or"           BitwiseOr    [int bool]        Promoted     any      cast      commutes  0     bitwise_or          |     "bitwise_or_cpu";
     /// `a ^ b`, integers and bool only.
-    BitwiseXor         "bitwise_xor"          BitwiseXor   [int bool]        Promoted     any      cast      commutes  0     "bitwise_xor_cpu";
+    BitwiseXor         "bitwise_xor"          BitwiseXor   [int bool]        Promoted     any      cast      commutes  0     bitwise_xor         xor   "bitwise_xor_cpu";
     /// `a << b`, integers only; 0 when `b` is negative or at least the bit width.
-    BitwiseLeftShift   "bitwise_left_shift"   LeftShift    [int]             Promoted     any      cast      ordered   0     "lshift_cpu";
+    BitwiseLeftShift   "bitwise_left_shift"   LeftShift    [int]             Promoted     any      cast      ordered   0     bitwise_left_shift  <<    "lshift_cpu";
     /// `a >> b` (arithmetic when signed), integers only; a shift by a negative amount or at least
     /// the bit width leaves the sign (or 0).
-    BitwiseRightShift  "bitwise_right_shift"  RightShift   [int]             Promoted     any      cast      ordered   0     "rshift_cpu";
+    BitwiseRightShift  "bitwise_right_shift"  RightShift   [int]             Promoted     any      cast      ordered   0     bitwise_right_shift >>    "rshift_cpu";
     /// `atan2(a, b)`; integers and bool compute in float32.
-    Atan2              "atan2"                Atan2        [float]           Floating     any      cast      none      1     "atan2_cpu";
+    Atan2              "atan2"                Atan2        [float]           Floating     any      cast      none      1     atan2               atan  "atan2_cpu";
     /// `hypot(a, b)`, floating types only.
-    Hypot              "hypot"                Hypot        [float]           Promoted     any      cast      none      1     "hypot_cpu";
+    Hypot              "hypot"                Hypot        [float]           Promoted     any      cast      none      1     hypot               hypot "hypot_cpu";
 }
 
 scalar_fn! {

@@ -681,7 +681,7 @@ macro_rules! inplace {
 /// "kernel name";` (see [`Rule`]). Codes are positions, from 0 (the C API's `BC_UNARY_*`).
 macro_rules! unary_ops {
     ($($(#[$m:meta])* $var:ident $name:literal $K:ident [$($kind:ident)+] $compute:ident
-        $out:ident $inplace:ident $kname:literal;)+) => {
+        $out:ident $inplace:ident $jfn:tt $kname:literal;)+) => {
         /// The elementwise unary operations, by their C code (`BC_UNARY_*`).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum UnaryOp {
@@ -743,88 +743,89 @@ unary_ops! {
     // One row per operation, in `BC_UNARY_*` code order; a row's doc comment is its `BC_UNARY_*`
     // constant's documentation (scripts/gen_ops.py writes the C API's codes and named exports
     // from this table). `floating`: integers and bool compute in float32. `out`: which types
-    // a call into `out` accepts (see [`OutRule`]).
-    // variant    name          scalar fn   kernels for       computes in   out    in place    PyTorch kernel
+    // a call into `out` accepts (see [`OutRule`]). `Julia`: the Base function whose broadcast on a
+    // Tensor the operation is in the Julia package (`_` for none).
+    // variant    name          scalar fn   kernels for       computes in   out    in place Julia    PyTorch kernel
     /// `abs(x)`: the magnitude (integers wrap: the minimum stays the minimum; not bool).
-    Abs          "abs"          Abs         [int float]       same          exact  inplace     "abs_cpu";
+    Abs          "abs"          Abs         [int float]       same          exact  inplace  abs       "abs_cpu";
     /// `neg(x)`, `-x` (integers wrap; not bool).
-    Neg          "neg"          Neg         [int float]       same          exact  inplace     "neg_cpu";
+    Neg          "neg"          Neg         [int float]       same          exact  inplace  -         "neg_cpu";
     /// `sign(x)`: -1, 0 or 1 in the input's type (0 for NaN; bools as they are).
-    Sign         "sign"         Sign        [int float bool]  same          exact  inplace     "sign_cpu";
+    Sign         "sign"         Sign        [int float bool]  same          exact  inplace  sign      "sign_cpu";
     /// `reciprocal(x)`, `1 / x`.
-    Reciprocal   "reciprocal"   Reciprocal  [float]           floating      cast   inplace     "reciprocal_cpu";
+    Reciprocal   "reciprocal"   Reciprocal  [float]           floating      cast   inplace  inv       "reciprocal_cpu";
     /// `sqrt(x)`, the square root.
-    Sqrt         "sqrt"         Sqrt        [float]           floating      cast   inplace     "sqrt_cpu";
+    Sqrt         "sqrt"         Sqrt        [float]           floating      cast   inplace  sqrt      "sqrt_cpu";
     /// `rsqrt(x)`, `1 / sqrt(x)`.
-    Rsqrt        "rsqrt"        Rsqrt       [float]           floating      cast   inplace     "rsqrt_cpu";
+    Rsqrt        "rsqrt"        Rsqrt       [float]           floating      cast   inplace  _         "rsqrt_cpu";
     /// `square(x)`, `x * x` (integers wrap; bool gives int64).
-    Square       "square"       Square      [int float]       bool_to_long  cast   inplace     "square_cpu";
+    Square       "square"       Square      [int float]       bool_to_long  cast   inplace  _         "square_cpu";
     /// `exp(x)`, e to the power `x`.
-    Exp          "exp"          Exp         [float]           floating      cast   inplace     "exp_cpu";
+    Exp          "exp"          Exp         [float]           floating      cast   inplace  exp       "exp_cpu";
     /// `exp2(x)`, 2 to the power `x`.
-    Exp2         "exp2"         Exp2        [float]           floating      cast   inplace     "exp2_cpu";
+    Exp2         "exp2"         Exp2        [float]           floating      cast   inplace  exp2      "exp2_cpu";
     /// `expm1(x)`, `exp(x) - 1` without cancellation near 0.
-    Expm1        "expm1"        Expm1       [float]           floating      cast   inplace     "expm1_cpu";
+    Expm1        "expm1"        Expm1       [float]           floating      cast   inplace  expm1     "expm1_cpu";
     /// `log(x)`, the natural logarithm.
-    Log          "log"          Log         [float]           floating      cast   inplace     "log_cpu";
+    Log          "log"          Log         [float]           floating      cast   inplace  log       "log_cpu";
     /// `log2(x)`, the base-2 logarithm.
-    Log2         "log2"         Log2        [float]           floating      cast   inplace     "log2_cpu";
+    Log2         "log2"         Log2        [float]           floating      cast   inplace  log2      "log2_cpu";
     /// `log10(x)`, the base-10 logarithm.
-    Log10        "log10"        Log10       [float]           floating      cast   inplace     "log10_cpu";
+    Log10        "log10"        Log10       [float]           floating      cast   inplace  log10     "log10_cpu";
     /// `log1p(x)`, `log(1 + x)` without cancellation near 0.
-    Log1p        "log1p"        Log1p       [float]           floating      cast   inplace     "log1p_cpu";
+    Log1p        "log1p"        Log1p       [float]           floating      cast   inplace  log1p     "log1p_cpu";
     /// `sin(x)`.
-    Sin          "sin"          Sin         [float]           floating      cast   inplace     "sin_cpu";
+    Sin          "sin"          Sin         [float]           floating      cast   inplace  sin       "sin_cpu";
     /// `cos(x)`.
-    Cos          "cos"          Cos         [float]           floating      cast   inplace     "cos_cpu";
+    Cos          "cos"          Cos         [float]           floating      cast   inplace  cos       "cos_cpu";
     /// `tan(x)`.
-    Tan          "tan"          Tan         [float]           floating      cast   inplace     "tan_cpu";
+    Tan          "tan"          Tan         [float]           floating      cast   inplace  tan       "tan_cpu";
     /// `asin(x)`, the arcsine.
-    Asin         "asin"         Asin        [float]           floating      cast   inplace     "asin_cpu";
+    Asin         "asin"         Asin        [float]           floating      cast   inplace  asin      "asin_cpu";
     /// `acos(x)`, the arccosine.
-    Acos         "acos"         Acos        [float]           floating      cast   inplace     "acos_cpu";
+    Acos         "acos"         Acos        [float]           floating      cast   inplace  acos      "acos_cpu";
     /// `atan(x)`, the arctangent.
-    Atan         "atan"         Atan        [float]           floating      cast   inplace     "atan_cpu";
+    Atan         "atan"         Atan        [float]           floating      cast   inplace  atan      "atan_cpu";
     /// `sinh(x)`.
-    Sinh         "sinh"         Sinh        [float]           floating      cast   inplace     "sinh_cpu";
+    Sinh         "sinh"         Sinh        [float]           floating      cast   inplace  sinh      "sinh_cpu";
     /// `cosh(x)`.
-    Cosh         "cosh"         Cosh        [float]           floating      cast   inplace     "cosh_cpu";
+    Cosh         "cosh"         Cosh        [float]           floating      cast   inplace  cosh      "cosh_cpu";
     /// `tanh(x)`.
-    Tanh         "tanh"         Tanh        [float]           floating      cast   inplace     "tanh_cpu";
+    Tanh         "tanh"         Tanh        [float]           floating      cast   inplace  tanh      "tanh_cpu";
     /// `asinh(x)`.
-    Asinh        "asinh"        Asinh       [float]           floating      cast   inplace     "asinh_cpu";
+    Asinh        "asinh"        Asinh       [float]           floating      cast   inplace  asinh     "asinh_cpu";
     /// `acosh(x)`.
-    Acosh        "acosh"        Acosh       [float]           floating      cast   inplace     "acosh_cpu";
+    Acosh        "acosh"        Acosh       [float]           floating      cast   inplace  acosh     "acosh_cpu";
     /// `atanh(x)`.
-    Atanh        "atanh"        Atanh       [float]           floating      cast   inplace     "atanh_cpu";
+    Atanh        "atanh"        Atanh       [float]           floating      cast   inplace  atanh     "atanh_cpu";
     /// `sigmoid(x)`, `1 / (1 + exp(-x))`.
-    Sigmoid      "sigmoid"      Sigmoid     [float]           floating      cast   inplace     "sigmoid_cpu";
+    Sigmoid      "sigmoid"      Sigmoid     [float]           floating      cast   inplace  _         "sigmoid_cpu";
     /// `erf(x)`, the error function.
-    Erf          "erf"          Erf         [float]           floating      cast   inplace     "erf_cpu";
+    Erf          "erf"          Erf         [float]           floating      cast   inplace  _         "erf_cpu";
     /// `erfc(x)`, `1 - erf(x)` without cancellation.
-    Erfc         "erfc"         Erfc        [float]           floating      cast   inplace     "erfc_cpu";
+    Erfc         "erfc"         Erfc        [float]           floating      cast   inplace  _         "erfc_cpu";
     /// `floor(x)`, rounded down (integers as they are; not bool).
-    Floor        "floor"        Floor       [int float]       same          exact  inplace     "floor_vml_cpu";
+    Floor        "floor"        Floor       [int float]       same          exact  inplace  floor     "floor_vml_cpu";
     /// `ceil(x)`, rounded up (integers as they are; not bool).
-    Ceil         "ceil"         Ceil        [int float]       same          exact  inplace     "ceil_vml_cpu";
+    Ceil         "ceil"         Ceil        [int float]       same          exact  inplace  ceil      "ceil_vml_cpu";
     /// `round(x)`, to the nearest integer, halves to even (integers as they are; not bool).
-    Round        "round"        Round       [int float]       same          exact  inplace     "round_vml_cpu";
+    Round        "round"        Round       [int float]       same          exact  inplace  round     "round_vml_cpu";
     /// `trunc(x)`, rounded toward zero (integers as they are; not bool).
-    Trunc        "trunc"        Trunc       [int float]       same          exact  inplace     "trunc_vml_cpu";
+    Trunc        "trunc"        Trunc       [int float]       same          exact  inplace  trunc     "trunc_vml_cpu";
     /// `frac(x)`, `x - trunc(x)` (floating types only).
-    Frac         "frac"         Frac        [float]           same          exact  inplace     "frac_cpu";
+    Frac         "frac"         Frac        [float]           same          exact  inplace  _         "frac_cpu";
     /// `isnan(x)` (bool result).
-    Isnan        "isnan"        Isnan       [int float bool]  same          bool   no_inplace  "isnan_cpu";
+    Isnan        "isnan"        Isnan       [int float bool]  same          bool   no_inplace  isnan     "isnan_cpu";
     /// `isinf(x)` (bool result).
-    Isinf        "isinf"        Isinf       [int float bool]  same          bool   no_inplace  "isinf_cpu";
+    Isinf        "isinf"        Isinf       [int float bool]  same          bool   no_inplace  isinf     "isinf_cpu";
     /// `isfinite(x)` (bool result).
-    Isfinite     "isfinite"     Isfinite    [int float bool]  same          bool   no_inplace  "isfinite_cpu";
+    Isfinite     "isfinite"     Isfinite    [int float bool]  same          bool   no_inplace  isfinite  "isfinite_cpu";
     /// `signbit(x)`: whether the sign bit is set, `-0.0` and negative NaN included (bool result).
-    Signbit      "signbit"      Signbit     [int float bool]  same          bool   no_inplace  "signbit_cpu";
+    Signbit      "signbit"      Signbit     [int float bool]  same          bool   no_inplace  signbit   "signbit_cpu";
     /// `logical_not(x)`: whether `x` is zero (bool result; NaN is not zero).
-    LogicalNot   "logical_not"  LogicalNot  [int float bool]  same          cast   inplace     "logical_not_cpu";
+    LogicalNot   "logical_not"  LogicalNot  [int float bool]  same          cast   inplace  !         "logical_not_cpu";
     /// `bitwise_not(x)`, `~x`, integers and bool only.
-    BitwiseNot   "bitwise_not"  BitwiseNot  [int bool]        same          exact  inplace     "bitwise_not_cpu";
+    BitwiseNot   "bitwise_not"  BitwiseNot  [int bool]        same          exact  inplace  ~         "bitwise_not_cpu";
 }
 
 scalar_fn! {

@@ -703,38 +703,7 @@ binary(op::Int32, A::AbstractArray, s::Number) = with(a -> with(Array, binary(op
 binary(op::Int32, s::Number, A::AbstractArray) = with(a -> with(Array, binary(op, s, a)), Tensor(A))
 binary!(op::Int32, A::AbstractArray, s::Number) = (with(a -> binary!(op, a, s), writable(A)); A)
 
-# (name, in-place name, BC_OP_* code, the Julia function whose broadcast it is on Tensors, or
-# nothing). The names are the C API's; the values are the library's (PyTorch's), which differ from
-# Julia's in places (a shift by a negative amount gives 0 or -1, an integer zero divisor is a
-# BroadcastError with status BC_ERR_VALUE, comparisons give Bool).
-const OPS = (
-    (:add, :add!, BC_OP_ADD, :+),
-    (:sub, :sub!, BC_OP_SUB, :-),
-    (:mul, :mul!, BC_OP_MUL, :*),
-    (:divide, :divide!, BC_OP_DIV, :/), # true division: integer operands give Float32
-    (:eq, :eq!, BC_OP_EQ, :(==)),
-    (:ne, :ne!, BC_OP_NE, :(!=)),
-    (:lt, :lt!, BC_OP_LT, :<),
-    (:le, :le!, BC_OP_LE, :<=),
-    (:gt, :gt!, BC_OP_GT, :>),
-    (:ge, :ge!, BC_OP_GE, :>=),
-    (:maximum, :maximum!, BC_OP_MAXIMUM, :max), # module functions: Base.maximum (a reduction) is another
-    (:minimum, :minimum!, BC_OP_MINIMUM, :min),
-    (:pow, :pow!, BC_OP_POW, :^),
-    (:remainder, :remainder!, BC_OP_REMAINDER, :mod), # the divisor's sign
-    (:fmod, :fmod!, BC_OP_FMOD, :rem),           # the dividend's sign
-    (:floor_divide, :floor_divide!, BC_OP_FLOOR_DIVIDE, :fld),
-    (:logical_and, :logical_and!, BC_OP_LOGICAL_AND, nothing),
-    (:logical_or, :logical_or!, BC_OP_LOGICAL_OR, nothing),
-    (:logical_xor, :logical_xor!, BC_OP_LOGICAL_XOR, nothing),
-    (:bitwise_and, :bitwise_and!, BC_OP_BITWISE_AND, :(&)),
-    (:bitwise_or, :bitwise_or!, BC_OP_BITWISE_OR, :(|)),
-    (:bitwise_xor, :bitwise_xor!, BC_OP_BITWISE_XOR, :xor),
-    (:bitwise_left_shift, :bitwise_left_shift!, BC_OP_BITWISE_LEFT_SHIFT, :<<),
-    (:bitwise_right_shift, :bitwise_right_shift!, BC_OP_BITWISE_RIGHT_SHIFT, :>>),
-    (:atan2, :atan2!, BC_OP_ATAN2, :atan), # atan(a, b)
-    (:hypot, :hypot!, BC_OP_HYPOT, :hypot), # a module function, as maximum
-)
+include("ops.jl") # OPS and UNARY_OPS, from the library's operation tables
 
 for (name, name!, code, f) in OPS
     what = f === nothing ? "The library's `$name` of `a` and `b`" : "`broadcast($f, a, b)`, computed by the library"
@@ -771,52 +740,6 @@ function unary!(op::Int32, out::Tensor, t::Tensor)
     check(ccall(fn(:bc_unary_out), Int32, (Int32, Ptr{Cvoid}, Ptr{Cvoid}), op, t, out))
     return out
 end
-
-# (name, in-place name or nothing, BC_UNARY_* code, the Julia function whose broadcast it is on a
-# Tensor, or nothing): `sqrt.(t)` runs the library's sqrt. Result types are PyTorch's (integers
-# give Float32 for the floating functions).
-const UNARY_OPS = (
-    (:abs, :abs!, BC_UNARY_ABS, :abs),
-    (:neg, :neg!, BC_UNARY_NEG, :-),
-    (:sign, :sign!, BC_UNARY_SIGN, :sign),
-    (:reciprocal, :reciprocal!, BC_UNARY_RECIPROCAL, :inv),
-    (:sqrt, :sqrt!, BC_UNARY_SQRT, :sqrt),
-    (:rsqrt, :rsqrt!, BC_UNARY_RSQRT, nothing),
-    (:square, :square!, BC_UNARY_SQUARE, nothing),
-    (:exp, :exp!, BC_UNARY_EXP, :exp),
-    (:exp2, :exp2!, BC_UNARY_EXP2, :exp2),
-    (:expm1, :expm1!, BC_UNARY_EXPM1, :expm1),
-    (:log, :log!, BC_UNARY_LOG, :log),
-    (:log2, :log2!, BC_UNARY_LOG2, :log2),
-    (:log10, :log10!, BC_UNARY_LOG10, :log10),
-    (:log1p, :log1p!, BC_UNARY_LOG1P, :log1p),
-    (:sin, :sin!, BC_UNARY_SIN, :sin),
-    (:cos, :cos!, BC_UNARY_COS, :cos),
-    (:tan, :tan!, BC_UNARY_TAN, :tan),
-    (:asin, :asin!, BC_UNARY_ASIN, :asin),
-    (:acos, :acos!, BC_UNARY_ACOS, :acos),
-    (:atan, :atan!, BC_UNARY_ATAN, :atan),
-    (:sinh, :sinh!, BC_UNARY_SINH, :sinh),
-    (:cosh, :cosh!, BC_UNARY_COSH, :cosh),
-    (:tanh, :tanh!, BC_UNARY_TANH, :tanh),
-    (:asinh, :asinh!, BC_UNARY_ASINH, :asinh),
-    (:acosh, :acosh!, BC_UNARY_ACOSH, :acosh),
-    (:atanh, :atanh!, BC_UNARY_ATANH, :atanh),
-    (:sigmoid, :sigmoid!, BC_UNARY_SIGMOID, nothing),
-    (:erf, :erf!, BC_UNARY_ERF, nothing),
-    (:erfc, :erfc!, BC_UNARY_ERFC, nothing),
-    (:floor, :floor!, BC_UNARY_FLOOR, :floor),
-    (:ceil, :ceil!, BC_UNARY_CEIL, :ceil),
-    (:round, :round!, BC_UNARY_ROUND, :round), # halves to even, as Julia's round
-    (:trunc, :trunc!, BC_UNARY_TRUNC, :trunc),
-    (:frac, :frac!, BC_UNARY_FRAC, nothing),
-    (:isnan, nothing, BC_UNARY_ISNAN, :isnan),
-    (:isinf, nothing, BC_UNARY_ISINF, :isinf),
-    (:isfinite, nothing, BC_UNARY_ISFINITE, :isfinite),
-    (:signbit, nothing, BC_UNARY_SIGNBIT, :signbit),
-    (:logical_not, :logical_not!, BC_UNARY_LOGICAL_NOT, :!),
-    (:bitwise_not, :bitwise_not!, BC_UNARY_BITWISE_NOT, :~),
-)
 
 for (name, name!, code, f) in UNARY_OPS
     doc = """

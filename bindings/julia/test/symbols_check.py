@@ -110,6 +110,9 @@ def main():
     src_path, lib_path = sys.argv[1], sys.argv[2]
     header = sys.argv[3] if len(sys.argv) > 3 else os.path.join(HERE, "..", "..", "..", "include", "broadcast.h")
     src = open(src_path).read()
+    # The operation tables are generated into ops.jl, which the package includes.
+    ops_path = os.path.join(os.path.dirname(src_path), "ops.jl")
+    src += "\n" + open(ops_path).read()
     table = re.search(r"const FUNCTIONS = \((.*?)\n\)", src, re.S)
     if not table:
         sys.exit(f"{src_path}: no `const FUNCTIONS = (...)` table")
