@@ -204,6 +204,21 @@ impl Runner<'_> {
         let got = library_values(h, target.dtype, target.numel() as usize)?;
         for (i, v) in got.into_iter().enumerate() {
             self.write_at(target, i, Some(v));
+            // The values read back are canonical (a bool is 0 or 1), but a bool the call copies
+            // (`where`'s chosen element) keeps its source's byte, which in a caller's buffer may
+            // be another non-zero byte: the model takes the byte from memory when it means the
+            // same value.
+            if target.dtype == BOOL {
+                let (sp, at) = self.addr(target, &unflatten(i, &target.shape));
+                if let Space::Buf(b) = sp {
+                    let at = at as usize;
+                    let real = self.arena[b][at / 8].to_ne_bytes()[at % 8];
+                    let m = self.mem_mut(sp);
+                    if (real != 0) == (m.bytes[at] != 0) {
+                        m.bytes[at] = real;
+                    }
+                }
+            }
         }
         Ok(Ok(()))
     }
