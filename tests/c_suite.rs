@@ -24,12 +24,9 @@
 //! Flags and wrapper are split on whitespace (no quoting).
 #![cfg(unix)]
 
-#[path = "common/contract.rs"]
-mod contract;
-#[path = "common/header.rs"]
-mod header;
-#[path = "common/ops_table.rs"]
-mod ops_table;
+use testkit::contract;
+use testkit::header;
+use testkit::ops_table;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -327,7 +324,7 @@ fn bad_input() {
 }
 
 /// The boundary contract of every export (c_tests/contract.c), with the calls generated from the
-/// header now (tests/common/contract.rs): a new export is checked without a test of its own.
+/// header now (testkit/src/contract.rs): a new export is checked without a test of its own.
 #[test]
 fn contract() {
     let p = paths();

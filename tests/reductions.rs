@@ -9,12 +9,11 @@
 //!   thread count, and the accuracy of long sums.
 //!
 //! Tests that change the thread count or the parallel threshold hold the settings lock.
-mod common;
 
 use broadcast::ffi::*;
-use common::*;
 use serde_json::Value;
 use std::ptr;
+use testkit::*;
 
 /// A view of the row's operand, or `None` with the failure recorded.
 fn view_or_record(input: &mut Operand, f: &mut Failures, line: usize, row: &Value) -> Option<T> {

@@ -19,6 +19,8 @@ pub struct NamedOp {
     pub bool: bool,
     /// Whether a number may be an operand (in at least one order).
     pub number: bool,
+    /// Whether the result is bool whatever the operands' type (comparisons, logical operations).
+    pub bool_result: bool,
     /// How many units in the last place a floating result may differ from PyTorch's.
     pub ulps: i64,
 }
@@ -36,6 +38,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: false,
         ulps: 0,
     },
     NamedOp {
@@ -49,6 +52,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: false,
         number: true,
+        bool_result: false,
         ulps: 0,
     },
     NamedOp {
@@ -62,6 +66,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: false,
         ulps: 0,
     },
     NamedOp {
@@ -75,6 +80,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: false,
         bool: false,
         number: true,
+        bool_result: false,
         ulps: 0,
     },
     NamedOp {
@@ -88,6 +94,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: true,
         ulps: 0,
     },
     NamedOp {
@@ -101,6 +108,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: true,
         ulps: 0,
     },
     NamedOp {
@@ -114,6 +122,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: true,
         ulps: 0,
     },
     NamedOp {
@@ -127,6 +136,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: true,
         ulps: 0,
     },
     NamedOp {
@@ -140,6 +150,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: true,
         ulps: 0,
     },
     NamedOp {
@@ -153,6 +164,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: true,
         ulps: 0,
     },
     NamedOp {
@@ -166,6 +178,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: false,
+        bool_result: false,
         ulps: 0,
     },
     NamedOp {
@@ -179,6 +192,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: false,
+        bool_result: false,
         ulps: 0,
     },
     NamedOp {
@@ -192,6 +206,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: false,
         number: true,
+        bool_result: false,
         ulps: 1,
     },
     NamedOp {
@@ -205,6 +220,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: false,
         number: true,
+        bool_result: false,
         ulps: 0,
     },
     NamedOp {
@@ -218,6 +234,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: false,
         number: true,
+        bool_result: false,
         ulps: 0,
     },
     NamedOp {
@@ -235,6 +252,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: false,
         number: true,
+        bool_result: false,
         ulps: 0,
     },
     NamedOp {
@@ -252,6 +270,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: false,
+        bool_result: true,
         ulps: 0,
     },
     NamedOp {
@@ -269,6 +288,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: false,
+        bool_result: true,
         ulps: 0,
     },
     NamedOp {
@@ -286,6 +306,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: false,
+        bool_result: true,
         ulps: 0,
     },
     NamedOp {
@@ -303,6 +324,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: false,
         ulps: 0,
     },
     NamedOp {
@@ -320,6 +342,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: false,
         ulps: 0,
     },
     NamedOp {
@@ -337,6 +360,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: false,
         ulps: 0,
     },
     NamedOp {
@@ -354,6 +378,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: false,
         number: true,
+        bool_result: false,
         ulps: 0,
     },
     NamedOp {
@@ -371,6 +396,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: false,
         number: true,
+        bool_result: false,
         ulps: 0,
     },
     NamedOp {
@@ -384,6 +410,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: false,
         bool: false,
         number: false,
+        bool_result: false,
         ulps: 1,
     },
     NamedOp {
@@ -397,6 +424,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: false,
         bool: false,
         number: false,
+        bool_result: false,
         ulps: 1,
     },
 ];

@@ -3,6 +3,10 @@
 //! owns its handles in `T`): thin wrappers over the C ABI, a per-binary lock for tests that count
 //! live handles, and a way to run one test in a child process under an address-space limit.
 
+// Handles are tokens the library checks (a stale or foreign one is refused with an error, not
+// dereferenced), so these take them as a C caller does, without `unsafe`.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
 use broadcast::ffi::*;
 use std::ffi::c_char;
 use std::process::Command;
