@@ -46,11 +46,11 @@ impl Runner<'_> {
     /// Counts a call that is checked here (its failures are not recorded as the last error).
     fn count(&mut self, got: i32) {
         self.stats.calls += 1;
-        self.stats.coverage.insert((self.op, got));
+        self.stats.coverage.insert((self.family, got));
         let family = self
             .stats
             .families
-            .entry(FAMILIES[self.op as usize])
+            .entry(FAMILIES[self.family as usize])
             .or_default();
         family.0 += 1;
         if got == BC_OK {

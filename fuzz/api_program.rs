@@ -691,7 +691,8 @@ struct Runner<'a> {
     stats: Stats,
     stray_target: Box<[u64; 4]>,
     step: usize,
-    op: u8,
+    /// The family of the step being run (an index into `FAMILIES`).
+    family: u8,
 }
 
 /// Runs one program. `Err` carries a description of the first mismatch and the calls so far.
@@ -738,7 +739,7 @@ pub fn run(data: &[u8], cfg: Config) -> Result<Stats, String> {
         stats: Stats::default(),
         stray_target: Box::new([0; 4]),
         step: 0,
-        op: 0,
+        family: 0,
     };
     r.mirror = r
         .arena
@@ -892,7 +893,7 @@ impl Runner<'_> {
             self.stats.steps += 1;
             let byte = self.inp.u8();
             let op = FAMILY_TABLE[byte as usize];
-            self.op = op;
+            self.family = op;
             let outcome = match op {
                 0 => self.op_create(),
                 1 => self.op_wrap(),
@@ -935,7 +936,7 @@ impl Runner<'_> {
                 _ => {
                     let slot = self.inp.below(MORE_SLOTS.len());
                     let k = MORE_SLOTS[slot] as usize;
-                    self.op = 38 + k as u8;
+                    self.family = 38 + k as u8;
                     match k {
                         0 => self.op_lerp(),
                         1 => self.op_addc(false),
@@ -1300,11 +1301,11 @@ impl Runner<'_> {
     /// A call's status against the model's; on failure also the thread's last error.
     fn check_status(&mut self, what: &str, got: i32, expected: i32) -> Result<(), String> {
         self.stats.calls += 1;
-        self.stats.coverage.insert((self.op, got));
+        self.stats.coverage.insert((self.family, got));
         let family = self
             .stats
             .families
-            .entry(FAMILIES[self.op as usize])
+            .entry(FAMILIES[self.family as usize])
             .or_default();
         family.0 += 1;
         if got == BC_OK {
