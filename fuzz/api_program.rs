@@ -2554,7 +2554,7 @@ impl Runner<'_> {
         // SAFETY: out NULL or valid.
         let r = self.call_new("binary", null_out, dst, expected, |o| unsafe {
             if named {
-                named::NAMED_BINARY[op as usize].0(ha, hb, o)
+                named::named_binary(op).0(ha, hb, o)
             } else {
                 bc_binary(op, ha, hb, o)
             }
@@ -2634,12 +2634,12 @@ impl Runner<'_> {
         let (ha, hb) = (self.raw(a), self.raw(b));
         let named = via_named && (0..BC_OP_COUNT).contains(&op);
         let st = match out {
-            None if named => named::NAMED_BINARY[op as usize].1(ha, hb),
+            None if named => named::named_binary(op).1(ha, hb),
             None => bc_binary_inplace(op, ha, hb),
             Some(o) => {
                 let ho = self.raw(o);
                 if named {
-                    named::NAMED_BINARY[op as usize].2(ha, hb, ho)
+                    named::named_binary(op).2(ha, hb, ho)
                 } else {
                     bc_binary_out(op, ha, hb, ho)
                 }
