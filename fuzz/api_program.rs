@@ -2373,14 +2373,12 @@ impl Runner<'_> {
         // A number ranks below 0-d tensors and raises only the category, a floating one counting
         // as float32 (docs/semantics.md, section 6).
         let as_number = |dt: i32| if dt == F64 { F32 } else { dt };
-        let mut ct = match number {
+        let promoted = match number {
             Some(0) => result_type(as_number(a.dtype), true, b.dtype, false),
             Some(_) => result_type(a.dtype, false, as_number(b.dtype), true),
             None => result_type(a.dtype, a.ndim() == 0, b.dtype, b_ndim == 0),
         };
-        if op_code == BC_OP_DIV && !is_float(ct) {
-            ct = F32;
-        }
+        let ct = compute_type(op_code, promoted);
         let mut allocs: Vec<(u128, usize)> = Vec::new();
         if fallback && !self.contiguous(b) {
             allocs.push((b.numel(), itemsize(b.dtype)));

@@ -244,6 +244,8 @@ def tests(rows):
         "    pub number: bool,",
         "    /// Whether the result is bool whatever the operands' type (comparisons, logical operations).",
         "    pub bool_result: bool,",
+        "    /// Whether it computes in a floating type (integer and bool operands give float32).",
+        "    pub computes_floating: bool,",
         "    /// How many units in the last place a floating result may differ from PyTorch's.",
         "    pub ulps: i64,",
         "}",
@@ -265,6 +267,7 @@ def tests(rows):
             f"        bool: {'true' if 'bool' in kinds else 'false'},",
             f"        number: {'true' if takes_number(rest) else 'false'},",
             f"        bool_result: {'true' if name in bools else 'false'},",
+            f"        computes_floating: {'true' if rest[0] == 'Floating' else 'false'},",
             f"        ulps: {rest[4]},",
             "    },",
         ]

@@ -243,12 +243,7 @@ fn ref_result_strides(shape: &[i64], inputs: &[RefInput]) -> Vec<i64> {
 
 /// The computation type of `op` on operands of types `a` and `b` (0-d when `a0`/`b0`).
 fn ref_compute(op: i32, a: i32, a0: bool, b: i32, b0: bool) -> i32 {
-    let t = result_type(a, a0, b, b0);
-    if op == op_code("div") && category(t) < 2 {
-        F32
-    } else {
-        t
-    }
+    compute_type(op, result_type(a, a0, b, b0))
 }
 
 /// The type a number of `kind` stands for in promotion (it counts as a 0-d operand).

@@ -216,15 +216,6 @@ fn torch_name(d: i32) -> &'static str {
     }
 }
 
-/// The dtype the operation is computed in (true division of integers/bools: float32).
-fn compute_type(op: i32, rt: i32) -> i32 {
-    if op == DIV && category(rt) < 2 {
-        F32
-    } else {
-        rt
-    }
-}
-
 fn wrap_int(i: i128, d: i32) -> i64 {
     match d {
         U8 => i as u8 as i64,

@@ -144,6 +144,17 @@ pub fn result_type_n(tensors: &[(i32, bool)], numbers: &[i32]) -> i32 {
     combine(combine(group(false), group(true)), nums).expect("at least one operand")
 }
 
+/// The type binary operation `op` computes in when the operands' result type is `rt`: the
+/// operation table's `computes_floating` operations (true division, `atan2`) give float32 for
+/// integer and bool operands.
+pub fn compute_type(op: i32, rt: i32) -> i32 {
+    if crate::NAMED_OPS[op as usize].computes_floating && category(rt) < 2 {
+        F32
+    } else {
+        rt
+    }
+}
+
 /// PyTorch's `can_cast(from, to)`, the rule for writing a result into an existing tensor (in place,
 /// `out=`): no floating to integral, no non-bool to bool, that is no higher category.
 pub fn can_cast(from: i32, to: i32) -> bool {

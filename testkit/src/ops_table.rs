@@ -21,6 +21,8 @@ pub struct NamedOp {
     pub number: bool,
     /// Whether the result is bool whatever the operands' type (comparisons, logical operations).
     pub bool_result: bool,
+    /// Whether it computes in a floating type (integer and bool operands give float32).
+    pub computes_floating: bool,
     /// How many units in the last place a floating result may differ from PyTorch's.
     pub ulps: i64,
 }
@@ -39,6 +41,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: true,
         number: true,
         bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -53,6 +56,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: false,
         number: true,
         bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -67,6 +71,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: true,
         number: true,
         bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -81,6 +86,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: false,
         number: true,
         bool_result: false,
+        computes_floating: true,
         ulps: 0,
     },
     NamedOp {
@@ -95,6 +101,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: true,
         number: true,
         bool_result: true,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -109,6 +116,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: true,
         number: true,
         bool_result: true,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -123,6 +131,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: true,
         number: true,
         bool_result: true,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -137,6 +146,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: true,
         number: true,
         bool_result: true,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -151,6 +161,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: true,
         number: true,
         bool_result: true,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -165,6 +176,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: true,
         number: true,
         bool_result: true,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -179,6 +191,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: true,
         number: false,
         bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -193,6 +206,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: true,
         number: false,
         bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -207,6 +221,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: false,
         number: true,
         bool_result: false,
+        computes_floating: false,
         ulps: 1,
     },
     NamedOp {
@@ -221,6 +236,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: false,
         number: true,
         bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -235,6 +251,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: false,
         number: true,
         bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -253,6 +270,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: false,
         number: true,
         bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -271,6 +289,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: true,
         number: false,
         bool_result: true,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -289,6 +308,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: true,
         number: false,
         bool_result: true,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -307,6 +327,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: true,
         number: false,
         bool_result: true,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -325,6 +346,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: true,
         number: true,
         bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -343,6 +365,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: true,
         number: true,
         bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -361,6 +384,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: true,
         number: true,
         bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -379,6 +403,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: false,
         number: true,
         bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -397,6 +422,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: false,
         number: true,
         bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -411,6 +437,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: false,
         number: false,
         bool_result: false,
+        computes_floating: true,
         ulps: 1,
     },
     NamedOp {
@@ -425,6 +452,7 @@ pub const NAMED_OPS: &[NamedOp] = &[
         bool: false,
         number: false,
         bool_result: false,
+        computes_floating: false,
         ulps: 1,
     },
 ];
