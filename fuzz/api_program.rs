@@ -2245,20 +2245,11 @@ impl Runner<'_> {
                 .iter()
                 .map(|&a| self.resolve(a))
                 .collect::<Result<_, _>>()?;
-            // PyTorch's broadcast_shapes: fold from the right, 1 gives way.
-            let nd = ts.iter().map(|t| t.ndim()).max().unwrap_or(0);
-            let mut common = vec![1usize; nd];
-            for t in &ts {
-                for back in 1..=t.ndim() {
-                    let size = t.shape[t.ndim() - back];
-                    let slot = &mut common[nd - back];
-                    if *slot == 1 {
-                        *slot = size;
-                    } else if size != 1 && *slot != size {
-                        return Err(BC_ERR_SHAPE);
-                    }
-                }
-            }
+            // PyTorch's broadcast_shapes: the model's rule folded from the left.
+            let common = ts
+                .iter()
+                .try_fold(Vec::new(), |acc: Vec<usize>, t| broadcast(&acc, &t.shape))
+                .ok_or(BC_ERR_SHAPE)?;
             let sizes: Vec<i64> = common.iter().map(|&s| s as i64).collect();
             ts.iter()
                 .map(|t| {
