@@ -29,7 +29,11 @@
 //! Tests: `binary_ops_match_reference` (out of place / in place / out=),
 //! `binary_ops_match_reference_multithreaded` (the same with `bc_set_parallel_threshold(2)` and
 //! four threads), `shape_functions_match_reference`, `views_match_reference` (wrap, expand,
-//! contiguous, to_dtype), and two self-checks of the reference against the oracle files.
+//! contiguous, to_dtype), `reductions_match_reference` (sum, mean, prod, amax, amin over random
+//! dims), `binary_sum_to_matches_two_calls` (`bc_binary_sum_to` against `bc_binary` then
+//! `bc_tensor_sum_to_size`), and two self-checks of the reference against the oracle files
+//! (`reference_promotion_agrees_with_oracle`: the kit's model against `promotion.jsonl`;
+//! `reference_half_conversions`).
 
 // Plain index loops are the point of the reference implementation.
 #![allow(clippy::needless_range_loop)]
