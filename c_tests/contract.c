@@ -2,7 +2,7 @@
  * contract.c: the C API's boundary contract, checked for every export the header declares.
  *
  * The calls come from contract_exports.h, which tests/c_suite.rs (test `contract`) generates from
- * include/broadcast.h each time it runs (tests/common/contract.rs): one function per export that
+ * include/broadcast.h each time it runs (testkit/src/contract.rs): one function per export that
  * builds each argument from its parameter's type and name, and a table of what each parameter is.
  * A new export is therefore checked without anyone writing its test. For every export, with valid
  * arguments in every other position:

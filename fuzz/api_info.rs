@@ -23,10 +23,6 @@ const STATUSES: [i32; 13] = [
     BC_ERR_READ_ONLY,
 ];
 
-const NAMES: [&str; 10] = [
-    "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
-];
-
 /// A static C string as text.
 fn text(p: *const c_char) -> Result<String, String> {
     if p.is_null() {
@@ -46,11 +42,11 @@ impl Runner<'_> {
     /// Counts a call that is checked here (its failures are not recorded as the last error).
     fn count(&mut self, got: i32) {
         self.stats.calls += 1;
-        self.stats.coverage.insert((self.op, got));
+        self.stats.coverage.insert((self.family, got));
         let family = self
             .stats
             .families
-            .entry(FAMILIES[self.op as usize])
+            .entry(FAMILIES[self.family as usize])
             .or_default();
         family.0 += 1;
         if got == BC_OK {
@@ -91,7 +87,7 @@ impl Runner<'_> {
             1 => {
                 let (size, name) = (bc_dtype_size(code), text(bc_dtype_name(code))?);
                 let (want_size, want_name) = match valid_dtype(code) {
-                    true => (itemsize(code), NAMES[code as usize]),
+                    true => (itemsize(code), testkit::dtype_str(code)),
                     false => (0, "unknown"),
                 };
                 if (size, name.as_str()) != (want_size, want_name) {

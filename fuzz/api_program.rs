@@ -22,6 +22,9 @@ use std::fmt::Write as _;
 use std::ptr;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
+// The element types, promotion, broadcasting and result layout: the one reference model, shared
+// with the property tests.
+use testkit::model::*;
 
 #[path = "api_dlpack.rs"]
 mod dlpack;
@@ -123,94 +126,6 @@ impl Stats {
 // ---------------------------------------------------------------------------------------------
 // dtypes and element values (the reference arithmetic)
 // ---------------------------------------------------------------------------------------------
-
-const BOOL: i32 = BC_DTYPE_BOOL;
-const U8: i32 = BC_DTYPE_UINT8;
-const I8: i32 = BC_DTYPE_INT8;
-const I16: i32 = BC_DTYPE_INT16;
-const I32: i32 = BC_DTYPE_INT32;
-const I64: i32 = BC_DTYPE_INT64;
-const F16: i32 = BC_DTYPE_FLOAT16;
-const BF16: i32 = BC_DTYPE_BFLOAT16;
-const F32: i32 = BC_DTYPE_FLOAT32;
-const F64: i32 = BC_DTYPE_FLOAT64;
-
-fn valid_dtype(dt: i32) -> bool {
-    (0..=9).contains(&dt)
-}
-
-fn itemsize(dt: i32) -> usize {
-    match dt {
-        BOOL | U8 | I8 => 1,
-        I16 | F16 | BF16 => 2,
-        I32 | F32 => 4,
-        _ => 8,
-    }
-}
-
-fn is_float(dt: i32) -> bool {
-    matches!(dt, F16 | BF16 | F32 | F64)
-}
-
-fn category(dt: i32) -> u8 {
-    match dt {
-        BOOL => 0,
-        F16 | BF16 | F32 | F64 => 2,
-        _ => 1,
-    }
-}
-
-/// PyTorch's `promote_types` for the ten types.
-fn promote(a: i32, b: i32) -> i32 {
-    if a == b {
-        return a;
-    }
-    match (category(a), category(b)) {
-        (0, _) => b,
-        (_, 0) => a,
-        (1, 2) => b,
-        (2, 1) => a,
-        (2, 2) => {
-            if (a == F16 && b == BF16) || (a == BF16 && b == F16) {
-                F32
-            } else {
-                a.max(b) // F16 < BF16 < F32 < F64, and the f16/bf16 pair is handled
-            }
-        }
-        _ => {
-            if (a == U8 && b == I8) || (a == I8 && b == U8) {
-                I16
-            } else if a == U8 {
-                b
-            } else if b == U8 {
-                a
-            } else {
-                a.max(b) // signed widths in code order
-            }
-        }
-    }
-}
-
-/// PyTorch 2.x `result_type` of two tensors: a 0-d operand only raises the category.
-fn result_type(a: i32, a0: bool, b: i32, b0: bool) -> i32 {
-    let combine = |dim: i32, zero: i32| {
-        if category(dim) >= category(zero) {
-            dim
-        } else {
-            promote(dim, zero)
-        }
-    };
-    match (a0, b0) {
-        (false, true) => combine(a, b),
-        (true, false) => combine(b, a),
-        _ => promote(a, b),
-    }
-}
-
-fn can_cast(from: i32, to: i32) -> bool {
-    // No floating to integral, no non-bool to bool.
-    (!is_float(from) || is_float(to)) && (from == BOOL || to != BOOL)
-}
 
 #[derive(Clone, Copy, Debug)]
 enum Num {
@@ -698,208 +613,9 @@ impl TM {
     }
 }
 
-/// Row-major strides with size-0/1 dimensions counting as 1 (PyTorch's rule).
-fn contiguous_strides(shape: &[usize]) -> Vec<i64> {
-    let mut out = vec![0i64; shape.len()];
-    let mut acc: i64 = 1;
-    for i in (0..shape.len()).rev() {
-        out[i] = acc;
-        acc = acc.saturating_mul(shape[i].max(1) as i64);
-    }
-    out
-}
-
-/// The strides PyTorch 2.x gives a new result of `shape` computed from `inputs` (shape, strides,
-/// converted to the computation type first): TensorIterator's rule, stated plainly for the model.
-fn result_layout(shape: &[usize], inputs: &[(Vec<usize>, Vec<i64>, bool)]) -> Vec<i64> {
-    // `.to(dtype)` keeps a dense layout (an empty one whatever its strides) and makes any other
-    // dense in its own order.
-    let own: Vec<Vec<i64>> = inputs
-        .iter()
-        .map(|(s, st, converted)| {
-            if *converted && !dense_layout(s, st) {
-                dense_in_order(s, &dim_order(s, std::slice::from_ref(st)), false)
-            } else {
-                st.clone()
-            }
-        })
-        .collect();
-    if inputs.iter().all(|(s, _, _)| s == shape) {
-        let row_major = contiguous_strides(shape);
-        let contiguous = |st: &Vec<i64>| {
-            numel_of(shape) == 0 || (0..shape.len()).all(|d| shape[d] == 1 || st[d] == row_major[d])
-        };
-        if own.iter().all(contiguous) {
-            return row_major;
-        }
-        let channels_last = |st: &Vec<i64>| {
-            shape.len() == 4 && {
-                let order = [1, 3, 2, 0];
-                let want = dense_in_order(shape, &order, true);
-                order.iter().all(|&d| shape[d] == 1 || st[d] == want[d])
-            }
-        };
-        if own.iter().all(channels_last) {
-            return dense_in_order(shape, &[1, 3, 2, 0], true);
-        }
-        if own
-            .iter()
-            .all(|st| dense_layout(shape, st) && *st == own[0])
-        {
-            return own.last().unwrap().clone();
-        }
-    }
-    let nd = shape.len();
-    let iter: Vec<Vec<i64>> = inputs
-        .iter()
-        .zip(&own)
-        .map(|((s, _, _), st)| {
-            (0..nd)
-                .map(|d| match (d + s.len()).checked_sub(nd) {
-                    Some(i) if s[i] != 1 || shape[d] == 1 => st[i],
-                    _ => 0,
-                })
-                .collect()
-        })
-        .collect();
-    let order = dim_order(shape, &iter);
-    if order.iter().copied().eq((0..nd).rev()) {
-        contiguous_strides(shape)
-    } else {
-        dense_in_order(shape, &order, true)
-    }
-}
-
-/// TensorIterator's dimension order, fastest first: insertion sort from reversed row-major
-/// order; two dimensions compare by the first operand with non-zero strides on both that differ,
-/// or, equal, whose size on the first is larger; otherwise they are left as they are.
-fn dim_order(shape: &[usize], strides: &[Vec<i64>]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..shape.len()).rev().collect();
-    let after = |x: usize, y: usize| -> Option<bool> {
-        strides.iter().find_map(|st| {
-            let (sx, sy) = (st[x], st[y]);
-            if sx == 0 || sy == 0 {
-                None
-            } else if sx != sy {
-                Some(sx > sy)
-            } else {
-                (shape[x] > shape[y]).then_some(true)
-            }
-        })
-    };
-    for i in 1..order.len() {
-        let mut j = i;
-        for k in (0..i).rev() {
-            match after(order[k], order[j]) {
-                Some(true) => {
-                    order.swap(k, j);
-                    j = k;
-                }
-                Some(false) => break,
-                None => {}
-            }
-        }
-    }
-    order
-}
-
-/// Dense strides with the dimensions of `order` fastest first; `zero_sizes` multiplies by sizes
-/// of 0 too (TensorIterator), else they count as 1 (a converted copy).
-fn dense_in_order(shape: &[usize], order: &[usize], zero_sizes: bool) -> Vec<i64> {
-    let mut out = vec![0i64; shape.len()];
-    let mut next = 1i64;
-    for &d in order {
-        out[d] = next;
-        if shape[d] > 1 || (zero_sizes && shape[d] == 0) {
-            next = next.saturating_mul(shape[d] as i64);
-        }
-    }
-    out
-}
-
-/// Whether the dimensions of size 2 or more, sorted by stride, are dense; a tensor with no
-/// elements always is (PyTorch counts every empty tensor as contiguous, so `.to(dtype)` keeps its
-/// strides).
-fn dense_layout(shape: &[usize], strides: &[i64]) -> bool {
-    if shape.contains(&0) {
-        return true;
-    }
-    let mut big: Vec<(i64, usize)> = (0..shape.len())
-        .filter(|&d| shape[d] >= 2)
-        .map(|d| (strides[d], shape[d]))
-        .collect();
-    big.sort();
-    let mut expected = 1i64;
-    for (s, n) in big {
-        if s != expected {
-            return false;
-        }
-        expected = expected.saturating_mul(n as i64);
-    }
-    true
-}
-
-/// All multi-indices of `shape`, row-major.
-fn indices(shape: &[usize]) -> Vec<Vec<usize>> {
-    let n = numel_of(shape) as usize; // callers only ask for small shapes (or empty ones)
-    let mut out = Vec::with_capacity(n);
-    let mut idx = vec![0usize; shape.len()];
-    for _ in 0..n {
-        out.push(idx.clone());
-        for d in (0..shape.len()).rev() {
-            idx[d] += 1;
-            if idx[d] < shape[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
-    }
-    out
-}
-
-fn numel_of(shape: &[usize]) -> u128 {
-    shape
-        .iter()
-        .fold(1u128, |acc, &s| acc.saturating_mul(s as u128))
-}
-
-/// The number of elements must fit in `isize`; a 0 anywhere makes 0 whatever the other sizes
-/// and their order (`[2^62, 2^62, 0]` is as valid as `[0, 2^62, 2^62]`).
-fn checked_numel(shape: &[usize]) -> Result<usize, i32> {
-    if shape.contains(&0) {
-        return Ok(0);
-    }
-    shape
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .filter(|&n| n <= isize::MAX as usize)
-        .ok_or(BC_ERR_OVERFLOW)
-}
-
-/// Broadcast two shapes (docs/semantics.md, sections 1-2).
+/// Broadcast two shapes, `None` when they do not (the model's rule; the message is not needed).
 fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
-    let n = a.len().max(b.len());
-    let mut out = vec![0; n];
-    for i in 0..n {
-        let sa = if i < n - a.len() {
-            1
-        } else {
-            a[i - (n - a.len())]
-        };
-        let sb = if i < n - b.len() {
-            1
-        } else {
-            b[i - (n - b.len())]
-        };
-        out[i] = if sa == sb || sb == 1 {
-            sa
-        } else if sa == 1 {
-            sb
-        } else {
-            return None;
-        };
-    }
-    Some(out)
+    broadcast_shapes(a, b).ok()
 }
 
 /// Outcome of an allocation the model predicts.
@@ -975,7 +691,8 @@ struct Runner<'a> {
     stats: Stats,
     stray_target: Box<[u64; 4]>,
     step: usize,
-    op: u8,
+    /// The family of the step being run (an index into `FAMILIES`).
+    family: u8,
 }
 
 /// Runs one program. `Err` carries a description of the first mismatch and the calls so far.
@@ -1022,7 +739,7 @@ pub fn run(data: &[u8], cfg: Config) -> Result<Stats, String> {
         stats: Stats::default(),
         stray_target: Box::new([0; 4]),
         step: 0,
-        op: 0,
+        family: 0,
     };
     r.mirror = r
         .arena
@@ -1176,7 +893,7 @@ impl Runner<'_> {
             self.stats.steps += 1;
             let byte = self.inp.u8();
             let op = FAMILY_TABLE[byte as usize];
-            self.op = op;
+            self.family = op;
             let outcome = match op {
                 0 => self.op_create(),
                 1 => self.op_wrap(),
@@ -1219,7 +936,7 @@ impl Runner<'_> {
                 _ => {
                     let slot = self.inp.below(MORE_SLOTS.len());
                     let k = MORE_SLOTS[slot] as usize;
-                    self.op = 38 + k as u8;
+                    self.family = 38 + k as u8;
                     match k {
                         0 => self.op_lerp(),
                         1 => self.op_addc(false),
@@ -1584,11 +1301,11 @@ impl Runner<'_> {
     /// A call's status against the model's; on failure also the thread's last error.
     fn check_status(&mut self, what: &str, got: i32, expected: i32) -> Result<(), String> {
         self.stats.calls += 1;
-        self.stats.coverage.insert((self.op, got));
+        self.stats.coverage.insert((self.family, got));
         let family = self
             .stats
             .families
-            .entry(FAMILIES[self.op as usize])
+            .entry(FAMILIES[self.family as usize])
             .or_default();
         family.0 += 1;
         if got == BC_OK {
@@ -2528,20 +2245,11 @@ impl Runner<'_> {
                 .iter()
                 .map(|&a| self.resolve(a))
                 .collect::<Result<_, _>>()?;
-            // PyTorch's broadcast_shapes: fold from the right, 1 gives way.
-            let nd = ts.iter().map(|t| t.ndim()).max().unwrap_or(0);
-            let mut common = vec![1usize; nd];
-            for t in &ts {
-                for back in 1..=t.ndim() {
-                    let size = t.shape[t.ndim() - back];
-                    let slot = &mut common[nd - back];
-                    if *slot == 1 {
-                        *slot = size;
-                    } else if size != 1 && *slot != size {
-                        return Err(BC_ERR_SHAPE);
-                    }
-                }
-            }
+            // PyTorch's broadcast_shapes: the model's rule folded from the left.
+            let common = ts
+                .iter()
+                .try_fold(Vec::new(), |acc: Vec<usize>, t| broadcast(&acc, &t.shape))
+                .ok_or(BC_ERR_SHAPE)?;
             let sizes: Vec<i64> = common.iter().map(|&s| s as i64).collect();
             ts.iter()
                 .map(|t| {
@@ -2616,13 +2324,7 @@ impl Runner<'_> {
         let mut fallback = false;
         let shape: Vec<usize> = if inplace {
             let s = &a.shape;
-            let o = &b.shape;
-            let fits = o.len() <= s.len()
-                && (0..o.len()).all(|i| {
-                    let (sv, ov) = (s[s.len() - o.len() + i], o[i]);
-                    ov == sv || ov == 1
-                });
-            if fits {
+            if inplace_shape(s, &b.shape).is_ok() {
                 if self.warn && a.shape != b.shape && a.numel() == b.numel() {
                     warnings[WARN_CHANGE] += 1;
                 }
@@ -2662,14 +2364,12 @@ impl Runner<'_> {
         // A number ranks below 0-d tensors and raises only the category, a floating one counting
         // as float32 (docs/semantics.md, section 6).
         let as_number = |dt: i32| if dt == F64 { F32 } else { dt };
-        let mut ct = match number {
+        let promoted = match number {
             Some(0) => result_type(as_number(a.dtype), true, b.dtype, false),
             Some(_) => result_type(a.dtype, false, as_number(b.dtype), true),
             None => result_type(a.dtype, a.ndim() == 0, b.dtype, b_ndim == 0),
         };
-        if op_code == BC_OP_DIV && !is_float(ct) {
-            ct = F32;
-        }
+        let ct = compute_type(op_code, promoted);
         let mut allocs: Vec<(u128, usize)> = Vec::new();
         if fallback && !self.contiguous(b) {
             allocs.push((b.numel(), itemsize(b.dtype)));
@@ -2843,7 +2543,7 @@ impl Runner<'_> {
         // SAFETY: out NULL or valid.
         let r = self.call_new("binary", null_out, dst, expected, |o| unsafe {
             if named {
-                named::NAMED_BINARY[op as usize].0(ha, hb, o)
+                named::named_binary(op).0(ha, hb, o)
             } else {
                 bc_binary(op, ha, hb, o)
             }
@@ -2923,12 +2623,12 @@ impl Runner<'_> {
         let (ha, hb) = (self.raw(a), self.raw(b));
         let named = via_named && (0..BC_OP_COUNT).contains(&op);
         let st = match out {
-            None if named => named::NAMED_BINARY[op as usize].1(ha, hb),
+            None if named => named::named_binary(op).1(ha, hb),
             None => bc_binary_inplace(op, ha, hb),
             Some(o) => {
                 let ho = self.raw(o);
                 if named {
-                    named::NAMED_BINARY[op as usize].2(ha, hb, ho)
+                    named::named_binary(op).2(ha, hb, ho)
                 } else {
                     bc_binary_out(op, ha, hb, ho)
                 }
@@ -3237,12 +2937,13 @@ impl Runner<'_> {
     }
 }
 
-/// The comparisons and logical operations give bool, the others their computation type.
+/// The comparisons and logical operations give bool, the others their computation type (the
+/// operation table's `bool_result`).
 fn binary_result(op: i32, ct: i32) -> i32 {
-    match op {
-        BC_OP_EQ | BC_OP_NE | BC_OP_LT | BC_OP_LE | BC_OP_GT | BC_OP_GE | BC_OP_LOGICAL_AND
-        | BC_OP_LOGICAL_OR | BC_OP_LOGICAL_XOR => BOOL,
-        _ => ct,
+    if testkit::NAMED_OPS[op as usize].bool_result {
+        BOOL
+    } else {
+        ct
     }
 }
 

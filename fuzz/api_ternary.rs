@@ -5,20 +5,10 @@
 //! the result type: NaN in any gives NaN, `min > max` gives `max`, bools take `|` and `&`.
 use super::*;
 
-/// PyTorch's `result_type` of several tensors: tensors with dimensions promote together, 0-d
-/// ones together, and the 0-d ones' type counts only where it raises the category.
+/// PyTorch's `result_type` of several tensors (the model's rule).
 fn result_type_n(ts: &[&TM]) -> i32 {
-    let fold = |zero_d: bool| {
-        ts.iter()
-            .filter(|t| (t.ndim() == 0) == zero_d)
-            .map(|t| t.dtype)
-            .reduce(promote)
-    };
-    match (fold(false), fold(true)) {
-        (Some(d), Some(z)) => result_type(d, false, z, true),
-        (Some(t), None) | (None, Some(t)) => t,
-        (None, None) => unreachable!("at least the input"),
-    }
+    let ts: Vec<(i32, bool)> = ts.iter().map(|t| (t.dtype, t.ndim() == 0)).collect();
+    testkit::model::result_type_n(&ts, &[])
 }
 
 /// One element of `clamp` in the result type.

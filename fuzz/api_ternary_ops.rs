@@ -53,30 +53,11 @@ enum To {
     Out,
 }
 
-/// `combine_categories`: the higher-ranked type unless the lower one raises the category.
-fn combine(higher: Option<i32>, lower: Option<i32>) -> Option<i32> {
-    match (higher, lower) {
-        (Some(h), Some(l)) => Some(if category(h) >= category(l) {
-            h
-        } else {
-            promote(h, l)
-        }),
-        (h, None) => h,
-        (None, l) => l,
-    }
-}
-
-/// PyTorch's result type over tensors and numbers: tensors with dimensions promote together,
-/// then 0-d tensors, then numbers (a float counting as float32), each only raising the category.
+/// PyTorch's result type over tensors and numbers (the model's rule).
 fn result_type_ranked(tensors: &[&TM], numbers: &[Num]) -> i32 {
-    let fold = |it: &mut dyn Iterator<Item = i32>| it.reduce(promote);
-    let dims = fold(&mut tensors.iter().filter(|t| t.ndim() > 0).map(|t| t.dtype));
-    let zero = fold(&mut tensors.iter().filter(|t| t.ndim() == 0).map(|t| t.dtype));
-    let nums = fold(&mut numbers.iter().map(|n| match n.dtype() {
-        F64 => F32,
-        d => d,
-    }));
-    combine(combine(dims, zero), nums).expect("at least the input")
+    let ts: Vec<(i32, bool)> = tensors.iter().map(|t| (t.dtype, t.ndim() == 0)).collect();
+    let ns: Vec<i32> = numbers.iter().map(|n| n.dtype()).collect();
+    result_type_n(&ts, &ns)
 }
 
 /// c10's `overflows` as the library states it (`fits` in the header's `BC_ERR_VALUE` rules): a

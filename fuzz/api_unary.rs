@@ -433,7 +433,7 @@ impl Runner<'_> {
         // SAFETY: out_arg is NULL or valid for one write.
         let st = unsafe {
             match named {
-                true => super::named::NAMED_UNARY[op as usize].0(h, out_arg),
+                true => super::named::named_unary(op).0(h, out_arg),
                 false => bc_unary(op, h, out_arg),
             }
         };
@@ -516,7 +516,7 @@ impl Runner<'_> {
         ));
         let h = self.raw(a);
         // The named in-place form where there is one (the predicates have none).
-        let forms = named.then(|| super::named::NAMED_UNARY[op as usize]);
+        let forms = named.then(|| super::named::named_unary(op));
         let st = match (out, forms) {
             (None, Some((_, Some(inplace), _))) => inplace(h),
             (None, _) => bc_unary_inplace(op, h),

@@ -2,8 +2,9 @@
 //! library cargo has just built (in this test binary's own target directory), runs it, and fails
 //! with its output when it exits non-zero. One `#[test]` per C program, plus header hygiene
 //! (C++17, two C translation units, an ignored status warns), the C++ interface
-//! (`include/broadcast.hpp`, `c_tests/cpp_wrapper.cpp`), the examples the README shows, and a
-//! check that no file in `c_tests/` is left out. `contract` first writes the calls of
+//! (`include/broadcast.hpp`, `c_tests/cpp_wrapper.cpp`), the examples the README shows, the tour
+//! of the documented examples (`examples/tour.c`, their one C check), and a check that no file in
+//! `c_tests/` is left out. `contract` first writes the calls of
 //! `c_tests/contract.c` from the header (`contract_exports.h`, beside the binaries), so the
 //! boundary contract of every export runs here too, under the sanitizer script's wrappers.
 //!
@@ -24,12 +25,9 @@
 //! Flags and wrapper are split on whitespace (no quoting).
 #![cfg(unix)]
 
-#[path = "common/contract.rs"]
-mod contract;
-#[path = "common/header.rs"]
-mod header;
-#[path = "common/ops_table.rs"]
-mod ops_table;
+use testkit::contract;
+use testkit::header;
+use testkit::ops_table;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -38,7 +36,6 @@ use std::time::{Duration, Instant};
 
 /// Every source file in `c_tests/` and the test that builds it (checked by `every_c_test_file_is_built`).
 const KNOWN_SOURCES: &[&str] = &[
-    "documented_examples.c",
     "bad_input.c",
     "contract.c",
     "ops.c",
@@ -317,17 +314,12 @@ fn build_and_run(name: &str) {
 }
 
 #[test]
-fn documented_examples() {
-    build_and_run("documented_examples");
-}
-
-#[test]
 fn bad_input() {
     build_and_run("bad_input");
 }
 
 /// The boundary contract of every export (c_tests/contract.c), with the calls generated from the
-/// header now (tests/common/contract.rs): a new export is checked without a test of its own.
+/// header now (testkit/src/contract.rs): a new export is checked without a test of its own.
 #[test]
 fn contract() {
     let p = paths();
@@ -578,8 +570,10 @@ fn header_two_translation_units() {
     );
 }
 
-/// examples/tour.c (the walk through the documented examples that README shows how to build)
-/// compiles warning-free and reports that every example behaved as documented.
+/// examples/tour.c, the walk through the 12 documented examples of docs/semantics.md (section 3)
+/// that `make demo` runs, and the suite's one check of them: it compiles warning-free (under the
+/// sanitizers' flags too) and every example behaves as documented (shapes, elements, statuses,
+/// messages, warnings, untouched targets).
 #[test]
 fn tour_example() {
     build_and_run_pedantic("tour", &["examples/tour.c"], false);

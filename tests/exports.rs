@@ -1,7 +1,6 @@
 //! The shipped library's interface: every exported symbol carries the `bc_` prefix, the header
 //! declares each of them, and the header's version macros agree with Cargo.toml.
-#[path = "common/header.rs"]
-mod header;
+use testkit::header;
 
 use std::path::PathBuf;
 use std::process::Command;

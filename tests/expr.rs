@@ -4,14 +4,13 @@
 //! message, and the same warnings), on random programs over every operation and dtype; the
 //! single pass must really be single (no intermediate tensors); and a caller's `out` follows the
 //! separate calls' overlap rules.
-mod common;
 
 use broadcast::engine::{parallel, storage};
 use broadcast::ffi::*;
-use common::*;
 use std::ffi::{c_char, c_void, CStr};
 use std::ptr;
 use std::sync::Mutex;
+use testkit::*;
 
 /// The switches and the warning handler are process-wide: tests that depend on them take turns.
 static SETTINGS: Mutex<()> = Mutex::new(());

@@ -21,16 +21,14 @@
 //! To add a scenario (say for a new export), add one entry to [`scenarios`]: a name, a status,
 //! and a setup that makes the inputs with the `Ctx` helpers and returns the call.
 use broadcast::ffi::*;
-#[path = "common/header.rs"]
-mod header;
-#[path = "common/ops_table.rs"]
-mod ops_table;
 use ops_table::{NAMED_OPS, NAMED_UNARY};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::ffi::{c_char, c_void};
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use testkit::header;
+use testkit::ops_table;
 
 // ---------------------------------------------------------------------------------------------
 // The allocator

@@ -2,13 +2,11 @@
 //! its default print options), through the C ABI: every row's text exactly; and the buffer
 //! protocol (sizing with `(NULL, 0)`, truncation, the NUL, argument checks).
 
-mod common;
-
 use broadcast::ffi::*;
-use common::*;
 use serde_json::Value;
 use std::ffi::c_char;
 use std::ptr;
+use testkit::*;
 
 fn value(dtype: i32, v: &Value) -> V {
     match v.as_str() {

@@ -1,6 +1,7 @@
 //! The C-API fuzzer on stable Rust. Bytes are programs of API calls (decoded by
 //! `fuzz/api_program.rs`, shared with the cargo-fuzz target) checked call by call against a
-//! plain reference model.
+//! plain reference model (its type and shape rules are the test kit's, `testkit/src/model.rs`,
+//! which the property tests use too).
 //!
 //! * `corpus_replays_clean`: every file in `fuzz/corpus/api/` (seeds, and every failure ever
 //!   found, kept as regressions) runs without a mismatch.

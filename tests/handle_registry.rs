@@ -10,12 +10,11 @@
 //! handle would be dereferenced (a crash or garbage, not the status); without the generation count
 //! a stale handle would reach the tensor that now lives in its slot (`stale_handle_*`); without
 //! the liveness check in `release`, a double free would free someone else's tensor.
-mod common;
 
 use broadcast::ffi::*;
-use common::raw::*;
 use std::ffi::c_void;
 use std::ptr;
+use testkit::raw::*;
 
 /// Checks that `h` is not a live handle: `bc_tensor_is_live` says so, a call that reads it and
 /// one that would make a tensor from it refuse it with `BC_ERR_INVALID_HANDLE` (naming it, out-

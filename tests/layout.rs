@@ -8,11 +8,9 @@
 //! converted operands, a tensor with a number), where the strides of every dimension must be
 //! PyTorch's.
 
-mod common;
-
 use broadcast::ffi::*;
-use common::*;
 use serde_json::Value;
+use testkit::*;
 
 #[test]
 fn results_are_laid_out_as_pytorch_lays_them_out() {
@@ -206,105 +204,14 @@ impl Zeros {
 }
 
 // =============================================================================================
-// Empty results. A reference for the result's layout, written from PyTorch's source rather than
-// from the engine: `.to(dtype)` (`_to_copy`: a tensor with c10's non-overlapping-and-dense flag
-// keeps its strides, any other gets `infer_dense_strides`), c10's contiguity flags (a tensor
+// Empty results, and the reference for the result's layout: the test kit's one model
+// (`testkit::model::result_layout`, shared with the fuzzer), written from PyTorch's source rather
+// than from the engine: `.to(dtype)` (`_to_copy`: a tensor with c10's non-overlapping-and-dense
+// flag keeps its strides, any other gets `infer_dense_strides`), c10's contiguity flags (a tensor
 // with no elements is contiguous, so it has the flag too), and TensorIterator's fast set-up,
 // `compute_strides`, `reorder_dimensions` and output allocation. It is first checked against
 // every row of `layout_extra.jsonl` and `where_layout.jsonl`.
 // =============================================================================================
-
-/// c10's `is_contiguous` flag: row-major skipping size-1 dimensions; always true with no elements.
-fn ref_is_contiguous(shape: &[i64], strides: &[i64]) -> bool {
-    if shape.contains(&0) {
-        return true;
-    }
-    let mut z = 1;
-    for (&n, &s) in shape.iter().zip(strides).rev() {
-        if n != 1 {
-            if s != z {
-                return false;
-            }
-            z *= n;
-        }
-    }
-    true
-}
-
-/// c10's `is_non_overlapping_and_dense` flag: contiguous (in any supported memory format, each of
-/// which is dense when there are elements), or dense once the dimensions of size 2 or more are
-/// sorted by stride.
-fn ref_non_overlapping_and_dense(shape: &[i64], strides: &[i64]) -> bool {
-    if ref_is_contiguous(shape, strides) {
-        return true;
-    }
-    if let [n] = shape {
-        return *n < 2 || strides[0] == 1;
-    }
-    let mut big: Vec<usize> = (0..shape.len()).filter(|&d| shape[d] >= 2).collect();
-    big.sort_by_key(|&d| strides[d]);
-    let mut require = 1;
-    for d in big {
-        if strides[d] != require {
-            return false;
-        }
-        require *= shape[d];
-    }
-    true
-}
-
-/// The insertion sort TensorIterator and `infer_dense_strides` share: from the reversed
-/// dimension order, `cmp(d0, d1)` is 1 to move `d1` before `d0`, -1 to stop, 0 to look further.
-fn ref_sort(nd: usize, cmp: impl Fn(usize, usize) -> i32) -> Vec<usize> {
-    let mut perm: Vec<usize> = (0..nd).rev().collect();
-    for i in 1..nd {
-        let mut d1 = i;
-        for d0 in (0..i).rev() {
-            match cmp(perm[d0], perm[d1]) {
-                1 => {
-                    perm.swap(d0, d1);
-                    d1 = d0;
-                }
-                -1 => break,
-                _ => {}
-            }
-        }
-    }
-    perm
-}
-
-/// The strides of `x.to(other_dtype)`.
-fn ref_converted(shape: &[i64], strides: &[i64]) -> Vec<i64> {
-    if ref_non_overlapping_and_dense(shape, strides) {
-        return strides.to_vec();
-    }
-    if shape.len() == 1 {
-        return vec![1];
-    }
-    let perm = ref_sort(shape.len(), |d0, d1| {
-        let (s0, s1) = (strides[d0], strides[d1]);
-        if s0 == 0 || s1 == 0 {
-            0
-        } else if s0 != s1 {
-            if s0 < s1 {
-                -1
-            } else {
-                1
-            }
-        } else {
-            i32::from(shape[d0] > shape[d1])
-        }
-    });
-    let mut out = vec![0; shape.len()];
-    let mut next = 1;
-    for d in perm {
-        out[d] = next;
-        if shape[d] > 1 {
-            next *= shape[d];
-        }
-    }
-    out
-}
 
 /// An input as the iterator sees it: `converted` when its type is not the computation type.
 struct RefInput {
@@ -323,108 +230,20 @@ impl RefInput {
     }
 }
 
-/// The strides PyTorch gives a new result of `shape` computed from `inputs` (in operand order).
+/// The strides PyTorch gives a new result of `shape` computed from `inputs` (in operand order):
+/// the model's rule.
 fn ref_result_strides(shape: &[i64], inputs: &[RefInput]) -> Vec<i64> {
-    let nd = shape.len();
-    let own: Vec<Vec<i64>> = inputs
+    let sizes = |s: &[i64]| s.iter().map(|&n| n as usize).collect::<Vec<_>>();
+    let inputs: Vec<_> = inputs
         .iter()
-        .map(|i| match i.converted {
-            true => ref_converted(&i.shape, &i.strides),
-            false => i.strides.clone(),
-        })
+        .map(|i| (sizes(&i.shape), i.strides.clone(), i.converted))
         .collect();
-    let contiguous = || {
-        let mut out = vec![0; nd];
-        let mut z = 1;
-        for d in (0..nd).rev() {
-            out[d] = z;
-            z *= shape[d].max(1);
-        }
-        out
-    };
-    // The fast set-up, when every operand has the result's shape.
-    if inputs.iter().all(|i| i.shape == shape) {
-        if inputs
-            .iter()
-            .zip(&own)
-            .all(|(i, s)| ref_is_contiguous(&i.shape, s))
-        {
-            return contiguous();
-        }
-        let channels_last = |s: &[i64]| {
-            let mut e = 1;
-            nd == 4
-                && [1, 3, 2, 0].iter().all(|&d| {
-                    let ok = shape[d] == 1 || s[d] == e;
-                    if shape[d] != 1 {
-                        e *= shape[d];
-                    }
-                    ok
-                })
-        };
-        if own.iter().all(|s| channels_last(s)) {
-            let (c, h, w) = (shape[1], shape[2], shape[3]);
-            return vec![c * h * w, 1, c * w, c];
-        }
-        let last = own.last().unwrap();
-        if own
-            .iter()
-            .all(|s| ref_non_overlapping_and_dense(shape, s) && s == last)
-        {
-            return last.clone();
-        }
-    }
-    // compute_strides: 0 where a size-1 dimension is broadcast or missing (element strides: the
-    // sort compares one operand's strides with each other only, so the element size cancels).
-    let strides: Vec<Vec<i64>> = inputs
-        .iter()
-        .zip(&own)
-        .map(|(i, s)| {
-            let lead = nd - i.shape.len();
-            (0..nd)
-                .map(|d| match d.checked_sub(lead) {
-                    Some(k) if !(i.shape[k] == 1 && shape[d] != 1) => s[k],
-                    _ => 0,
-                })
-                .collect()
-        })
-        .collect();
-    let perm = ref_sort(nd, |d0, d1| {
-        for s in &strides {
-            let (s0, s1) = (s[d0], s[d1]);
-            if s0 == 0 || s1 == 0 {
-                continue;
-            }
-            if s0 != s1 {
-                return if s0 < s1 { -1 } else { 1 };
-            }
-            if shape[d0] > shape[d1] {
-                return 1;
-            }
-        }
-        0
-    });
-    if perm.iter().enumerate().all(|(i, &d)| d == nd - 1 - i) {
-        return contiguous();
-    }
-    // compatible_stride in the sorted order, products with a 0 included.
-    let mut out = vec![0; nd];
-    let mut next = 1;
-    for d in perm {
-        out[d] = next;
-        next *= shape[d];
-    }
-    out
+    result_layout(&sizes(shape), &inputs)
 }
 
 /// The computation type of `op` on operands of types `a` and `b` (0-d when `a0`/`b0`).
 fn ref_compute(op: i32, a: i32, a0: bool, b: i32, b0: bool) -> i32 {
-    let t = result_type(a, a0, b, b0);
-    if op == op_code("div") && category(t) < 2 {
-        F32
-    } else {
-        t
-    }
+    compute_type(op, result_type(a, a0, b, b0))
 }
 
 /// The type a number of `kind` stands for in promotion (it counts as a 0-d operand).

@@ -8,11 +8,9 @@
 //! All tests take the process-wide settings lock: the legacy/warning switches are global, and a
 //! test running with them on would change what the others see.
 
-mod common;
-
 use broadcast::ffi::*;
-use common::*;
 use serde_json::Value;
+use testkit::*;
 
 fn shape_of(row: &Value, key: &str) -> Vec<i64> {
     json_shape(&row[key])

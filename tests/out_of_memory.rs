@@ -7,11 +7,10 @@
 //! that aborts (Rust's `handle_alloc_error`, or a crash) is reported as killed by a signal.
 //! The in-process tests use requests of 2^62 bytes, which no x86-64 or aarch64 address space can
 //! satisfy, so they fail everywhere without a limit.
-mod common;
 
 use broadcast::ffi::*;
-use common::raw::*;
 use std::ptr;
+use testkit::raw::*;
 
 /// Address-space limit for the child processes: far more than the tests need, far less than
 /// 2^40 float64 elements (8 TiB).

@@ -4,12 +4,11 @@
 //!
 //! Without the `catch_unwind` in the boundary these tests cannot pass: since Rust 1.81 a panic
 //! that reaches an `extern "C"` function aborts the process, which kills this test binary.
-mod common;
 
 use broadcast::ffi::*;
-use common::raw::*;
 use std::panic::catch_unwind;
 use std::sync::{Arc, Barrier};
+use testkit::raw::*;
 
 const PANIC_MESSAGE: &str = "internal error: bc_debug_panic: deliberate panic";
 

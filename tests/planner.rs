@@ -12,13 +12,11 @@
 //! no addresses, plans it; and an integer division, remainder or fmod may find a zero divisor
 //! where the plan says the call reads the divisor (`BC_PLAN_CHECKS_DIVISOR`).
 
-mod common;
-
 use broadcast::engine::storage;
 use broadcast::ffi::*;
-use common::*;
 use serde_json::Value;
 use std::ptr;
+use testkit::*;
 
 /// A tensor's geometry as the planner takes it (the arrays live here).
 struct Geo {

@@ -1,6 +1,7 @@
 //! Randomized comparison of the library (through its C ABI only) against a deliberately plain
-//! reference implementation written here: element by element, multi-indices spelled out, values
-//! held as i128/f64 with explicit casting rules, and a small type promotion table.
+//! reference implementation: element by element, multi-indices spelled out, values held as
+//! i128/f64 with explicit casting rules (written here), and the test kit's one reference model of
+//! promotion, `can_cast` and broadcasting (`testkit/src/model.rs`, shared with the fuzzer).
 //!
 //! Seed: env `BC_PROPTEST_SEED` (default fixed), number of cases: `BC_PROPTEST_CASES` (default
 //! 3000); one case alone: `BC_PROPTEST_CASE=k`. Failures print the seed, the case number and the
@@ -28,16 +29,18 @@
 //! Tests: `binary_ops_match_reference` (out of place / in place / out=),
 //! `binary_ops_match_reference_multithreaded` (the same with `bc_set_parallel_threshold(2)` and
 //! four threads), `shape_functions_match_reference`, `views_match_reference` (wrap, expand,
-//! contiguous, to_dtype), and two self-checks of the reference against the oracle files.
+//! contiguous, to_dtype), `reductions_match_reference` (sum, mean, prod, amax, amin over random
+//! dims), `binary_sum_to_matches_two_calls` (`bc_binary_sum_to` against `bc_binary` then
+//! `bc_tensor_sum_to_size`), and two self-checks of the reference against the oracle files
+//! (`reference_promotion_agrees_with_oracle`: the kit's model against `promotion.jsonl`;
+//! `reference_half_conversions`).
 
 // Plain index loops are the point of the reference implementation.
 #![allow(clippy::needless_range_loop)]
 
-mod common;
-
 use broadcast::ffi::*;
-use common::*;
 use std::fmt::Write as _;
+use testkit::*;
 
 // =============================================================================================
 // PRNG (splitmix64)
@@ -168,10 +171,10 @@ impl Report {
 // reference: dtypes, promotion, casts, arithmetic
 // =============================================================================================
 
-const ADD: i32 = 0;
-const SUB: i32 = 1;
-const MUL: i32 = 2;
-const DIV: i32 = 3;
+const ADD: i32 = BC_OP_ADD;
+const SUB: i32 = BC_OP_SUB;
+const MUL: i32 = BC_OP_MUL;
+const DIV: i32 = BC_OP_DIV;
 /// The further operations the reference computes (the others are checked against the PyTorch
 /// data only): comparisons, maximum/minimum, logical and bitwise operations.
 const MORE_OPS: [i32; 14] = [
@@ -191,27 +194,14 @@ const MORE_OPS: [i32; 14] = [
     BC_OP_BITWISE_XOR,
 ];
 
-/// Comparisons and logical operations give bool.
+/// Comparisons and logical operations give bool (the operation table's `bool_result`).
 fn bool_result(op: i32) -> bool {
-    matches!(
-        op,
-        BC_OP_EQ
-            | BC_OP_NE
-            | BC_OP_LT
-            | BC_OP_LE
-            | BC_OP_GT
-            | BC_OP_GE
-            | BC_OP_LOGICAL_AND
-            | BC_OP_LOGICAL_OR
-            | BC_OP_LOGICAL_XOR
-    )
+    NAMED_OPS[op as usize].bool_result
 }
 
 fn bitwise(op: i32) -> bool {
     matches!(op, BC_OP_BITWISE_AND | BC_OP_BITWISE_OR | BC_OP_BITWISE_XOR)
 }
-
-const ALL_DTYPES: [i32; 10] = [BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64];
 
 /// PyTorch's names in "result type X can't be cast to the desired output type Y".
 fn torch_name(d: i32) -> &'static str {
@@ -227,15 +217,6 @@ fn torch_name(d: i32) -> &'static str {
         F32 => "Float",
         F64 => "Double",
         _ => "?",
-    }
-}
-
-/// The dtype the operation is computed in (true division of integers/bools: float32).
-fn compute_type(op: i32, rt: i32) -> i32 {
-    if op == DIV && category(rt) < 2 {
-        F32
-    } else {
-        rt
     }
 }
 
@@ -399,46 +380,6 @@ fn compute_more(op: i32, a: V, b: V) -> V {
 }
 
 // ---- shapes ---------------------------------------------------------------------------------
-
-/// Broadcast two shapes; Err is PyTorch's message (walk from the right, first mismatch).
-fn ref_broadcast(a: &[i64], b: &[i64]) -> Result<Vec<i64>, String> {
-    let n = a.len().max(b.len());
-    let mut out = vec![0i64; n];
-    for i in (0..n).rev() {
-        let o = n - 1 - i;
-        let x = if o < a.len() { a[a.len() - 1 - o] } else { 1 };
-        let y = if o < b.len() { b[b.len() - 1 - o] } else { 1 };
-        if x == y || x == 1 || y == 1 {
-            out[i] = if x == 1 { y } else { x };
-        } else {
-            return Err(format!("The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton dimension {i}"));
-        }
-    }
-    Ok(out)
-}
-
-/// In-place shape rule of docs/semantics.md, section 4.
-fn ref_inplace_shape(s: &[i64], o: &[i64]) -> Result<(), String> {
-    if o.len() <= s.len() {
-        let lead = s.len() - o.len();
-        for i in (lead..s.len()).rev() {
-            let os = o[i - lead];
-            if os != s[i] && os != 1 {
-                return Err(format!(
-                    "The expanded size of the tensor ({}) must match the existing size ({os}) at non-singleton dimension {i}.",
-                    s[i]
-                ));
-            }
-        }
-        return Ok(());
-    }
-    let r = ref_broadcast(s, o)?;
-    Err(format!(
-        "output with shape {} doesn't match the broadcast shape {}",
-        fmt_shape_torch(s),
-        fmt_shape_torch(&r)
-    ))
-}
 
 const MSG_INTERNAL_OVERLAP: &str = "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.";
 
@@ -983,7 +924,7 @@ fn run_case(r: &mut Rng) -> (String, Result<usize, String>) {
             }
         }
     };
-    let bshape = ref_broadcast(&sa, &sb);
+    let bshape = broadcast_shapes(&sa, &sb);
     // out= tensor: the broadcast shape (or a's when there is none), a random layout without
     // shared elements, pre-filled with random values; sometimes inside a's memory (then of a's
     // dtype), sometimes exactly a's view
@@ -1051,7 +992,7 @@ fn run_case(r: &mut Rng) -> (String, Result<usize, String>) {
             if let Err(m) = &bshape {
                 errs.push((BC_ERR_SHAPE, m.clone()));
             }
-            if category(res) > category(wd) {
+            if !can_cast(res, wd) {
                 errs.push((
                     BC_ERR_DTYPE,
                     format!(
@@ -1063,10 +1004,10 @@ fn run_case(r: &mut Rng) -> (String, Result<usize, String>) {
             }
         }
         Mode::InPlace => {
-            if let Err(m) = ref_inplace_shape(&sa, &sb) {
+            if let Err(m) = inplace_shape(&sa, &sb) {
                 errs.push((BC_ERR_SHAPE, m));
             }
-            if category(res) > category(da) {
+            if !can_cast(res, da) {
                 errs.push((
                     BC_ERR_DTYPE,
                     format!(
@@ -1358,7 +1299,7 @@ fn shape_functions_match_reference() {
         if r.chance(1, 4) {
             corrupt_shape(&mut r, &mut b);
         }
-        let want = ref_broadcast(&a, &b);
+        let want = broadcast_shapes(&a, &b);
         let got = shape_broadcast(&a, &b);
         let ok = match (&want, &got) {
             (Ok(w), Ok(g)) => w == g,
@@ -1383,7 +1324,7 @@ fn shape_functions_match_reference() {
         }
         // n-ary agrees with folding the binary rule (shape only; the text is PyTorch's own)
         let c = derive_shape(&mut r, &full);
-        let want3 = want.clone().and_then(|ab| ref_broadcast(&ab, &c));
+        let want3 = want.clone().and_then(|ab| broadcast_shapes(&ab, &c));
         let got3 = shape_broadcast_n(&[a.clone(), b.clone(), c.clone()]);
         let ok3 = match (&want3, &got3) {
             (Ok(w), Ok(g)) => w == g,
@@ -1572,14 +1513,14 @@ fn reference_promotion_agrees_with_oracle() {
     );
     // and the shape rules with the shape files
     for row in read_jsonl("binary_shapes.jsonl") {
-        let got = ref_broadcast(&json_shape(&row["a"]), &json_shape(&row["b"]));
+        let got = broadcast_shapes(&json_shape(&row["a"]), &json_shape(&row["b"]));
         match row.get("error") {
             Some(e) => assert_eq!(got, Err(e.as_str().unwrap().to_string()), "{row}"),
             None => assert_eq!(got, Ok(json_shape(&row["shape"])), "{row}"),
         }
     }
     for row in read_jsonl("inplace_shapes.jsonl") {
-        let got = ref_inplace_shape(&json_shape(&row["self"]), &json_shape(&row["other"]));
+        let got = inplace_shape(&json_shape(&row["self"]), &json_shape(&row["other"]));
         match row.get("error") {
             Some(e) => assert_eq!(got, Err(e.as_str().unwrap().to_string()), "{row}"),
             None => assert_eq!(got, Ok(()), "{row}"),
@@ -1914,7 +1855,7 @@ fn binary_sum_to_matches_two_calls() {
             gen_operand(&mut r, da, &sa, true, wide),
             gen_operand(&mut r, db, &sb, true, wide),
         );
-        let target = ref_broadcast(&sa, &sb).unwrap_or(full.clone());
+        let target = broadcast_shapes(&sa, &sb).unwrap_or(full.clone());
         let mut size = derive_shape(&mut r, &target);
         if r.chance(1, 20) {
             corrupt_shape(&mut r, &mut size);
@@ -1969,5 +1910,5 @@ fn binary_sum_to_matches_two_calls() {
 
 /// The broadcast shape of two tensors' shapes (for counting cases that sum).
 fn numel_shape(a: &T, b: &T) -> Vec<i64> {
-    ref_broadcast(&a.shape(), &b.shape()).unwrap_or_default()
+    broadcast_shapes(&a.shape(), &b.shape()).unwrap_or_default()
 }

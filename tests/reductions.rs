@@ -9,12 +9,11 @@
 //!   thread count, and the accuracy of long sums.
 //!
 //! Tests that change the thread count or the parallel threshold hold the settings lock.
-mod common;
 
 use broadcast::ffi::*;
-use common::*;
 use serde_json::Value;
 use std::ptr;
+use testkit::*;
 
 /// A view of the row's operand, or `None` with the failure recorded.
 fn view_or_record(input: &mut Operand, f: &mut Failures, line: usize, row: &Value) -> Option<T> {
@@ -363,7 +362,7 @@ fn reduction_errors_as_data() {
     assert!(out.is_null());
     assert_eq!(last_error(), "unknown reduction code 5");
     assert_eq!(
-        unsafe { bc_reduce(0, t.ptr(), ptr::null(), 1, false, &mut out) },
+        unsafe { bc_reduce(BC_REDUCE_SUM, t.ptr(), ptr::null(), 1, false, &mut out) },
         BC_ERR_NULL_ARG
     );
     assert_eq!(
@@ -390,7 +389,7 @@ fn reduction_errors_as_data() {
         BC_ERR_INVALID_HANDLE
     );
     assert_eq!(
-        unsafe { bc_binary_sum_to(0, t.ptr(), handle, ptr::null(), 0, &mut out) },
+        unsafe { bc_binary_sum_to(BC_OP_ADD, t.ptr(), handle, ptr::null(), 0, &mut out) },
         BC_ERR_INVALID_HANDLE
     );
     assert!(out.is_null());

@@ -2,12 +2,11 @@
 //! PyTorch 2.15 (`tests/data/pytorch/reductions_more.jsonl`), through the C ABI: result type and
 //! shape, exact values for bool, integer and index results, floating values within the error
 //! bound the data's README states, the warnings, and the exact error texts.
-mod common;
 
 use broadcast::ffi::*;
-use common::*;
 use serde_json::Value;
 use std::ptr;
+use testkit::*;
 
 /// The call a row describes.
 fn call(row: &Value, t: &T) -> Result<T, Err> {

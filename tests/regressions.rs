@@ -38,12 +38,11 @@
 //!   family.
 //! * handles were `slot + 1` in the low half, so small integers named the first live tensors
 //!   (tested in `handle_registry.rs`, `small_integers_are_not_handles`).
-mod common;
 
 use broadcast::ffi::*;
-use common::raw::*;
 use std::ffi::c_void;
 use std::ptr;
+use testkit::raw::*;
 
 #[test]
 fn slice_with_a_huge_step_keeps_one_element() {

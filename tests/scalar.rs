@@ -4,12 +4,10 @@
 //! in place, the whole storage afterwards; out of place, the operand unchanged. (The layout of
 //! such results is checked in `tests/layout.rs`.)
 
-mod common;
-
 use broadcast::ffi::*;
-use common::*;
 use serde_json::Value;
 use std::ptr;
+use testkit::*;
 
 fn take(status: i32, out: *mut bc_tensor) -> Result<T, Err> {
     check(status).map(|()| T(out))

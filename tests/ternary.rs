@@ -2,12 +2,11 @@
 //! (`tests/data/pytorch/ternary_values.jsonl`), through the C ABI: three-way broadcasting and
 //! promotion, result type, shape and exact values, the written storage after an in-place call or
 //! a call into `out`, inputs left untouched, and PyTorch's error texts.
-mod common;
 
 use broadcast::ffi::*;
-use common::*;
 use serde_json::Value;
 use std::ptr;
+use testkit::*;
 
 /// An operand of a row: a tensor (a view of its own storage), a number, or absent.
 enum Arg {

@@ -5,15 +5,14 @@
 //!
 //! A fixed number of rounds: `BC_STRESS_ROUNDS` (default 50, about 2 s in a debug build);
 //! `scripts/stress.sh` runs more, in release, and optionally under ThreadSanitizer.
-mod common;
 
 use broadcast::ffi::*;
-use common::raw::*;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
+use testkit::raw::*;
 
 const THREADS: usize = 8;
 

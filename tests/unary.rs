@@ -2,11 +2,10 @@
 //! `unary_promotion.jsonl`), through the C ABI: every row's result type, shape and values within
 //! the row's tolerance, its error status and exact text, the written storage after an in-place
 //! call or a call into `out`, and inputs left untouched.
-mod common;
 
 use broadcast::ffi::*;
-use common::ops_table::NAMED_UNARY;
-use common::*;
+use testkit::ops_table::NAMED_UNARY;
+use testkit::*;
 
 use serde_json::Value;
 

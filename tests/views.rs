@@ -4,12 +4,10 @@
 //! shape, strides and offset, whether it is a view or a copy, and its elements (the input's, in
 //! row-major order); or PyTorch's exact error text with the status of its kind.
 
-mod common;
-
 use broadcast::ffi::*;
-use common::*;
 use serde_json::Value;
 use std::ptr;
+use testkit::*;
 
 fn ints(v: &Value) -> Vec<i64> {
     v.as_array()

@@ -1,7 +1,7 @@
 package broadcast_test
 
-// The twelve documented examples of the broadcasting rules (the table the C suite checks in
-// c_tests/documented_examples.c), through the Go package: shapes, values, statuses, exact
+// The twelve documented examples of the broadcasting rules (the table the C suite checks by
+// running examples/tour.c), through the Go package: shapes, values, statuses, exact
 // messages, errors as data and warnings.
 
 import (

@@ -1,5 +1,5 @@
 //! libFuzzer entry point: every input is a program of C-API calls (see `../api_program.rs`),
-//! checked call by call against the reference model. A mismatch panics, which libFuzzer
+//! checked call by call against the reference model (with the test kit's rules, `testkit/`). A mismatch panics, which libFuzzer
 //! reports as a crash and saves under `fuzz/artifacts/api/`; add such an input to
 //! `fuzz/corpus/api/` (replayed by `tests/fuzz_api.rs` in CI) once the bug is fixed.
 //!

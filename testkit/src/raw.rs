@@ -1,7 +1,11 @@
 //! Raw-handle helpers for the tests of the handle registry, memory exhaustion, panics, threads
-//! and regressions, which work with `*mut bc_tensor` as a C caller does (the rest of `common`
+//! and regressions, which work with `*mut bc_tensor` as a C caller does (the rest of the kit
 //! owns its handles in `T`): thin wrappers over the C ABI, a per-binary lock for tests that count
 //! live handles, and a way to run one test in a child process under an address-space limit.
+
+// Handles are tokens the library checks (a stale or foreign one is refused with an error, not
+// dereferenced), so these take them as a C caller does, without `unsafe`.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use broadcast::ffi::*;
 use std::ffi::c_char;

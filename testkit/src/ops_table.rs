@@ -19,6 +19,10 @@ pub struct NamedOp {
     pub bool: bool,
     /// Whether a number may be an operand (in at least one order).
     pub number: bool,
+    /// Whether the result is bool whatever the operands' type (comparisons, logical operations).
+    pub bool_result: bool,
+    /// Whether it computes in a floating type (integer and bool operands give float32).
+    pub computes_floating: bool,
     /// How many units in the last place a floating result may differ from PyTorch's.
     pub ulps: i64,
 }
@@ -36,6 +40,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -49,6 +55,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: false,
         number: true,
+        bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -62,6 +70,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -75,6 +85,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: false,
         bool: false,
         number: true,
+        bool_result: false,
+        computes_floating: true,
         ulps: 0,
     },
     NamedOp {
@@ -88,6 +100,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: true,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -101,6 +115,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: true,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -114,6 +130,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: true,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -127,6 +145,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: true,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -140,6 +160,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: true,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -153,6 +175,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: true,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -166,6 +190,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: false,
+        bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -179,6 +205,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: false,
+        bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -192,6 +220,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: false,
         number: true,
+        bool_result: false,
+        computes_floating: false,
         ulps: 1,
     },
     NamedOp {
@@ -205,6 +235,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: false,
         number: true,
+        bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -218,6 +250,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: false,
         number: true,
+        bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -235,6 +269,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: false,
         number: true,
+        bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -252,6 +288,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: false,
+        bool_result: true,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -269,6 +307,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: false,
+        bool_result: true,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -286,6 +326,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: false,
+        bool_result: true,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -303,6 +345,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -320,6 +364,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -337,6 +383,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: true,
         number: true,
+        bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -354,6 +402,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: false,
         number: true,
+        bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -371,6 +421,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: true,
         bool: false,
         number: true,
+        bool_result: false,
+        computes_floating: false,
         ulps: 0,
     },
     NamedOp {
@@ -384,6 +436,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: false,
         bool: false,
         number: false,
+        bool_result: false,
+        computes_floating: true,
         ulps: 1,
     },
     NamedOp {
@@ -397,6 +451,8 @@ pub const NAMED_OPS: &[NamedOp] = &[
         int: false,
         bool: false,
         number: false,
+        bool_result: false,
+        computes_floating: false,
         ulps: 1,
     },
 ];

@@ -6,7 +6,6 @@
 //! The header is plain C: comments and preprocessor lines are dropped, the rest is split into
 //! statements at `;`, and a statement of the form `<return type> bc_<name>(<parameters>)` is a
 //! prototype (typedefs and struct fields are not, nor anything without the `bc_` prefix).
-#![allow(dead_code)] // each test binary uses some of it
 
 /// One parameter: its C type, spelled with single spaces (`const struct bc_tensor *const *`), and
 /// its name.
@@ -36,7 +35,7 @@ pub struct Prototype {
 
 /// The text of `include/broadcast.h`.
 pub fn header_text() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/broadcast.h"))
+    std::fs::read_to_string(crate::repo_root().join("include/broadcast.h"))
         .expect("include/broadcast.h (cargo build generates it)")
 }
 
