@@ -6,6 +6,7 @@ use super::reducer::Reducer;
 use crate::engine::binary_ops::{BinaryOp, ElemFn, Visit};
 use crate::engine::dtype::DType;
 use crate::engine::elem::Elem;
+use crate::engine::expr::Runs;
 use crate::engine::kernels;
 use std::marker::PhantomData;
 use std::mem::{size_of, MaybeUninit};
@@ -302,5 +303,60 @@ impl<R: Reducer> Sink for TileSink<'_, '_, R> {
         // SAFETY: the caller's contract.
         unsafe { self.lanes.add_tile(self.j, rows, es, n, f) };
         self.j += n;
+    }
+}
+
+/// The elements of an expression's result, computed as they are read: each piece of rows is
+/// computed into the stage by the expression's own fused pass (the same bits as `bc_expr_eval`
+/// writes), then handed out as a view of the stage is, so the summation order is that of
+/// reducing the result as `bc_expr_eval` lays it out.
+pub(super) struct ExprRuns<'r, 'a, T> {
+    pub(super) runs: &'r Runs<'a>,
+    pub(super) elem: PhantomData<T>,
+}
+
+impl<T: Elem> Source<1> for ExprRuns<'_, '_, T> {
+    type T = T;
+
+    fn stage_bytes(&self, _st: [isize; 1]) -> usize {
+        STAGE_ELEMS * size_of::<T>()
+    }
+
+    #[inline(always)]
+    unsafe fn tile(
+        &self,
+        offs: &[[isize; 1]],
+        st: [isize; 1],
+        n: usize,
+        stage: &mut [MaybeUninit<u64>],
+        sink: &mut impl Sink<In = T>,
+    ) {
+        let (k, size) = (offs.len(), size_of::<T>());
+        let cols = STAGE_ELEMS / k;
+        let base = stage.as_mut_ptr() as *mut u8;
+        let mut rows = [[0isize; 1]; LEAF];
+        for (r, row) in rows.iter_mut().enumerate() {
+            row[0] = (r * cols * size) as isize;
+        }
+        // Offsets and strides in the result's layout, in elements (never negative: the layout is
+        // dense).
+        let step = st[0] as usize / size;
+        let mut done = 0;
+        while done < n {
+            let len = cols.min(n - done);
+            for (r, off) in offs.iter().enumerate() {
+                let v = off[0] as usize / size + done * step;
+                // SAFETY: row r of the stage holds `cols` elements; the positions are the
+                // caller's.
+                unsafe { self.runs.compute(v, step, len, base.add(r * cols * size)) };
+            }
+            let view = View::<T> {
+                base,
+                elem: PhantomData,
+            };
+            // SAFETY: just written.
+            unsafe { view.tile(&rows[..k], [size as isize], len, &mut [], sink) };
+            done += len;
+        }
     }
 }
