@@ -1343,9 +1343,9 @@ fn random_layout(r: &mut Rng, t: T) -> T {
                 // Element i of t (row-major in `shape`) goes to its place in the transposed copy.
                 let mut rest = i;
                 let mut at = 0;
-                for d in 0..n {
-                    let idx = rest as i64 / src_st[d];
-                    rest %= src_st[d] as usize;
+                for (d, &sd) in src_st.iter().enumerate() {
+                    let idx = rest as i64 / sd;
+                    rest %= sd as usize;
                     let td = perm.iter().position(|&p| p == d).unwrap();
                     at += idx * dst_st[td];
                 }
