@@ -59,7 +59,7 @@ use execute::execute;
 use geometry::ReduceGeometry;
 use reducer::{ExtremeR, ProdR, SumR};
 use smallvec::SmallVec;
-use source::{ExprRuns, View};
+use source::View;
 use std::marker::PhantomData;
 
 /// The five reductions.
@@ -206,7 +206,7 @@ fn reduce_into(
     let geo = view_geometry(t.geometry(), reduced)?;
     let (base, mean) = (t.data_ptr(), op == ReduceOp::Mean);
     with_elem!(t.dtype(), T => {
-        let src = View::<T> { base, elem: PhantomData };
+        let src = View::<T> { base, runs: None, elem: PhantomData };
         match op {
             ReduceOp::Sum | ReduceOp::Mean => execute::<SumR<T>, 1>(&geo, &src, &out, mean),
             ReduceOp::Prod => execute::<ProdR<T>, 1>(&geo, &src, &out, false),
@@ -262,7 +262,7 @@ pub fn expr_reduce(
     )?;
     let mean = op == ReduceOp::Mean;
     with_elem!(item, T => {
-        let src = ExprRuns::<T> { runs: &runs, elem: PhantomData };
+        let src = View::<T> { base: std::ptr::null_mut(), runs: Some(&runs), elem: PhantomData };
         match op {
             ReduceOp::Sum | ReduceOp::Mean => execute::<SumR<T>, 1>(&geo, &src, &out, mean),
             ReduceOp::Prod => execute::<ProdR<T>, 1>(&geo, &src, &out, false),
