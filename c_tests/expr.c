@@ -1,7 +1,8 @@
 /*
  * expr.c: fused expressions (bc_expr_eval, bc_expr_eval_out) from C: results bit for bit those of
  * the separate calls, constants, where, ternary steps, in place into an input, the separate calls'
- * errors, and malformed programs. (tests/expr.rs compares random programs over every operation and dtype.)
+ * errors, and malformed programs; fused reductions (bc_expr_reduce, bc_plan_expr_reduce) bit for
+ * bit those of bc_expr_eval then bc_reduce. (tests/expr.rs compares random programs over every operation and dtype.)
  */
 #include "check.h"
 
@@ -161,8 +162,61 @@ static void test_malformed_programs(void) {
     bc_tensor_free(a);
 }
 
+/* ((a - b)**2).mean(0) and where(m, a, 0).sum(): one call each, the bits of bc_expr_eval then
+ * bc_mean / bc_sum, planned as one pass; a mean of integers is refused as bc_mean refuses it. */
+static void test_fused_reductions(void) {
+    const int64_t sa[] = {100, 300}, sb[] = {300};
+    float *va = malloc(100 * 300 * sizeof(float));
+    float vb[300];
+    fill_arange(va, 100 * 300, -100.0f, 0.0173f);
+    fill_arange(vb, 300, 0.5f, 0.0333f);
+    bc_tensor *a = MAKE_F32(sa, 2, va, 100 * 300), *b = MAKE_F32(sb, 1, vb, 300);
+    bc_tensor *zero = MAKE_FULL(BC_DTYPE_FLOAT32, NULL, 0, 0.0), *m = NULL;
+    CHECK_OK(bc_gt(a, b, &m));
+    const bc_expr_step square[] = {in(0), in(1), op(BC_OP_SUB), {BC_EXPR_UNARY, BC_UNARY_SQUARE, 0, 0.0}};
+    const bc_expr_step masked[] = {in(2), in(0), in(3), {BC_EXPR_WHERE, 0, 0, 0.0}};
+    const bc_tensor *inputs[] = {a, b, m, zero};
+    const int64_t dim0[] = {0};
+
+    bc_tensor *got = SENTINEL, *value = NULL, *want = NULL;
+    CHECK_OK(bc_expr_reduce(square, COUNT_OF(square), inputs, 4, BC_REDUCE_MEAN, dim0, 1, false, &got));
+    CHECK_SHAPE(got, 300);
+    CHECK_OK(bc_expr_eval(square, COUNT_OF(square), inputs, 4, &value));
+    CHECK_OK(bc_mean(value, dim0, 1, false, &want));
+    check_same(got, want);
+    bc_tensor_free(got);
+    bc_tensor_free(value);
+    bc_tensor_free(want);
+
+    got = SENTINEL;
+    CHECK_OK(bc_expr_reduce(masked, COUNT_OF(masked), inputs, 4, BC_REDUCE_SUM, NULL, 0, true, &got));
+    CHECK_SHAPE(got, 1, 1);
+    CHECK_OK(bc_expr_eval(masked, COUNT_OF(masked), inputs, 4, &value));
+    CHECK_OK(bc_sum(value, NULL, 0, true, &want));
+    check_same(got, want);
+
+    bc_geometry g[] = {{BC_DTYPE_FLOAT32, 2, sa, NULL}, {BC_DTYPE_FLOAT32, 1, sb, NULL}};
+    bc_plan plan;
+    CHECK_OK(bc_plan_expr_reduce(square, COUNT_OF(square), g, 2, BC_REDUCE_MEAN, dim0, 1, false, &plan));
+    CHECK((plan.flags & BC_PLAN_FUSED) != 0);
+    CHECK_EQ_INT(plan.alloc_bytes, 300 * sizeof(float));
+
+    /* The reduction's own refusal, after the expression has been checked. */
+    const bc_expr_step ints[] = {in(0), in(0), op(BC_OP_BITWISE_AND)};
+    const bc_tensor *mi[] = {m};
+    bc_tensor *r = SENTINEL;
+    CHECK_STATUS(bc_expr_reduce(ints, COUNT_OF(ints), mi, 1, BC_REDUCE_MEAN, NULL, 0, false, &r), BC_ERR_DTYPE);
+    CHECK(r == NULL);
+    CHECK_STATUS(bc_expr_reduce(ints, COUNT_OF(ints), mi, 1, 99, NULL, 0, false, &r), BC_ERR_INVALID_ARG);
+
+    bc_tensor *list[] = {a, b, zero, m, got, value, want};
+    for (size_t i = 0; i < COUNT_OF(list); i++) bc_tensor_free(list[i]);
+    free(va);
+}
+
 int main(void) {
     RUN_TEST(matches_the_separate_calls);
+    RUN_TEST(fused_reductions);
     RUN_TEST(where_in_place);
     RUN_TEST(ternary_steps);
     RUN_TEST(errors_are_the_calls);

@@ -250,6 +250,138 @@ impl Runner<'_> {
         Ok(stack)
     }
 
+    /// `bc_expr_reduce` against `bc_reduce` of `value`, what `bc_expr_eval` gave for the same
+    /// program and inputs (the two calls it stands for): the same status and message, else the
+    /// same type, shape and bytes (NaN payloads included); and `bc_plan_expr_reduce` for the
+    /// inputs' geometries gives the call's status. The reduction, dims and keepdim come from
+    /// `salt`, a value already drawn, so that programs decode as before. Warnings the fused call
+    /// gives (the expression's, when it evaluates call by call) are expected of the world.
+    fn check_expr_reduce(
+        &mut self,
+        c_steps: &[bc_expr_step],
+        ins: &[*const bc_tensor],
+        value: *mut bc_tensor,
+        salt: usize,
+    ) -> Result<(), String> {
+        let (_, shape, _) = geometry_of(value);
+        let nd = shape.len() as i64;
+        let op = (salt % BC_REDUCE_COUNT as usize) as i32;
+        let keepdim = salt / 5 % 2 == 1;
+        let dims: Vec<i64> = match salt / 10 % 4 {
+            0 => vec![],
+            1 => vec![-1],
+            2 => vec![0, nd - 1],
+            _ => vec![nd],
+        };
+        let mut want: *mut bc_tensor = ptr::null_mut();
+        // SAFETY: a live handle; dims valid for its length; want valid for one write.
+        let st_want =
+            unsafe { bc_reduce(op, value, dims.as_ptr(), dims.len(), keepdim, &mut want) };
+        let msg_want = last_message();
+        let (w0, o0) = (broadcast_warnings(), other_warnings());
+        let mut got: *mut bc_tensor = 0x55 as *mut bc_tensor;
+        // SAFETY: steps, inputs and dims valid for their lengths; got valid for one write.
+        let st = unsafe {
+            bc_expr_reduce(
+                c_steps.as_ptr(),
+                c_steps.len(),
+                ins.as_ptr(),
+                ins.len(),
+                op,
+                dims.as_ptr(),
+                dims.len(),
+                keepdim,
+                &mut got,
+            )
+        };
+        let msg = last_message();
+        let (w1, o1) = (broadcast_warnings(), other_warnings());
+        for k in 0..3 {
+            self.expected_warnings[k] += w1[k] - w0[k];
+        }
+        self.expected_warnings[WARN_OTHER] += o1 - o0;
+        let _owned = Owned(
+            [want, got]
+                .into_iter()
+                .filter(|h| !h.is_null() && *h != 0x55 as *mut bc_tensor)
+                .collect(),
+        );
+        self.check_status("expr_reduce", st, st_want)?;
+        let what =
+            || format!("expr_reduce({c_steps:?}, op {op}, dims {dims:?}, keepdim {keepdim})");
+        if st != BC_OK {
+            if !got.is_null() {
+                return Err(format!("{}: failed but *out is set", what()));
+            }
+            if msg != msg_want {
+                return Err(format!("{}: {msg:?}, the two calls {msg_want:?}", what()));
+            }
+        } else {
+            let (gw, gg) = (geometry_of(want), geometry_of(got));
+            if (gw.0, &gw.1) != (gg.0, &gg.1) {
+                return Err(format!("{}: {gg:?}, the two calls {gw:?}", what()));
+            }
+            let n = numel_of(&gw.1) as usize;
+            let bytes = |h: *mut bc_tensor| {
+                let mut buf = vec![0u8; n * itemsize(gw.0) + 1];
+                // SAFETY: buf holds the tensor's bytes.
+                let s =
+                    unsafe { bc_tensor_copy_to(h, buf.as_mut_ptr().cast(), n * itemsize(gw.0)) };
+                (s, buf)
+            };
+            if bytes(got) != bytes(want) {
+                return Err(format!("{}: other bytes than the two calls'", what()));
+            }
+        }
+        // The planner, for the inputs' geometries.
+        let geos: Vec<(i32, Vec<i64>, Vec<i64>)> = ins
+            .iter()
+            .map(|&h| {
+                let (dt, shape, strides) = geometry_of(h);
+                (dt, shape.iter().map(|&s| s as i64).collect(), strides)
+            })
+            .collect();
+        let raw: Vec<bc_geometry> = geos
+            .iter()
+            .map(|(dt, shape, strides)| bc_geometry {
+                dtype: *dt,
+                ndim: shape.len(),
+                shape: shape.as_ptr(),
+                strides: strides.as_ptr(),
+            })
+            .collect();
+        let mut plan = std::mem::MaybeUninit::<bc_plan>::uninit();
+        // SAFETY: every array valid for its length; plan for one write.
+        let sp = unsafe {
+            bc_plan_expr_reduce(
+                c_steps.as_ptr(),
+                c_steps.len(),
+                raw.as_ptr(),
+                raw.len(),
+                op,
+                dims.as_ptr(),
+                dims.len(),
+                keepdim,
+                plan.as_mut_ptr(),
+            )
+        };
+        // What needs memory is the call's alone (a zero integer divisor: not here, the expression
+        // was evaluated).
+        self.check_status("plan_expr_reduce", sp, st)?;
+        if sp == BC_OK {
+            // SAFETY: written on success.
+            let p = unsafe { plan.assume_init() };
+            let (dt, shape, _) = geometry_of(got);
+            if p.dtype != dt || p.shape[..p.ndim].iter().map(|&s| s as usize).ne(shape) {
+                return Err(format!(
+                    "{}: the plan's type or shape is not the call's",
+                    what()
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// `bc_expr_eval` against its separate calls.
     pub(super) fn op_expr(&mut self) -> Result<Result<(), Skip>, String> {
         let ninputs = 1 + self.inp.below(3);
@@ -312,6 +444,7 @@ impl Runner<'_> {
         if out.is_null() {
             return Err("expr_eval: BC_OK but *out is NULL".into());
         }
+        self.check_expr_reduce(&c_steps, &ins, out, dst)?;
         // The separate result's type, shape, strides and elements become the model's.
         let (dt, shape, strides) = geometry_of(reference);
         let n = numel_of(&shape);

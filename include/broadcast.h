@@ -502,6 +502,13 @@
 #define BC_PLAN_CHECKS_DIVISOR 256
 
 /**
+ * `bc_plan.flags` (`bc_plan_expr_reduce` only): the expression and the reduction run as one
+ * pass, the expression's value never made; without it the value is evaluated whole, then
+ * reduced.
+ */
+#define BC_PLAN_FUSED 512
+
+/**
  * `bc_plan.loop_kind`: nothing to compute (the result has no elements).
  */
 #define BC_LOOP_NONE 0
@@ -1592,6 +1599,57 @@ int32_t bc_expr_eval_out(const struct bc_expr_step *steps,
                          struct bc_tensor *out);
 
 /**
+ * `*out` = the reduction `op` (a `BC_REDUCE_*` code) over `dims[0..ndims]` of the value of the
+ * expression `steps[0..nsteps]` over `inputs[0..ninputs]`: `bc_expr_eval` followed by
+ * `bc_reduce`, in one call that, when the expression runs as one pass, never makes the
+ * expression's value. For example `((a - b)**2).mean(0)` is `{INPUT 0, INPUT 1, OP BC_OP_SUB,
+ * UNARY BC_UNARY_SQUARE}` with `BC_REDUCE_MEAN` over `{0}`, and a masked sum
+ * `where(m, a, 0).sum()` is `{INPUT m, INPUT a, CONST 0, WHERE}` with `BC_REDUCE_SUM` and no
+ * dims.
+ *
+ * The result equals `bc_expr_eval` then `bc_reduce(op, value, dims, ndims, keepdim)` bit for bit,
+ * a NaN's sign and payload included (the elements come from the same pass `bc_expr_eval` runs;
+ * against the separate elementwise calls, `bc_expr_eval`'s own rule on NaNs applies): the reduction's types (a sum or product of bools and
+ * integers is int64; a mean of them is refused), dims (`(NULL, 0)` reduces every dimension,
+ * negative ones count from the end, a 0-d value takes 0 or -1), `keepdim`, and its summation
+ * order, which follows the layout `bc_expr_eval` gives the value. How: the reduction asks for
+ * its elements a tile at a time, in its own order; the expression's pass computes each tile
+ * (a few thousand elements) into a stage that stays in the cache, which the reduction then reads
+ * as it would read the value. So only the result is written, and the inputs are read once (a
+ * column reduction of a row-major value reads each row as one piece). Expressions the single
+ * pass does not take (see `bc_expr_eval`: an error, a warning, an integer divisor, more than 8
+ * distinct tensors, an empty value) are evaluated whole and then reduced, with the same
+ * results; `bc_plan_expr_reduce` says which way a call runs. The accuracy contract is
+ * `bc_reduce`'s. The one difference from the two calls: the value is never allocated, so a
+ * value too large for memory does not fail with `BC_ERR_ALLOC` on the fused path.
+ * On success the caller owns `*out` (free it with `bc_tensor_free`); on failure `*out` is NULL.
+ *
+ * Arguments are checked in order: `out` (NULL), `steps` (NULL, then the program), `inputs`
+ * (NULL, then each handle), `op`, `ndims`, `dims` (NULL); then the expression's errors, as
+ * `bc_expr_eval` gives them, then the reduction's, as `bc_reduce` gives them (warnings too: the
+ * expression's before the reduction's checks).
+ *
+ * # Returns
+ * `BC_OK`; the statuses of `bc_expr_eval`, then those of `bc_reduce` (`BC_ERR_INVALID_ARG`
+ * for an unknown code, a dim out of range or repeated, more than `BC_MAX_NDIM` dims;
+ * `BC_ERR_DTYPE` for a mean of a non-floating value; `BC_ERR_SHAPE` for amax/amin of nothing).
+ *
+ * # Safety
+ * `steps` valid for `nsteps` reads, `inputs` for `ninputs` reads (`(NULL, 0)` is an empty
+ * array), `dims` for `ndims` reads, `out` for one write.
+ */
+BC_MUST_USE
+int32_t bc_expr_reduce(const struct bc_expr_step *steps,
+                       size_t nsteps,
+                       const struct bc_tensor *const *inputs,
+                       size_t ninputs,
+                       int32_t op,
+                       const int64_t *dims,
+                       size_t ndims,
+                       bool keepdim,
+                       struct bc_tensor **out);
+
+/**
  * `*out = a op b` in a new tensor of the broadcast shape and PyTorch's result type, for `op` a
  * `BC_OP_*` code.
  *
@@ -2632,6 +2690,36 @@ int32_t bc_plan_expr_out(const struct bc_expr_step *steps,
                          size_t ninputs,
                          const struct bc_geometry *out,
                          struct bc_plan *plan);
+
+/**
+ * Plans `*out = ` the reduction `op` over `dims[0..ndims]` of the expression `steps[0..nsteps]`
+ * (`bc_expr_reduce`) over inputs of these geometries, as `bc_plan_expr` and `bc_plan_reduce`:
+ * the expression's checks, then the reduction's, in the call's order. The plan is the
+ * reduction's (`bc_plan_reduce`'s for the expression's value as `bc_expr_eval` lays it out),
+ * with the expression's warning and divisor flags, and `BC_PLAN_FUSED` when the call runs as one
+ * pass. Its bytes: the result's, and fused, those of the operations computed first (an
+ * operation broadcast further); else also everything `bc_expr_eval` would allocate.
+ *
+ * Arguments are checked as by `bc_expr_reduce` (`plan` first).
+ *
+ * # Returns
+ * `BC_OK` (`*plan` written); the statuses of `bc_plan_expr`, then of `bc_plan_reduce`. On
+ * failure `*plan` is not written.
+ *
+ * # Safety
+ * `steps` valid for `nsteps` reads; `inputs` for `ninputs` reads, each geometry's arrays for
+ * `ndim` reads; `dims` for `ndims` reads; `plan` for one write.
+ */
+BC_MUST_USE
+int32_t bc_plan_expr_reduce(const struct bc_expr_step *steps,
+                            size_t nsteps,
+                            const struct bc_geometry *inputs,
+                            size_t ninputs,
+                            int32_t op,
+                            const int64_t *dims,
+                            size_t ndims,
+                            bool keepdim,
+                            struct bc_plan *plan);
 
 /**
  * `*out` = the reduction `op` (a `BC_REDUCE_*` code) of `t` over the dimensions `dims[0..ndims]`

@@ -1022,7 +1022,7 @@ struct Plan {
     DType compute_dtype; ///< the type computed in
     Shape shape;         ///< the result's shape
     Shape strides;       ///< the written tensor's strides: a new result's layout, or the target's
-    uint32_t flags;      ///< BC_PLAN_WARNING_* bits and BC_PLAN_CHECKS_DIVISOR
+    uint32_t flags;      ///< BC_PLAN_WARNING_* bits, BC_PLAN_CHECKS_DIVISOR and BC_PLAN_FUSED
     int32_t loop_kind;   ///< a BC_LOOP_* code
     Shape loop_shape;    ///< the sizes iterated once dimensions are merged
     std::size_t threads; ///< threads sharing the work, the calling one included
@@ -1519,6 +1519,28 @@ class Expr {
         return detail::plan([&](bc_plan *p) {
             return bc_plan_expr_out(steps_.data(), steps_.size(), in.empty() ? nullptr : in.data(), in.size(),
                                     &go, p);
+        });
+    }
+
+    /// The reduction `op` (a BC_REDUCE_* code) over `dims` of the value over `inputs`: eval then
+    /// bc::reduce, bit for bit, without making the value when the expression runs as one pass
+    /// (bc_expr_reduce).
+    Tensor reduce(int32_t op, const std::vector<std::reference_wrapper<const Tensor>> &inputs,
+                  const Shape &dims = {}, bool keepdim = false) const {
+        std::vector<const bc_tensor *> in = handles(inputs);
+        return detail::make([&](bc_tensor **out) {
+            return bc_expr_reduce(steps_.data(), steps_.size(), in.empty() ? nullptr : in.data(), in.size(), op,
+                                  detail::data_or_null(dims), dims.size(), keepdim, out);
+        });
+    }
+    /// What reduce(op, inputs, dims, keepdim) would do (bc_plan_expr_reduce); flags has
+    /// BC_PLAN_FUSED when it runs as one pass.
+    Plan plan_reduce(int32_t op, const std::vector<Geometry> &inputs, const Shape &dims = {},
+                     bool keepdim = false) const {
+        std::vector<bc_geometry> in = geometries(inputs);
+        return detail::plan([&](bc_plan *p) {
+            return bc_plan_expr_reduce(steps_.data(), steps_.size(), in.empty() ? nullptr : in.data(), in.size(),
+                                       op, detail::data_or_null(dims), dims.size(), keepdim, p);
         });
     }
 

@@ -1215,3 +1215,388 @@ fn nan_results_are_the_separate_calls_any_nan() {
     }
     assert!(with_nan > 150, "only {with_nan} results hold a NaN");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Fused reductions: `bc_expr_reduce` against `bc_expr_eval` then `bc_reduce`.
+
+/// `bc_expr_reduce`; `dims` as `reduce` takes them (`None`: `(NULL, 0)`).
+fn expr_reduce(
+    steps: &[bc_expr_step],
+    inputs: &[&T],
+    op: i32,
+    dims: Option<&[i64]>,
+    keepdim: bool,
+) -> Result<T, Err> {
+    let h = handles(inputs);
+    let (p, n) = match dims {
+        None => (ptr::null(), 0),
+        Some(d) => (d.as_ptr(), d.len()),
+    };
+    let mut out: *mut bc_tensor = std::ptr::dangling_mut();
+    // SAFETY: every array holds its length; out is valid for one write.
+    let s = unsafe {
+        bc_expr_reduce(
+            steps.as_ptr(),
+            steps.len(),
+            h.as_ptr(),
+            h.len(),
+            op,
+            p,
+            n,
+            keepdim,
+            &mut out,
+        )
+    };
+    if s == BC_OK {
+        Ok(T(out))
+    } else {
+        assert!(out.is_null(), "bc_expr_reduce failed but left *out set");
+        Err(Err {
+            status: s,
+            msg: last_error(),
+        })
+    }
+}
+
+/// The two calls `bc_expr_reduce` stands for.
+fn eval_then_reduce(
+    steps: &[bc_expr_step],
+    inputs: &[&T],
+    op: i32,
+    dims: Option<&[i64]>,
+    keepdim: bool,
+) -> Result<T, Err> {
+    reduce(op, &eval(steps, inputs)?, dims, keepdim)
+}
+
+/// `bc_plan_expr_reduce` for the inputs' geometries: the plan, or the status and message.
+fn plan_expr_reduce(
+    steps: &[bc_expr_step],
+    inputs: &[&T],
+    op: i32,
+    dims: Option<&[i64]>,
+    keepdim: bool,
+) -> Result<bc_plan, Err> {
+    let shapes: Vec<Vec<i64>> = inputs.iter().map(|t| t.shape()).collect();
+    let strides: Vec<Vec<i64>> = inputs.iter().map(|t| t.strides()).collect();
+    let geos: Vec<bc_geometry> = (0..inputs.len())
+        .map(|k| bc_geometry {
+            dtype: inputs[k].dtype(),
+            ndim: shapes[k].len(),
+            shape: shapes[k].as_ptr(),
+            strides: strides[k].as_ptr(),
+        })
+        .collect();
+    let (p, n) = match dims {
+        None => (ptr::null(), 0),
+        Some(d) => (d.as_ptr(), d.len()),
+    };
+    let mut plan = std::mem::MaybeUninit::<bc_plan>::uninit();
+    // SAFETY: every array holds its length; plan is valid for one write.
+    let s = unsafe {
+        bc_plan_expr_reduce(
+            steps.as_ptr(),
+            steps.len(),
+            geos.as_ptr(),
+            geos.len(),
+            op,
+            p,
+            n,
+            keepdim,
+            plan.as_mut_ptr(),
+        )
+    };
+    match s {
+        // SAFETY: written on success.
+        BC_OK => Ok(unsafe { plan.assume_init() }),
+        _ => Err(Err {
+            status: s,
+            msg: last_error(),
+        }),
+    }
+}
+
+/// `t`, sometimes as a transposed or strided view of a larger tensor holding the same values
+/// (so that the value's layout, which the reduction's order follows, is not always row-major).
+fn random_layout(r: &mut Rng, t: T) -> T {
+    let shape = t.shape();
+    let n = shape.len();
+    match r.below(4) {
+        // The last two dimensions swapped in memory: a transposed copy, viewed back.
+        0 if n >= 2 => {
+            let mut perm: Vec<usize> = (0..n).collect();
+            perm.swap(n - 1, n - 2);
+            let tshape: Vec<i64> = perm.iter().map(|&d| shape[d]).collect();
+            let vals = t.values();
+            let rm = |s: &[i64]| {
+                let mut st = vec![1i64; s.len()];
+                for d in (0..s.len().saturating_sub(1)).rev() {
+                    st[d] = st[d + 1] * s[d + 1];
+                }
+                st
+            };
+            let (src_st, dst_st) = (rm(&shape), rm(&tshape));
+            let total = vals.len();
+            let mut moved = vals.clone();
+            for (i, v) in vals.into_iter().enumerate() {
+                // Element i of t (row-major in `shape`) goes to its place in the transposed copy.
+                let mut rest = i;
+                let mut at = 0;
+                for (d, &sd) in src_st.iter().enumerate() {
+                    let idx = rest as i64 / sd;
+                    rest %= sd as usize;
+                    let td = perm.iter().position(|&p| p == d).unwrap();
+                    at += idx * dst_st[td];
+                }
+                if total > 0 {
+                    moved[at as usize] = v;
+                }
+            }
+            let copy = T::from_values(t.dtype(), &tshape, &moved).unwrap();
+            let strides: Vec<i64> = (0..n)
+                .map(|d| dst_st[perm.iter().position(|&p| p == d).unwrap()])
+                .collect();
+            copy.as_strided(&shape, &strides, 0).unwrap()
+        }
+        // Every other element of a copy twice as long in the last dimension.
+        1 if n >= 1 && shape[n - 1] > 0 => {
+            let mut wide = shape.clone();
+            wide[n - 1] *= 2;
+            let vals = t.values();
+            let mut spread = Vec::with_capacity(vals.len() * 2);
+            for v in vals {
+                spread.push(v);
+                spread.push(v);
+            }
+            let copy = T::from_values(t.dtype(), &wide, &spread).unwrap();
+            copy.slice(-1, 0, wide[n - 1], 2).unwrap()
+        }
+        _ => t,
+    }
+}
+
+/// Random dims for a value of `ndim` dimensions: none (`NULL` or an empty list), some distinct
+/// ones (negative now and then), and now and then one out of range or repeated.
+fn random_dims(r: &mut Rng, ndim: usize) -> Option<Vec<i64>> {
+    match r.below(12) {
+        0 => None,
+        1 => Some(vec![]),
+        2 => Some(vec![ndim as i64 + r.below(2) as i64]),
+        3 if ndim > 0 => Some(vec![0, -(ndim as i64)]),
+        _ => {
+            let m = ndim.max(1);
+            let mut dims: Vec<i64> = (0..m as i64).filter(|_| r.below(2) == 0).collect();
+            if dims.is_empty() {
+                dims.push(r.below(m) as i64);
+            }
+            for d in &mut dims {
+                if r.below(3) == 0 {
+                    *d -= m as i64;
+                }
+            }
+            Some(dims)
+        }
+    }
+}
+
+/// Random programs, operands (broadcast, transposed, strided, empty, 0-d), dtypes (floats with
+/// NaNs and infinities), reductions, dims and keepdim: `bc_expr_reduce` gives exactly what
+/// `bc_expr_eval` then `bc_reduce` give, every bit (NaN payloads included), or the same status and
+/// message; `bc_plan_expr_reduce` agrees with the call, and the fused path is taken in earnest.
+#[test]
+fn fused_reductions_match_eval_then_reduce() {
+    let _s = settings();
+    let mut r = Rng(0xF05E_D0ED_5EED_0003);
+    let bases: [&[i64]; 7] = [
+        &[3, 4],
+        &[2, 3, 5],
+        &[7],
+        &[],
+        &[2, 0, 3],
+        &[300, 257],
+        &[2, 70, 64],
+    ];
+    let dtypes = [BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64];
+    let (mut ok, mut errors, mut fused) = (0, 0, 0);
+    for case in 0..2000 {
+        let base = bases[if case % 20 == 0 {
+            5 + case / 20 % 2
+        } else {
+            case % 5
+        }];
+        let ninputs = 1 + r.below(3);
+        let common = r.pick(&dtypes);
+        let tensors: Vec<T> = (0..ninputs)
+            .map(|_| {
+                let dtype = if r.below(4) == 0 {
+                    r.pick(&dtypes)
+                } else {
+                    common
+                };
+                let shape = random_shape(&mut r, base);
+                let t = random_tensor(&mut r, dtype, &shape);
+                random_layout(&mut r, t)
+            })
+            .collect();
+        let inputs: Vec<&T> = tensors.iter().collect();
+        let mut steps = Vec::new();
+        let depth = 1 + r.below(3);
+        random_expr(&mut r, ninputs, depth, &mut steps);
+        if !steps
+            .iter()
+            .any(|s| [BC_EXPR_OP, BC_EXPR_WHERE, BC_EXPR_TERNARY, BC_EXPR_UNARY].contains(&s.kind))
+        {
+            steps.extend([input(0), op(BC_OP_ADD)]);
+        }
+        let rop = r.below(BC_REDUCE_COUNT as usize) as i32;
+        let dims = random_dims(&mut r, base.len());
+        let keepdim = r.below(2) == 0;
+        let what = || {
+            format!(
+                "case {case}: steps {steps:?}, inputs {}, reduce {rop} dims {dims:?} keepdim {keepdim}",
+                describe(&inputs)
+            )
+        };
+        let want = eval_then_reduce(&steps, &inputs, rop, dims.as_deref(), keepdim);
+        let got = expr_reduce(&steps, &inputs, rop, dims.as_deref(), keepdim);
+        let plan = plan_expr_reduce(&steps, &inputs, rop, dims.as_deref(), keepdim);
+        match (&got, &want) {
+            (Ok(g), Ok(w)) => {
+                if let Err(e) = same(g, w) {
+                    panic!("{}: {e}", what());
+                }
+                let p = plan.unwrap_or_else(|e| panic!("{}: the planner refuses: {e:?}", what()));
+                assert_eq!(p.dtype, w.dtype(), "{}", what());
+                assert_eq!(&p.shape[..p.ndim], &w.shape()[..], "{}", what());
+                if p.flags & BC_PLAN_FUSED != 0 {
+                    fused += 1;
+                }
+                ok += 1;
+            }
+            (Err(g), Err(w)) => {
+                assert_eq!(g, w, "{}", what());
+                // The planner gives the call's error, but for what only memory shows (a zero
+                // integer divisor).
+                if w.status != BC_ERR_VALUE {
+                    assert_eq!(plan.as_ref().err(), Some(w), "{}: the planner", what());
+                }
+                errors += 1;
+            }
+            _ => panic!(
+                "{}: bc_expr_reduce {:?}, the two calls {:?}",
+                what(),
+                got.as_ref().map(|_| ()),
+                want.as_ref().map(|_| ())
+            ),
+        }
+    }
+    assert!(
+        ok > 700 && errors > 300 && fused > 400,
+        "{ok} results ({fused} fused), {errors} errors"
+    );
+    eprintln!("{ok} results ({fused} fused), {errors} errors");
+}
+
+/// The cases the fused path is for, on sizes that take several tiles and threads, with NaNs and
+/// infinities among the values: `((a - b)**2).mean(0)` (a column reduction), a masked sum over
+/// every dimension (a stream), over the last dimension and over the first of a transposed
+/// operand, every reduction; each is the two calls' bits, and makes no tensor but the result.
+#[test]
+fn fused_reductions_make_only_the_result() {
+    let mut r = Rng(0xF05E_0002);
+    let a = random_tensor(&mut r, F32, &[517, 300]);
+    let b = random_tensor(&mut r, F32, &[300]);
+    let m = random_tensor(&mut r, BOOL, &[517, 300]);
+    let z = T::zeros(F32, &[]).unwrap();
+    // A transposed float64 operand: the value's layout is column-major.
+    let at = random_tensor(&mut r, F64, &[300, 517])
+        .as_strided(&[517, 300], &[1, 517], 0)
+        .unwrap();
+    let square = [
+        input(0),
+        input(1),
+        op(BC_OP_SUB),
+        unary_step(BC_UNARY_SQUARE),
+    ];
+    let masked = [input(2), input(0), input(3), where_step()];
+    let scaled = [input(4), constant(F64, 0, 0.5), op(BC_OP_MUL)];
+    let inputs = [&a, &b, &m, &z, &at];
+    let cases: [(&[bc_expr_step], Option<&[i64]>); 6] = [
+        (&square, Some(&[0])),
+        (&square, Some(&[-1])),
+        (&masked, None),
+        (&masked, Some(&[1])),
+        (&scaled, Some(&[0])),
+        (&scaled, Some(&[1, 0])),
+    ];
+    for (steps, dims) in cases {
+        for rop in 0..BC_REDUCE_COUNT {
+            for keepdim in [false, true] {
+                let what = format!("{steps:?} reduce {rop} over {dims:?} keepdim {keepdim}");
+                let want = eval_then_reduce(steps, &inputs, rop, dims, keepdim).unwrap();
+                let before = storage::stats();
+                let got = expr_reduce(steps, &inputs, rop, dims, keepdim).unwrap();
+                assert_eq!(storage::stats().since(before).allocs, 1, "{what}");
+                same(&got, &want).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let p = plan_expr_reduce(steps, &inputs, rop, dims, keepdim).unwrap();
+                assert_ne!(p.flags & BC_PLAN_FUSED, 0, "{what}");
+                assert_eq!(p.alloc_bytes, got.bytes().len(), "{what}");
+            }
+        }
+    }
+}
+
+/// Errors come in the two calls' order: the expression's before the reduction's; the arguments
+/// first.
+#[test]
+fn fused_reduction_errors_are_the_calls() {
+    let a = T::ones(I32, &[2, 3]).unwrap();
+    let b = T::ones(I32, &[4]).unwrap();
+    let add = [input(0), input(0), op(BC_OP_ADD)];
+    // The expression's error, even with a reduction that would be refused too.
+    let bad = [input(0), input(1), op(BC_OP_ADD)];
+    let e = expr_reduce(&bad, &[&a, &b], BC_REDUCE_MEAN, Some(&[7]), false).unwrap_err();
+    assert_eq!(
+        e,
+        eval_then_reduce(&bad, &[&a, &b], BC_REDUCE_MEAN, Some(&[7]), false).unwrap_err()
+    );
+    assert_eq!(e.status, BC_ERR_SHAPE);
+    // The reduction's: a mean of integers, a dim out of range, a repeated dim, amax of nothing.
+    for (rop, dims) in [
+        (BC_REDUCE_MEAN, vec![0]),
+        (BC_REDUCE_SUM, vec![2]),
+        (BC_REDUCE_SUM, vec![1, -1]),
+    ] {
+        let got = expr_reduce(&add, &[&a], rop, Some(&dims), false).unwrap_err();
+        let want = eval_then_reduce(&add, &[&a], rop, Some(&dims), false).unwrap_err();
+        assert_eq!(got, want);
+    }
+    let empty = T::ones(F32, &[0, 3]).unwrap();
+    let got = expr_reduce(&add, &[&empty], BC_REDUCE_AMAX, Some(&[0]), false).unwrap_err();
+    assert_eq!(
+        got,
+        eval_then_reduce(&add, &[&empty], BC_REDUCE_AMAX, Some(&[0]), false).unwrap_err()
+    );
+    assert_eq!(got.status, BC_ERR_SHAPE);
+    // Arguments: an unknown reduction, dims NULL with a length.
+    let e = expr_reduce(&add, &[&a], 99, None, false).unwrap_err();
+    assert_eq!(e.status, BC_ERR_INVALID_ARG);
+    let h = handles(&[&a]);
+    let mut out: *mut bc_tensor = ptr::null_mut();
+    // SAFETY: dims NULL with a length is refused before any read.
+    let s = unsafe {
+        bc_expr_reduce(
+            add.as_ptr(),
+            add.len(),
+            h.as_ptr(),
+            1,
+            0,
+            ptr::null(),
+            1,
+            false,
+            &mut out,
+        )
+    };
+    assert_eq!(s, BC_ERR_NULL_ARG);
+    assert!(out.is_null());
+}

@@ -1101,6 +1101,59 @@ fn arithmetic() -> Vec<Scenario> {
             },
         ),
         sc(
+            "bc_expr_reduce",
+            "7-d ((a - b)**2).mean over dims 0 and -1, keepdim, in one pass on the thread pool",
+            BC_OK,
+            |c| {
+                c.on_pool();
+                let (a, b) = (c.t(F32, &C7), c.t(F32, &B7));
+                let steps = [
+                    ex(BC_EXPR_INPUT, 0),
+                    ex(BC_EXPR_INPUT, 1),
+                    ex(BC_EXPR_OP, BC_OP_SUB),
+                    ex(BC_EXPR_UNARY, BC_UNARY_SQUARE),
+                ];
+                let ins = [a as *const bc_tensor, b];
+                let dims = [0i64, -1];
+                call!(|c| bc_expr_reduce(
+                    steps.as_ptr(),
+                    steps.len(),
+                    ins.as_ptr(),
+                    2,
+                    BC_REDUCE_MEAN,
+                    dims.as_ptr(),
+                    2,
+                    true,
+                    c.out(0)
+                ))
+            },
+        ),
+        sc(
+            "bc_expr_reduce",
+            "a sum of an expression that does not broadcast (evaluated call by call)",
+            BC_ERR_SHAPE,
+            |c| {
+                let (a, b) = (c.t(F32, &C7), c.t(F32, &[2, 3]));
+                let steps = [
+                    ex(BC_EXPR_INPUT, 0),
+                    ex(BC_EXPR_INPUT, 1),
+                    ex(BC_EXPR_OP, BC_OP_ADD),
+                ];
+                let ins = [a as *const bc_tensor, b];
+                call!(|c| bc_expr_reduce(
+                    steps.as_ptr(),
+                    steps.len(),
+                    ins.as_ptr(),
+                    2,
+                    BC_REDUCE_SUM,
+                    std::ptr::null(),
+                    0,
+                    false,
+                    c.out(0)
+                ))
+            },
+        ),
+        sc(
             "bc_expr_eval_out",
             "7-d where(a < b, a * b, 1) into float64 on the thread pool (threshold 1, 4 threads)",
             BC_OK,
@@ -1659,6 +1712,32 @@ fn planner() -> Vec<Scenario> {
                     5,
                     [geo(F32, &A7, None), geo(F64, &C7, Some(&C7_REVERSED))].as_ptr(),
                     2,
+                    plan.cast()
+                ))
+            },
+        ),
+        sc(
+            "bc_plan_expr_reduce",
+            "7-d (a * a) + c summed over dim 1, a computed first, c reversed",
+            BC_OK,
+            |c| {
+                let plan = c.mem(std::mem::size_of::<bc_plan>());
+                call!(|_c| bc_plan_expr_reduce(
+                    [
+                        ex(BC_EXPR_INPUT, 0),
+                        ex(BC_EXPR_INPUT, 0),
+                        ex(BC_EXPR_OP, BC_OP_MUL),
+                        ex(BC_EXPR_INPUT, 1),
+                        ex(BC_EXPR_OP, BC_OP_ADD),
+                    ]
+                    .as_ptr(),
+                    5,
+                    [geo(F32, &A7, None), geo(F64, &C7, Some(&C7_REVERSED))].as_ptr(),
+                    2,
+                    BC_REDUCE_SUM,
+                    [1i64].as_ptr(),
+                    1,
+                    false,
                     plan.cast()
                 ))
             },

@@ -137,6 +137,24 @@ func (e Expr) EvalOut(out *Tensor, inputs ...*Tensor) error {
 	return check(r)
 }
 
+// Reduce returns the reduction r over the dimensions listed in over (negative ones count from the
+// end; none means every dimension) of e's value over inputs, keeping each reduced dimension as
+// size 1 when keepdim is true: exactly e.Eval(inputs...) followed by r.Apply (the same bits, the
+// same errors in the same order), in one call that, when e runs as one pass, computes the value a
+// tile at a time in the order the reduction reads it and never makes it (bc_expr_reduce). So
+// ((a-b)**2).mean(0) or a masked sum read their inputs once and write only the result.
+func (e Expr) Reduce(r Reduction, over []int, keepdim bool, inputs ...*Tensor) (*Tensor, error) {
+	hs, err := refs(inputs...)
+	if err != nil {
+		return nil, err
+	}
+	p, n := dims(over)
+	res := C.gobc_expr_reduce(e.ptr(), C.size_t(len(e.steps)), &hs[0], C.size_t(len(inputs)),
+		C.int32_t(r), p, n, C.bool(keepdim))
+	keep(inputs...)
+	return owned(res)
+}
+
 // ptr is the steps for the length of one call (Go memory holding no pointers; NULL when empty).
 func (e Expr) ptr() *C.bc_expr_step {
 	if len(e.steps) == 0 {

@@ -176,3 +176,33 @@ func TestExprPlan(t *testing.T) {
 		t.Errorf("no operation: %v", err)
 	}
 }
+
+// Expr.Reduce is Eval then the reduction, bit for bit: ((a-b)*(a-b)).mean(0) and a masked sum, and
+// the reduction's refusal; PlanReduce says the call runs as one pass.
+func TestExprReduce(t *testing.T) {
+	a := must(bc.FromSlice([]int{40, 30}, arange(1200, -7, 0.0173)))(t)
+	b := must(bc.FromSlice([]int{30}, arange(30, 0.5, 0.0333)))(t)
+	x, y := bc.Input(0), bc.Input(1)
+	d := bc.Sub.Of(x, y)
+	sq := bc.Mul.Of(d, d)
+	got := must(sq.Reduce(bc.Mean, []int{0}, false, a, b))(t)
+	want := must(bc.Mean.Apply(must(sq.Eval(a, b))(t), false, 0))(t)
+	if d := sameTensor(t, got, want); d != "" {
+		t.Errorf("mean(0): %s", d)
+	}
+	masked := bc.WhereOf(bc.Gt.Of(x, y), x, bc.Const(bc.Float32, 0))
+	got = must(masked.Reduce(bc.Sum, nil, true, a, b))(t)
+	want = must(bc.Sum.Apply(must(masked.Eval(a, b))(t), true))(t)
+	if d := sameTensor(t, got, want); d != "" {
+		t.Errorf("masked sum: %s", d)
+	}
+	p := must(sq.PlanReduce(bc.Mean, []int{0}, false, bc.Geometry{DType: bc.Float32, Shape: []int{40, 30}},
+		bc.Geometry{DType: bc.Float32, Shape: []int{30}}))(t)
+	if !p.Fused || !reflect.DeepEqual(p.Shape, []int{30}) {
+		t.Errorf("plan: %+v", p)
+	}
+	ints := bc.BitwiseAnd.Of(bc.Gt.Of(x, y), bc.Gt.Of(x, y))
+	if _, err := ints.Reduce(bc.Mean, nil, false, a, b); !errors.Is(err, bc.ErrDType) {
+		t.Errorf("mean of bools: %v", err)
+	}
+}

@@ -51,10 +51,12 @@ type Plan struct {
 	// The call reads the divisor's elements and refuses a zero among them (ErrValue; integer
 	// division, remainder, fmod), which only the call can see.
 	ChecksDivisor bool
-	LoopKind      LoopKind // the inner loop the call would run
-	LoopShape     []int    // the sizes iterated once dimensions are merged
-	Threads       int      // threads sharing the work, the calling one included
-	AllocBytes    int      // element memory the call would allocate
+	// Expr.PlanReduce: the expression and the reduction run as one pass (the value never made).
+	Fused      bool
+	LoopKind   LoopKind // the inner loop the call would run
+	LoopShape  []int    // the sizes iterated once dimensions are merged
+	Threads    int      // threads sharing the work, the calling one included
+	AllocBytes int      // element memory the call would allocate
 }
 
 // Plan reports what op.Apply(a, b) would do for operands of these geometries, without tensors:
@@ -146,6 +148,22 @@ func (e Expr) plan(into int, gs []Geometry) (*Plan, error) {
 	return planned(r, &p)
 }
 
+// PlanReduce reports what e.Reduce(r, over, keepdim, inputs...) would do for inputs of these
+// geometries, or the error it would return (bc_plan_expr_reduce): the reduction's plan, with
+// Fused true when the expression and the reduction run as one pass.
+func (e Expr) PlanReduce(r Reduction, over []int, keepdim bool, inputs ...Geometry) (*Plan, error) {
+	f, err := flatten(inputs)
+	if err != nil {
+		return nil, err
+	}
+	var p C.bc_plan
+	lp, ln := dims(over)
+	res := C.gobc_plan_expr_reduce(e.ptr(), C.size_t(len(e.steps)), C.size_t(len(inputs)),
+		&f.dtypes[0], &f.ndims[0], &f.shapes[0], &f.strides[0], &f.has[0], C.int32_t(r), lp, ln,
+		C.bool(keepdim), &p)
+	return planned(res, &p)
+}
+
 // flat is geometries as C takes them: per operand its dtype, number of sizes and whether it has
 // strides; one array of all sizes and one of all strides (each ends with a 0: never empty, so C
 // is given valid pointers).
@@ -202,6 +220,7 @@ func planned(r C.gobc_res, p *C.bc_plan) (*Plan, error) {
 		FallbackWarning:   p.flags&C.BC_PLAN_WARNING_FALLBACK != 0,
 		WhereUint8Warning: p.flags&C.BC_PLAN_WARNING_WHERE_UINT8 != 0,
 		ChecksDivisor:     p.flags&C.BC_PLAN_CHECKS_DIVISOR != 0,
+		Fused:             p.flags&C.BC_PLAN_FUSED != 0,
 		LoopKind:          LoopKind(p.loop_kind),
 		LoopShape:         list(p.loop_shape[:], p.loop_ndim),
 		Threads:           int(p.threads),

@@ -169,6 +169,29 @@ gobc_res gobc_plan_expr(const bc_expr_step *steps, size_t nsteps, size_t n, int 
 	return done(st, NULL, 0);
 }
 
+gobc_res gobc_plan_expr_reduce(const bc_expr_step *steps, size_t nsteps, size_t n,
+                               const int32_t *dtypes, const size_t *ndims, const int64_t *shapes,
+                               const int64_t *strides, const bool *has_strides, int32_t op,
+                               const int64_t *dims, size_t ndim, bool keepdim, bc_plan *plan) {
+	bc_geometry *g = n ? shim_malloc(n * sizeof *g) : NULL;
+	if (n && !g) {
+		/* The shim's own failure: the library's error record is not this call's. */
+		gobc_res r = {BC_ERR_ALLOC, 0, 0, 0, NULL};
+		return r;
+	}
+	size_t at = 0;
+	for (size_t k = 0; k < n; k++) {
+		g[k].dtype = dtypes[k];
+		g[k].ndim = ndims[k];
+		g[k].shape = shapes + at;
+		g[k].strides = has_strides[k] ? strides + at : NULL;
+		at += ndims[k];
+	}
+	int32_t st = bc_plan_expr_reduce(steps, nsteps, g, n, op, dims, ndim, keepdim, plan);
+	free(g);
+	return done(st, NULL, 0);
+}
+
 gobc_res gobc_new(int fill, int32_t dtype, const int64_t *shape, size_t ndim, double value) {
 	bc_tensor *o = NULL;
 	int32_t s;
@@ -358,6 +381,14 @@ gobc_res gobc_expr_eval(const bc_expr_step *steps, size_t nsteps, const uintptr_
 	if (into) return done(bc_expr_eval_out(steps, nsteps, inputs, n, H(out)), NULL, 0);
 	bc_tensor *o = NULL;
 	int32_t s = bc_expr_eval(steps, nsteps, inputs, n, &o);
+	return made(s, o);
+}
+
+gobc_res gobc_expr_reduce(const bc_expr_step *steps, size_t nsteps, const uintptr_t *ins, size_t n,
+                          int32_t op, const int64_t *dims, size_t ndims, bool keepdim) {
+	bc_tensor *o = NULL;
+	int32_t s = bc_expr_reduce(steps, nsteps, (const bc_tensor *const *)ins, n, op, dims, ndims,
+	                           keepdim, &o);
 	return made(s, o);
 }
 

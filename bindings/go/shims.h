@@ -65,6 +65,11 @@ gobc_res gobc_plan(int form, int32_t op, bc_scalar s, const int32_t *dtypes, con
 
 // bc_plan_expr over n geometries (into == 0), or bc_plan_expr_out (into == 1: the last of the n is
 // out); the geometries as for gobc_plan.
+/* bc_plan_expr_reduce, the n input geometries given as gobc_plan_expr takes them. */
+gobc_res gobc_plan_expr_reduce(const bc_expr_step *steps, size_t nsteps, size_t n,
+                               const int32_t *dtypes, const size_t *ndims, const int64_t *shapes,
+                               const int64_t *strides, const bool *has_strides, int32_t op,
+                               const int64_t *dims, size_t ndim, bool keepdim, bc_plan *plan);
 gobc_res gobc_plan_expr(const bc_expr_step *steps, size_t nsteps, size_t n, int into,
                         const int32_t *dtypes, const size_t *ndims, const int64_t *shapes,
                         const int64_t *strides, const bool *has_strides, bc_plan *plan);
@@ -111,6 +116,9 @@ gobc_res gobc_where_out(uintptr_t cond, uintptr_t a, uintptr_t b, uintptr_t out)
 // bc_expr_eval (into == 0) or bc_expr_eval_out into out.
 gobc_res gobc_expr_eval(const bc_expr_step *steps, size_t nsteps, const uintptr_t *ins, size_t n,
                         int into, uintptr_t out);
+/* bc_expr_reduce: the reduction op over dims (NULL, 0 for all) of the expression's value. */
+gobc_res gobc_expr_reduce(const bc_expr_step *steps, size_t nsteps, const uintptr_t *ins, size_t n,
+                          int32_t op, const int64_t *dims, size_t ndims, bool keepdim);
 
 gobc_dims gobc_shape_broadcast(const int64_t *a, size_t an, const int64_t *b, size_t bn);
 // n shapes as one flat array of sizes plus their lengths.

@@ -1295,3 +1295,168 @@ impl Tape {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The result handed out run by run: for a reduction fused with the expression.
+
+/// A program's fused pass, when it has one, before anything is computed: the result's type,
+/// shape and layout are [`eval`]'s. `None` when [`eval`] goes call by call (an error, a warning,
+/// an integer divisor, more operands than one pass takes, an empty result).
+pub(crate) fn fused_pass(
+    steps: &[Step],
+    inputs: &[&Tensor],
+    opts: Options,
+) -> Result<Option<FusedPass>> {
+    debug_assert!(check_program(steps, inputs.len()).is_ok());
+    Ok(plan(steps, inputs, None, opts)?.map(FusedPass))
+}
+
+/// Whether [`eval`] over inputs of these geometries runs one fused pass (see [`fused_pass`]).
+pub(crate) fn fuses(steps: &[Step], inputs: &[Geometry<'_>], opts: Options) -> Result<bool> {
+    let refs: Vec<&Geometry<'_>> = try_collect(inputs.iter())?;
+    Ok(plan(steps, &refs, None, opts)?.is_some())
+}
+
+/// See [`fused_pass`].
+pub(crate) struct FusedPass(Pass);
+
+impl FusedPass {
+    pub(crate) fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+
+    pub(crate) fn shape(&self) -> &[usize] {
+        &self.0.shape
+    }
+
+    /// Computes what must be computed first (operations broadcast further, as [`eval`] does) and
+    /// readies the pass to compute any run of the result's elements.
+    pub(crate) fn ready<'a>(
+        self,
+        steps: &[Step],
+        inputs: &[&'a Tensor],
+        opts: Options,
+    ) -> Result<Runs<'a>> {
+        let pass = self.0;
+        let mut made: SmallVec<[Tensor; 2]> = SmallVec::new();
+        made.try_reserve(pass.leaves.len())
+            .map_err(|_| alloc_error::<Tensor>(pass.leaves.len()))?;
+        for leaf in &pass.leaves {
+            if let Leaf::Made(n) = *leaf {
+                let sub = &steps[pass.nodes[n].start..=n];
+                let (t, _) = call_by_call(sub, inputs, None, opts, &mut |_| {})?;
+                made.push(t.expect("a sub-expression makes a tensor"));
+            }
+        }
+        let mut base: SmallVec<[*mut u8; MAX_FUSED_OPERANDS]> = SmallVec::new();
+        let mut st: SmallVec<[Strides; MAX_FUSED_OPERANDS]> = SmallVec::new();
+        let mut next = made.iter();
+        for leaf in &pass.leaves {
+            let t: &Tensor = match *leaf {
+                Leaf::Input(i) => inputs[i],
+                Leaf::Made(_) => next.next().expect("made above"),
+            };
+            let g = ops::Operand::geometry(t);
+            let mut s = crate::engine::plan::broadcast_strides(g.shape, g.strides, &pass.shape)?;
+            for x in &mut s {
+                *x *= g.dtype.size() as isize;
+            }
+            base.push(t.data_ptr());
+            st.push(s);
+        }
+        // The result's dimensions of more than one element, innermost first.
+        let mut order: SmallVec<[usize; 6]> = SmallVec::new();
+        order
+            .try_reserve(pass.shape.len())
+            .map_err(|_| alloc_error::<usize>(pass.shape.len()))?;
+        order.extend((0..pass.shape.len()).filter(|&d| pass.shape[d] > 1));
+        order.sort_unstable_by_key(|&d| (pass.strides[d], d));
+        Ok(Runs {
+            pass,
+            _made: made,
+            base,
+            st,
+            order,
+            _inputs: std::marker::PhantomData,
+        })
+    }
+}
+
+/// A fused pass ready to compute runs of its result (see [`FusedPass::ready`]); its result's layout is [`Runs::strides`].
+pub(crate) struct Runs<'a> {
+    pass: Pass,
+    /// The operations computed first (read through `base`).
+    _made: SmallVec<[Tensor; 2]>,
+    /// The pass's operands after the result: first element, byte strides broadcast to the
+    /// result's shape.
+    base: SmallVec<[*mut u8; MAX_FUSED_OPERANDS]>,
+    st: SmallVec<[Strides; MAX_FUSED_OPERANDS]>,
+    /// The result's dimensions of more than one element, by stride, innermost first.
+    order: SmallVec<[usize; 6]>,
+    _inputs: std::marker::PhantomData<&'a Tensor>,
+}
+
+// SAFETY: the operands are only read (the inputs outlive `'a`, the made tensors are owned), and
+// the tape runs on each caller's own stack buffers.
+unsafe impl Sync for Runs<'_> {}
+
+impl Runs<'_> {
+    pub(crate) fn shape(&self) -> &[usize] {
+        &self.pass.shape
+    }
+
+    /// The layout [`eval`] gives the result (element strides, dense, not negative).
+    pub(crate) fn strides(&self) -> &[isize] {
+        &self.pass.strides
+    }
+
+    /// Computes the result's elements at element offsets `v, v + st, ..., v + (n - 1) st` of its
+    /// layout ([`Runs::strides`]) into `dst` (`n` contiguous elements of the result type),
+    /// the same bits as [`eval`] writes there: the same tape on the same operands, in pieces along
+    /// one dimension at a time.
+    ///
+    /// # Safety
+    /// The offsets must lie within the result; `dst` valid for `n` element writes.
+    pub(crate) unsafe fn compute(&self, mut v: usize, st: usize, n: usize, dst: *mut u8) {
+        let (shape, strides) = (&self.pass.shape, &self.pass.strides);
+        let size = self.pass.dtype.size() as isize;
+        let along = self
+            .order
+            .iter()
+            .copied()
+            .find(|&d| strides[d] as usize == st);
+        let k = self.base.len() + 1;
+        let mut p = [std::ptr::null_mut::<u8>(); MAX_FUSED_OPERANDS + 1];
+        let mut s = [0isize; MAX_FUSED_OPERANDS + 1];
+        let rs = [0isize; MAX_FUSED_OPERANDS + 1];
+        let mut idx = [0usize; crate::engine::shape::MAX_NDIM + 1];
+        let mut done = 0;
+        while done < n {
+            // The position of element `v`, outermost dimension first.
+            let mut rest = v;
+            for &d in self.order.iter().rev() {
+                idx[d] = rest / strides[d] as usize;
+                rest %= strides[d] as usize;
+            }
+            let piece = match along {
+                Some(a) if st > 0 => (n - done).min(shape[a] - idx[a]),
+                _ => 1,
+            };
+            p[0] = dst.wrapping_offset(done as isize * size);
+            s[0] = size;
+            for (j, (b, sj)) in self.base.iter().zip(&self.st).enumerate() {
+                let off: isize = self.order.iter().map(|&d| idx[d] as isize * sj[d]).sum();
+                p[j + 1] = b.wrapping_offset(off);
+                s[j + 1] = match along {
+                    Some(a) if piece > 1 => sj[a],
+                    _ => 0,
+                };
+            }
+            self.pass
+                .tape
+                .run(&p[..k], &s[..k], &rs[..k], 1, piece, false);
+            done += piece;
+            v += piece * st;
+        }
+    }
+}

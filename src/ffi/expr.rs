@@ -1,8 +1,9 @@
 //! Fused expressions: a short postfix program over input tensors, constants and the elementwise
 //! operations, evaluated in one pass over memory (see `engine::expr`).
 use super::boundary::call;
-use super::handle::{self, bc_tensor, hand_out, out_handle, slice_in};
+use super::handle::{self, bc_tensor, check_ndim, hand_out, out_handle, slice_in};
 use super::ops::op_in;
+use super::reduce::reduce_op_in;
 use super::settings::{emit, options};
 use super::status::FfiError;
 use super::tensor::dtype_in;
@@ -11,7 +12,7 @@ use super::unary::op_in as unary_op_in;
 use crate::engine::alloc::{try_collect, try_small_with_capacity, try_vec};
 use crate::engine::expr::{self, Constant, Step};
 use crate::engine::tensor::Scalar;
-use crate::engine::Tensor;
+use crate::engine::{reduce, Tensor};
 use smallvec::SmallVec;
 
 /// A step that pushes input number `arg` (an index into the `inputs` array).
@@ -243,5 +244,74 @@ pub unsafe extern "C" fn bc_expr_eval_out(
         let warnings = expr::eval_out(&program, &refs, &out, options(), &mut |w| emit(w))?;
         emit(&warnings);
         Ok(())
+    })
+}
+
+/// `*out` = the reduction `op` (a `BC_REDUCE_*` code) over `dims[0..ndims]` of the value of the
+/// expression `steps[0..nsteps]` over `inputs[0..ninputs]`: `bc_expr_eval` followed by
+/// `bc_reduce`, in one call that, when the expression runs as one pass, never makes the
+/// expression's value. For example `((a - b)**2).mean(0)` is `{INPUT 0, INPUT 1, OP BC_OP_SUB,
+/// UNARY BC_UNARY_SQUARE}` with `BC_REDUCE_MEAN` over `{0}`, and a masked sum
+/// `where(m, a, 0).sum()` is `{INPUT m, INPUT a, CONST 0, WHERE}` with `BC_REDUCE_SUM` and no
+/// dims.
+///
+/// The result equals `bc_expr_eval` then `bc_reduce(op, value, dims, ndims, keepdim)` bit for bit,
+/// a NaN's sign and payload included (the elements come from the same pass `bc_expr_eval` runs;
+/// against the separate elementwise calls, `bc_expr_eval`'s own rule on NaNs applies): the reduction's types (a sum or product of bools and
+/// integers is int64; a mean of them is refused), dims (`(NULL, 0)` reduces every dimension,
+/// negative ones count from the end, a 0-d value takes 0 or -1), `keepdim`, and its summation
+/// order, which follows the layout `bc_expr_eval` gives the value. How: the reduction asks for
+/// its elements a tile at a time, in its own order; the expression's pass computes each tile
+/// (a few thousand elements) into a stage that stays in the cache, which the reduction then reads
+/// as it would read the value. So only the result is written, and the inputs are read once (a
+/// column reduction of a row-major value reads each row as one piece). Expressions the single
+/// pass does not take (see `bc_expr_eval`: an error, a warning, an integer divisor, more than 8
+/// distinct tensors, an empty value) are evaluated whole and then reduced, with the same
+/// results; `bc_plan_expr_reduce` says which way a call runs. The accuracy contract is
+/// `bc_reduce`'s. The one difference from the two calls: the value is never allocated, so a
+/// value too large for memory does not fail with `BC_ERR_ALLOC` on the fused path.
+/// On success the caller owns `*out` (free it with `bc_tensor_free`); on failure `*out` is NULL.
+///
+/// Arguments are checked in order: `out` (NULL), `steps` (NULL, then the program), `inputs`
+/// (NULL, then each handle), `op`, `ndims`, `dims` (NULL); then the expression's errors, as
+/// `bc_expr_eval` gives them, then the reduction's, as `bc_reduce` gives them (warnings too: the
+/// expression's before the reduction's checks).
+///
+/// # Returns
+/// `BC_OK`; the statuses of `bc_expr_eval`, then those of `bc_reduce` (`BC_ERR_INVALID_ARG`
+/// for an unknown code, a dim out of range or repeated, more than `BC_MAX_NDIM` dims;
+/// `BC_ERR_DTYPE` for a mean of a non-floating value; `BC_ERR_SHAPE` for amax/amin of nothing).
+///
+/// # Safety
+/// `steps` valid for `nsteps` reads, `inputs` for `ninputs` reads (`(NULL, 0)` is an empty
+/// array), `dims` for `ndims` reads, `out` for one write.
+#[no_mangle]
+#[must_use]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn bc_expr_reduce(
+    steps: *const bc_expr_step,
+    nsteps: usize,
+    inputs: *const *const bc_tensor,
+    ninputs: usize,
+    op: i32,
+    dims: *const i64,
+    ndims: usize,
+    keepdim: bool,
+    out: *mut *mut bc_tensor,
+) -> i32 {
+    call(|| {
+        // SAFETY (this block): the caller's contract.
+        let slot = unsafe { out_handle(out, "out")? };
+        let program = unsafe { program_in(steps, nsteps, ninputs)? };
+        let tensors = unsafe { inputs_in(inputs, ninputs)? };
+        let op = reduce_op_in(op)?;
+        check_ndim(ndims, "dims")?;
+        let dims = unsafe { slice_in(dims, ndims, "dims")? };
+        let refs: Vec<&Tensor> = try_collect(tensors.iter())?;
+        let result =
+            reduce::expr_reduce(op, &program, &refs, dims, keepdim, options(), &mut |w| {
+                emit(w)
+            })?;
+        hand_out(slot, result)
     })
 }

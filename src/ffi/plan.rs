@@ -89,6 +89,10 @@ pub const BC_PLAN_WARNING_WHERE_UINT8: u32 = 4;
 /// (`BC_ERR_VALUE`, PyTorch's `ZeroDivisionError`: integer division, remainder, fmod), which only
 /// the call can see.
 pub const BC_PLAN_CHECKS_DIVISOR: u32 = 256;
+/// `bc_plan.flags` (`bc_plan_expr_reduce` only): the expression and the reduction run as one
+/// pass, the expression's value never made; without it the value is evaluated whole, then
+/// reduced.
+pub const BC_PLAN_FUSED: u32 = 512;
 
 /// `bc_plan.loop_kind`: nothing to compute (the result has no elements).
 pub const BC_LOOP_NONE: i32 = 0;
@@ -507,6 +511,63 @@ unsafe fn plan_expr(
     };
     // SAFETY: `plan` as the caller's contract says.
     unsafe { planned(plan, body) }
+}
+
+/// Plans `*out = ` the reduction `op` over `dims[0..ndims]` of the expression `steps[0..nsteps]`
+/// (`bc_expr_reduce`) over inputs of these geometries, as `bc_plan_expr` and `bc_plan_reduce`:
+/// the expression's checks, then the reduction's, in the call's order. The plan is the
+/// reduction's (`bc_plan_reduce`'s for the expression's value as `bc_expr_eval` lays it out),
+/// with the expression's warning and divisor flags, and `BC_PLAN_FUSED` when the call runs as one
+/// pass. Its bytes: the result's, and fused, those of the operations computed first (an
+/// operation broadcast further); else also everything `bc_expr_eval` would allocate.
+///
+/// Arguments are checked as by `bc_expr_reduce` (`plan` first).
+///
+/// # Returns
+/// `BC_OK` (`*plan` written); the statuses of `bc_plan_expr`, then of `bc_plan_reduce`. On
+/// failure `*plan` is not written.
+///
+/// # Safety
+/// `steps` valid for `nsteps` reads; `inputs` for `ninputs` reads, each geometry's arrays for
+/// `ndim` reads; `dims` for `ndims` reads; `plan` for one write.
+#[must_use]
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn bc_plan_expr_reduce(
+    steps: *const bc_expr_step,
+    nsteps: usize,
+    inputs: *const bc_geometry,
+    ninputs: usize,
+    op: i32,
+    dims: *const i64,
+    ndims: usize,
+    keepdim: bool,
+    plan: *mut bc_plan,
+) -> i32 {
+    call(|| {
+        if plan.is_null() {
+            return Err(FfiError::NullArg("plan"));
+        }
+        // SAFETY (this block): the caller's contract on the program, each geometry and dims.
+        let program = unsafe { program_in(steps, nsteps, ninputs)? };
+        let given = unsafe { slice_in(inputs, ninputs, "inputs")? };
+        let mut owned: Vec<Owned> = try_vec(ninputs)?;
+        for g in given {
+            owned.push(unsafe { geometry_in(g, "inputs[i]")? });
+        }
+        let op = reduce_op_in(op)?;
+        check_ndim(ndims, "dims")?;
+        let dims = unsafe { slice_in(dims, ndims, "dims")? };
+        let views: Vec<Geometry<'_>> = try_collect(owned.iter().map(Owned::view))?;
+        let (report, fused) =
+            reduce::plan_expr_reduce(op, &program, &views, dims, keepdim, options())?;
+        let mut p = plan_of(&report);
+        if fused {
+            p.flags |= BC_PLAN_FUSED;
+        }
+        // SAFETY: checked non-NULL; valid for one write by the caller's contract.
+        unsafe { write_out(plan, p, "plan") }
+    })
 }
 
 /// # Safety

@@ -40,6 +40,9 @@ NOT_WRAPPED = {
     "bc_expr_eval_out": "as bc_expr_eval",
     "bc_plan_expr": "as bc_expr_eval: the package has no fused expressions to plan",
     "bc_plan_expr_out": "as bc_plan_expr",
+    "bc_expr_reduce": "as bc_expr_eval: a dotted expression reduced by sum/mean/maximum is the "
+                      "expression's calls then the reduction's, so numbers keep Julia's promotion",
+    "bc_plan_expr_reduce": "as bc_plan_expr",
     "bc_scalar_bool": "the package builds struct bc_scalar itself (CScalar, cscalar)",
     "bc_scalar_int": "as bc_scalar_bool",
     "bc_scalar_float": "as bc_scalar_bool",

@@ -44,12 +44,13 @@ mod source;
 mod sum_to;
 
 pub use lanes::{BLOCK_LEAVES, LEAF, MAX_BLOCKS};
-pub use report::{plan_binary_sum_to, plan_reduce, plan_sum_to_size};
+pub use report::{plan_binary_sum_to, plan_expr_reduce, plan_reduce, plan_sum_to_size};
 pub use sum_to::{binary_sum_to, sum_to_size};
 
 use super::alloc::{try_small_elem, try_small_with_capacity};
 use super::dtype::DType;
 use super::error::{Error, Result};
+use super::expr::{self, Step};
 use super::ops::{self, Operand as _};
 use super::shape::{numel, Dims};
 use super::tensor::{wrap_dim, Init, Tensor};
@@ -195,13 +196,8 @@ fn reduce_into(
     out_shape: &[usize],
 ) -> Result<Tensor> {
     if reduces_nothing(t.shape(), reduced) {
-        // Every output reduces nothing: the identity (0, 1), or 0/0 for a mean.
-        let value = match op {
-            ReduceOp::Sum => 0.0,
-            ReduceOp::Prod => 1.0,
-            _ => f64::NAN,
-        };
-        return Tensor::new(dtype, out_shape, Init::Fill(value));
+        // Every output reduces nothing.
+        return Tensor::new(dtype, out_shape, Init::Fill(identity(op)));
     }
     let out = Tensor::new(dtype, out_shape, Init::Uninit)?;
     if out.numel() == 0 {
@@ -210,7 +206,7 @@ fn reduce_into(
     let geo = view_geometry(t.geometry(), reduced)?;
     let (base, mean) = (t.data_ptr(), op == ReduceOp::Mean);
     with_elem!(t.dtype(), T => {
-        let src = View::<T> { base, elem: PhantomData };
+        let src = View::<T> { base, runs: None, elem: PhantomData };
         match op {
             ReduceOp::Sum | ReduceOp::Mean => execute::<SumR<T>, 1>(&geo, &src, &out, mean),
             ReduceOp::Prod => execute::<ProdR<T>, 1>(&geo, &src, &out, false),
@@ -219,6 +215,71 @@ fn reduce_into(
         }
     })?;
     Ok(out)
+}
+
+/// `op` over `dims` (as [`reduce`]) of the value of the expression `steps` over `inputs` (as
+/// [`expr::eval`]), without making that value when the expression runs as one fused pass: each
+/// piece of the elements the reduction reads next is computed by the pass into a small stage,
+/// in the order the reduction of the evaluated result (laid out as [`expr::eval`] lays it out)
+/// reads them, so the result is the two calls' bit for bit. Errors come in the two calls' order
+/// (the expression's, then the reduction's). An expression [`expr::eval`] evaluates call by call
+/// (an error, a warning, an integer divisor, too many operands, an empty result) is evaluated
+/// whole and then reduced: `warn` gets every warning as the two calls give them (the last
+/// step's once the expression is complete, before the reduction's checks).
+pub fn expr_reduce(
+    op: ReduceOp,
+    steps: &[Step],
+    inputs: &[&Tensor],
+    dims: &[i64],
+    keepdim: bool,
+    opts: ops::Options,
+    warn: &mut dyn FnMut(&[ops::Warning]),
+) -> Result<Tensor> {
+    let Some(pass) = expr::fused_pass(steps, inputs, opts)? else {
+        let (t, warnings) = expr::eval(steps, inputs, opts, warn)?;
+        if !warnings.is_empty() {
+            warn(&warnings);
+        }
+        return reduce(op, &t, dims, keepdim);
+    };
+    let r = decide(op, pass.dtype(), pass.shape(), dims, keepdim)?;
+    let (dtype, shape) = (r.dtype, &r.shape);
+    if reduces_nothing(pass.shape(), &r.reduced) {
+        return Tensor::new(dtype, shape, Init::Fill(identity(op)));
+    }
+    let out = Tensor::new(dtype, shape, Init::Uninit)?;
+    if out.numel() == 0 {
+        return Ok(out);
+    }
+    let item = pass.dtype();
+    let runs = pass.ready(steps, inputs, opts)?;
+    let geo = ReduceGeometry::new(
+        runs.shape(),
+        [runs.strides()],
+        runs.strides(),
+        &r.reduced,
+        item.size(),
+    )?;
+    let mean = op == ReduceOp::Mean;
+    with_elem!(item, T => {
+        let src = View::<T> { base: std::ptr::null_mut(), runs: Some(&runs), elem: PhantomData };
+        match op {
+            ReduceOp::Sum | ReduceOp::Mean => execute::<SumR<T>, 1>(&geo, &src, &out, mean),
+            ReduceOp::Prod => execute::<ProdR<T>, 1>(&geo, &src, &out, false),
+            ReduceOp::Amax => execute::<ExtremeR<T, true>, 1>(&geo, &src, &out, false),
+            ReduceOp::Amin => execute::<ExtremeR<T, false>, 1>(&geo, &src, &out, false),
+        }
+    })?;
+    Ok(out)
+}
+
+/// What every output of a reduction of nothing is: the identity (0, 1), or 0/0 for a mean.
+fn identity(op: ReduceOp) -> f64 {
+    match op {
+        ReduceOp::Sum => 0.0,
+        ReduceOp::Prod => 1.0,
+        _ => f64::NAN,
+    }
 }
 
 /// Whether a dimension marked in `reduced` is empty: every output then reduces nothing.

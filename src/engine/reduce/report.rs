@@ -8,6 +8,7 @@ use crate::engine::alloc::try_small;
 use crate::engine::binary_ops::BinaryOp;
 use crate::engine::dtype::DType;
 use crate::engine::error::Result;
+use crate::engine::expr::{self, Step};
 use crate::engine::ops::{self, LoopKind, Report};
 use crate::engine::shape::{checked_nbytes, contiguous_strides, numel, Dims, Strides};
 
@@ -101,6 +102,47 @@ pub fn plan_binary_sum_to(
     r.alloc_bytes += alloc_bytes;
     r.checks_divisor = d.checks_divisor;
     Ok(r)
+}
+
+/// What `expr_reduce(op, steps, inputs, dims, keepdim)` ([`expr_reduce`]) would do for inputs of
+/// these geometries, and whether it runs as one fused pass (`true`) or evaluates the expression
+/// whole first: the expression's checks ([`expr::plan_expr`]), then the reduction's on the
+/// expression's result as [`expr::eval`] lays it out ([`plan_reduce`]), in the call's order. The
+/// report is the reduction's, with the expression's warnings and divisor check; its bytes are
+/// the reduction's result and, fused, the operations computed first (none when no output reduces
+/// anything), else everything the expression's evaluation allocates as well.
+///
+/// [`expr_reduce`]: super::expr_reduce
+pub fn plan_expr_reduce(
+    op: ReduceOp,
+    steps: &[Step],
+    inputs: &[ops::Geometry<'_>],
+    dims: &[i64],
+    keepdim: bool,
+    opts: ops::Options,
+) -> Result<(Report, bool)> {
+    let e = expr::plan_expr(steps, inputs, None, opts)?;
+    let g = ops::Geometry {
+        dtype: e.dtype,
+        shape: &e.shape,
+        strides: &e.strides,
+        wrapped: false,
+    };
+    let mut r = plan_reduce(op, g, dims, keepdim)?;
+    let fused = expr::fuses(steps, inputs, opts)?;
+    let runs = r.loop_shape.len() == 2 && r.loop_shape[1] > 0;
+    let before = match fused {
+        // The pass's bytes are the result's and those of the operations computed first.
+        true if runs => e
+            .alloc_bytes
+            .saturating_sub(checked_nbytes(numel(&e.shape), e.dtype.size())?),
+        true => 0,
+        false => e.alloc_bytes,
+    };
+    r.alloc_bytes = r.alloc_bytes.saturating_add(before);
+    r.warnings = e.warnings;
+    r.checks_divisor = e.checks_divisor;
+    Ok((r, fused))
 }
 
 /// The report of reducing the view `t` as `r` decides.

@@ -6,6 +6,7 @@ use super::reducer::Reducer;
 use crate::engine::binary_ops::{BinaryOp, ElemFn, Visit};
 use crate::engine::dtype::DType;
 use crate::engine::elem::Elem;
+use crate::engine::expr::Runs;
 use crate::engine::kernels;
 use std::marker::PhantomData;
 use std::mem::{size_of, MaybeUninit};
@@ -62,19 +63,35 @@ fn row_pointers<const N: usize>(base: [*mut u8; N], offs: &[[isize; N]]) -> [[*c
     rows
 }
 
-pub(super) struct View<T> {
+/// A view's own elements; or, with `runs`, an expression's result computed as it is read: each
+/// piece of rows is computed into the stage by the expression's own fused pass (the same bits as
+/// `bc_expr_eval` writes) and handed out as the view of the stage, so the summation order is that
+/// of reducing the result as `bc_expr_eval` lays it out (offsets and strides are then in the
+/// result's layout, from 0). One source type for both, so that the reductions' loops are compiled
+/// once for both.
+pub(super) struct View<'r, T> {
     pub(super) base: *mut u8,
+    pub(super) runs: Option<&'r Runs<'r>>,
     pub(super) elem: PhantomData<T>,
 }
 
-// SAFETY: the view is only read, and its tensor outlives the reduction.
-unsafe impl<T> Sync for View<T> {}
+// SAFETY: the view is only read, and its tensor (or the expression's inputs) outlive the
+// reduction.
+unsafe impl<T> Sync for View<'_, T> {}
 
-impl<T: Elem> Source<1> for View<T> {
+/// Bytes of the stage an expression's result is computed into: pieces this long make the
+/// per-piece cost of the expression's pass (its kernels' calls) small; the stage stays within
+/// the second-level cache.
+const EXPR_STAGE_BYTES: usize = 64 * 1024;
+
+impl<T: Elem> Source<1> for View<'_, T> {
     type T = T;
 
     fn stage_bytes(&self, _st: [isize; 1]) -> usize {
-        0
+        match self.runs {
+            Some(_) => EXPR_STAGE_BYTES,
+            None => 0,
+        }
     }
 
     #[inline(always)]
@@ -83,12 +100,41 @@ impl<T: Elem> Source<1> for View<T> {
         offs: &[[isize; 1]],
         st: [isize; 1],
         n: usize,
-        _stage: &mut [MaybeUninit<u64>],
+        stage: &mut [MaybeUninit<u64>],
         sink: &mut impl Sink<In = T>,
     ) {
-        let rows = row_pointers([self.base], offs);
-        // SAFETY: the caller's contract.
-        unsafe { sink.take(&rows[..offs.len()], st, n, |[x]| x) }
+        let (k, size) = (offs.len(), size_of::<T>());
+        let cols = EXPR_STAGE_BYTES / size / k;
+        let base = stage.as_mut_ptr() as *mut u8;
+        let mut done = 0;
+        // One call of the sink (for a view, the only one): its loops are inlined once.
+        loop {
+            let (rows, es, len) = match self.runs {
+                None => (row_pointers([self.base], offs), st, n),
+                Some(runs) => {
+                    let len = cols.min(n - done);
+                    // Offsets and strides in the result's layout, in elements (never negative:
+                    // the layout is dense).
+                    let step = st[0] as usize / size;
+                    let mut rows = [[std::ptr::null::<u8>(); 1]; LEAF];
+                    for (r, off) in offs.iter().enumerate() {
+                        let v = off[0] as usize / size + done * step;
+                        let dst = base.wrapping_add(r * cols * size);
+                        // SAFETY: row r of the stage holds `cols` elements; the positions are
+                        // the caller's.
+                        unsafe { runs.compute(v, step, len, dst) };
+                        rows[r][0] = dst;
+                    }
+                    (rows, [size as isize], len)
+                }
+            };
+            // SAFETY: the caller's contract (or just written).
+            unsafe { sink.take(&rows[..k], es, len, |[x]| x) };
+            done += len;
+            if done >= n {
+                break;
+            }
+        }
     }
 }
 

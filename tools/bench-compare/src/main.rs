@@ -19,7 +19,7 @@
 //!   --exprs LIST      fused expressions, e.g. E1 (default: E1,E2); "none" skips
 //!   --chains LIST     chains, e.g. H1,H3 (default: H1-H4): H1 a*b+c and H2 (a*b+c)*s-d call by
 //!                     call and fused, H3 ((a-b)**2).mean(0) and H4 where(m,a,0).sum() call by
-//!                     call (the baseline of a fused reduction); "none" skips
+//!                     call and fused (bc_expr_reduce); "none" skips
 //!   --no-concurrent   leave out the concurrent callers (CC: one caller, two callers with a pool
 //!                     of one thread, two callers with the whole pool)
 //!   --reductions LIST reduction and math cases, e.g. R1,F1,M1 (default: R1,R2,F1,F2,M1-M6);
@@ -1239,14 +1239,11 @@ fn allocation_check(
     }
     for c in chain_cases {
         let inp = chains::inputs(c);
-        let fused = matches!(c.form, chains::Form::Expr(_));
-        if fused {
-            row(
-                &format!("{} one pass (+ free)", c.name),
-                chains::result_bytes(c),
-                &mut || chains::once(&inp, true),
-            );
-        }
+        row(
+            &format!("{} one pass (+ free)", c.name),
+            chains::result_bytes(c),
+            &mut || chains::once(&inp, true),
+        );
         row(
             &format!("{} separate calls (+ frees)", c.name),
             chains::result_bytes(c),
