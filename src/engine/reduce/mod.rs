@@ -195,26 +195,57 @@ fn reduce_into(
     dtype: DType,
     out_shape: &[usize],
 ) -> Result<Tensor> {
-    if reduces_nothing(t.shape(), reduced) {
-        // Every output reduces nothing.
-        return Tensor::new(dtype, out_shape, Init::Fill(identity(op)));
+    let (out, pending) = result_for(op, dtype, out_shape, t.shape(), reduced)?;
+    if pending {
+        let geo = view_geometry(t.geometry(), reduced)?;
+        execute_view(op, t.dtype(), &geo, t.data_ptr(), None, &out)?;
+    }
+    Ok(out)
+}
+
+/// The new result of a reduction of a value of shape `shape`, and whether its elements are
+/// still to be computed: when a reduced dimension is empty every output reduces nothing and is
+/// the identity (0, 1), or 0/0 for a mean; an empty result needs nothing.
+fn result_for(
+    op: ReduceOp,
+    dtype: DType,
+    out_shape: &[usize],
+    shape: &[usize],
+    reduced: &[bool],
+) -> Result<(Tensor, bool)> {
+    if reduces_nothing(shape, reduced) {
+        let identity = match op {
+            ReduceOp::Sum => 0.0,
+            ReduceOp::Prod => 1.0,
+            _ => f64::NAN,
+        };
+        return Ok((Tensor::new(dtype, out_shape, Init::Fill(identity))?, false));
     }
     let out = Tensor::new(dtype, out_shape, Init::Uninit)?;
-    if out.numel() == 0 {
-        return Ok(out);
-    }
-    let geo = view_geometry(t.geometry(), reduced)?;
-    let (base, mean) = (t.data_ptr(), op == ReduceOp::Mean);
-    with_elem!(t.dtype(), T => {
-        let src = View::<T> { base, runs: None, elem: PhantomData };
+    let pending = out.numel() != 0;
+    Ok((out, pending))
+}
+
+/// Runs `op` over `geo` into `out`, reading elements of type `item` from memory at `base` or, with
+/// `runs`, from an expression's fused pass.
+fn execute_view(
+    op: ReduceOp,
+    item: DType,
+    geo: &ReduceGeometry<1>,
+    base: *mut u8,
+    runs: Option<&expr::Runs<'_>>,
+    out: &Tensor,
+) -> Result<()> {
+    let mean = op == ReduceOp::Mean;
+    with_elem!(item, T => {
+        let src = View::<T> { base, runs, elem: PhantomData };
         match op {
-            ReduceOp::Sum | ReduceOp::Mean => execute::<SumR<T>, 1>(&geo, &src, &out, mean),
-            ReduceOp::Prod => execute::<ProdR<T>, 1>(&geo, &src, &out, false),
-            ReduceOp::Amax => execute::<ExtremeR<T, true>, 1>(&geo, &src, &out, false),
-            ReduceOp::Amin => execute::<ExtremeR<T, false>, 1>(&geo, &src, &out, false),
+            ReduceOp::Sum | ReduceOp::Mean => execute::<SumR<T>, 1>(geo, &src, out, mean),
+            ReduceOp::Prod => execute::<ProdR<T>, 1>(geo, &src, out, false),
+            ReduceOp::Amax => execute::<ExtremeR<T, true>, 1>(geo, &src, out, false),
+            ReduceOp::Amin => execute::<ExtremeR<T, false>, 1>(geo, &src, out, false),
         }
-    })?;
-    Ok(out)
+    })
 }
 
 /// `op` over `dims` (as [`reduce`]) of the value of the expression `steps` over `inputs` (as
@@ -243,43 +274,20 @@ pub fn expr_reduce(
         return reduce(op, &t, dims, keepdim);
     };
     let r = decide(op, pass.dtype(), pass.shape(), dims, keepdim)?;
-    let (dtype, shape) = (r.dtype, &r.shape);
-    if reduces_nothing(pass.shape(), &r.reduced) {
-        return Tensor::new(dtype, shape, Init::Fill(identity(op)));
+    let (out, pending) = result_for(op, r.dtype, &r.shape, pass.shape(), &r.reduced)?;
+    if pending {
+        let item = pass.dtype();
+        let runs = pass.ready(steps, inputs, opts)?;
+        let geo = ReduceGeometry::new(
+            runs.shape(),
+            [runs.strides()],
+            runs.strides(),
+            &r.reduced,
+            item.size(),
+        )?;
+        execute_view(op, item, &geo, std::ptr::null_mut(), Some(&runs), &out)?;
     }
-    let out = Tensor::new(dtype, shape, Init::Uninit)?;
-    if out.numel() == 0 {
-        return Ok(out);
-    }
-    let item = pass.dtype();
-    let runs = pass.ready(steps, inputs, opts)?;
-    let geo = ReduceGeometry::new(
-        runs.shape(),
-        [runs.strides()],
-        runs.strides(),
-        &r.reduced,
-        item.size(),
-    )?;
-    let mean = op == ReduceOp::Mean;
-    with_elem!(item, T => {
-        let src = View::<T> { base: std::ptr::null_mut(), runs: Some(&runs), elem: PhantomData };
-        match op {
-            ReduceOp::Sum | ReduceOp::Mean => execute::<SumR<T>, 1>(&geo, &src, &out, mean),
-            ReduceOp::Prod => execute::<ProdR<T>, 1>(&geo, &src, &out, false),
-            ReduceOp::Amax => execute::<ExtremeR<T, true>, 1>(&geo, &src, &out, false),
-            ReduceOp::Amin => execute::<ExtremeR<T, false>, 1>(&geo, &src, &out, false),
-        }
-    })?;
     Ok(out)
-}
-
-/// What every output of a reduction of nothing is: the identity (0, 1), or 0/0 for a mean.
-fn identity(op: ReduceOp) -> f64 {
-    match op {
-        ReduceOp::Sum => 0.0,
-        ReduceOp::Prod => 1.0,
-        _ => f64::NAN,
-    }
 }
 
 /// Whether a dimension marked in `reduced` is empty: every output then reduces nothing.
