@@ -814,3 +814,24 @@ fn result_too_large_to_count() {
     }
     assert_eq!(tally.ok, 0, "{tally:?}");
 }
+
+/// A converted copy too large to exist is refused before anything is allocated, by the call as
+/// by its plan: uint8 broadcast to 2^61 elements against a float32 0-d computes in float32, so
+/// the converted copy would need 2^63 bytes. The result (2^61 bytes) used to be allocated first
+/// and fail for want of memory, where the plan, counting every allocation first, said overflow.
+#[test]
+fn a_converted_copy_too_large_is_refused_before_any_allocation() {
+    let huge = T::zeros(U8, &[]).unwrap().broadcast_to(&[1 << 61]).unwrap();
+    let one = T::zeros(F32, &[]).unwrap();
+    let mut tally = Tally::default();
+    for (a, b) in [(&huge, &one), (&one, &huge)] {
+        for op in [BC_OP_LOGICAL_XOR, BC_OP_ADD] {
+            agree(op, a, b, Form::New, &mut tally).unwrap();
+        }
+    }
+    assert_eq!(tally.refused, 4, "{tally:?}");
+    let mut out = ptr::null_mut();
+    let st = unsafe { bc_binary(BC_OP_LOGICAL_XOR, huge.ptr(), one.ptr(), &mut out) };
+    assert_eq!(st, BC_ERR_OVERFLOW, "{}", last_error());
+    assert!(out.is_null());
+}

@@ -2,7 +2,7 @@
 //! passed.
 
 use super::decide::{decide, result_layout, steps, BinaryDecision, BinaryTypes};
-use super::operand::Operand as _;
+use super::operand::{Geometry, Operand as _};
 use super::walk::{run_elementwise_rows, Walk};
 use super::{Dest, Options, Warnings};
 use crate::engine::binary_ops::BinaryOp;
@@ -10,7 +10,7 @@ use crate::engine::dtype::DType;
 use crate::engine::error::{Error, Result};
 use crate::engine::kernels;
 use crate::engine::plan::Plan;
-use crate::engine::shape::contiguous_strides;
+use crate::engine::shape::{checked_nbytes, checked_numel, contiguous_strides};
 use crate::engine::tensor::{copy_into, Init, Tensor};
 
 /// `a op b` into a new tensor.
@@ -19,6 +19,13 @@ pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, opts: Options) -> Result<(Te
     let reshaped = read_b(&d, a, b)?;
     let b = reshaped.as_ref().unwrap_or(b);
     let strides = result_layout(&d, a.geometry(), b.geometry())?;
+    let result = Geometry {
+        dtype: d.types.result,
+        shape: &d.shape,
+        strides: &strides,
+        wrapped: false,
+    };
+    check_sizes(op, result, true, a, b, d.types)?;
     let out = Tensor::new_dense(d.types.result, &d.shape, strides, Init::Uninit)?;
     write_result(op, &out, a, b, d.types)?;
     Ok((out, d.warnings))
@@ -80,6 +87,7 @@ pub(super) fn write_result(
     b: &Tensor,
     types: BinaryTypes,
 ) -> Result<()> {
+    check_sizes(op, dest.geometry(), false, a, b, types)?;
     let steps = steps(op, dest.geometry(), a.geometry(), b.geometry(), types);
     let tmp = match steps.temp {
         true => Some(Tensor::new(types.result, dest.shape(), Init::Uninit)?),
@@ -102,6 +110,35 @@ pub(super) fn write_result(
         Some(tmp) => copy_into(dest, &tmp),
         None => Ok(()),
     }
+}
+
+/// Refuses, before anything is allocated, what [`write_result`] would allocate (the new result
+/// when `new_result`, the temporary, the converted inputs) whose bytes do not fit, in that order:
+/// the planner counts every allocation before any is made, so a result that fails for want of
+/// memory must not hide a converted copy too large to exist.
+fn check_sizes(
+    op: BinaryOp,
+    dest: Geometry<'_>,
+    new_result: bool,
+    a: &Tensor,
+    b: &Tensor,
+    types: BinaryTypes,
+) -> Result<()> {
+    let bytes = |shape: &[usize], dtype: DType| checked_nbytes(checked_numel(shape)?, dtype.size());
+    if new_result {
+        bytes(dest.shape, types.result)?;
+    }
+    // (A written tensor exists, so its element count fits; a new result's was just checked.)
+    let steps = steps(op, dest, a.geometry(), b.geometry(), types);
+    if steps.temp {
+        bytes(dest.shape, types.result)?;
+    }
+    for (t, convert) in [(a, steps.convert[0]), (b, steps.convert[1])] {
+        if convert {
+            bytes(t.shape(), types.compute)?;
+        }
+    }
+    Ok(())
 }
 
 /// The one element of `t`, read as a float32.
