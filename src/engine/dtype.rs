@@ -14,7 +14,7 @@ pub enum Category {
 /// last three are for scripts/gen_ops.py, which writes the Go and Julia packages' lists).
 macro_rules! dtypes {
     ($($var:ident = $code:literal $name:literal $torch:literal $checked:literal $typeid:literal
-        $size:literal $cat:ident ($lowest:expr, $highest:expr)
+        $size:literal $cat:ident $dlpack:literal ($lowest:expr, $highest:expr)
         $go:literal $go_elem:literal $julia:literal;)+) => {
         /// The element types. The discriminants are the stable codes of the C API.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -76,6 +76,14 @@ macro_rules! dtypes {
                 }
             }
 
+            /// DLPack's type code of the element type (`DLDataTypeCode`: 0 signed integer, 1
+            /// unsigned, 2 IEEE float, 4 bfloat16, 6 bool); its bits are the size's.
+            pub fn dlpack_code(self) -> u8 {
+                match self {
+                    $(DType::$var => $dlpack,)+
+                }
+            }
+
             /// The lowest and the highest finite value the type holds, as f64.
             pub fn range(self) -> (f64, f64) {
                 match self {
@@ -87,17 +95,17 @@ macro_rules! dtypes {
 }
 
 dtypes! {
-    // variant code  name        PyTorch   checked C++      typeid name      size category  (lowest, highest)                                Go         Go element     Julia
-    Bool = 0       "bool"      "Bool"     "bool"           "bool"           1    Bool      (0.0, 1.0)                                       "Bool"     "bool"         "Bool";
-    U8 = 1         "uint8"     "Byte"     "uint8_t"        "unsigned char"  1    Integer   (0.0, 255.0)                                     "Uint8"    "uint8"        "UInt8";
-    I8 = 2         "int8"      "Char"     "int8_t"         "signed char"    1    Integer   (-128.0, 127.0)                                  "Int8"     "int8"         "Int8";
-    I16 = 3        "int16"     "Short"    "int16_t"        "short int"      2    Integer   (-32768.0, 32767.0)                              "Int16"    "int16"        "Int16";
-    I32 = 4        "int32"     "Int"      "int"            "int"            4    Integer   (i32::MIN as f64, i32::MAX as f64)               "Int32"    "int32"        "Int32";
-    I64 = 5        "int64"     "Long"     "int64_t"        "long int"       8    Integer   (i64::MIN as f64, i64::MAX as f64)               "Int64"    "int64"        "Int64";
-    F16 = 6        "float16"   "Half"     "c10::Half"      "c10::Half"      2    Floating  (-65504.0, 65504.0)                              "Float16"  "Float16Bits"  "Float16";
-    BF16 = 7       "bfloat16"  "BFloat16" "c10::BFloat16"  "c10::BFloat16"  2    Floating  (-3.3895313892515355e38, 3.3895313892515355e38)  "BFloat16" "BFloat16Bits" "BFloat16Bits";
-    F32 = 8        "float32"   "Float"    "float"          "float"          4    Floating  (f32::MIN as f64, f32::MAX as f64)               "Float32"  "float32"      "Float32";
-    F64 = 9        "float64"   "Double"   "double"         "double"         8    Floating  (f64::MIN, f64::MAX)                             "Float64"  "float64"      "Float64";
+    // variant code  name        PyTorch   checked C++      typeid name      size category  DLPack  (lowest, highest)                                Go         Go element     Julia
+    Bool = 0       "bool"      "Bool"     "bool"           "bool"           1    Bool      6       (0.0, 1.0)                                       "Bool"     "bool"         "Bool";
+    U8 = 1         "uint8"     "Byte"     "uint8_t"        "unsigned char"  1    Integer   1       (0.0, 255.0)                                     "Uint8"    "uint8"        "UInt8";
+    I8 = 2         "int8"      "Char"     "int8_t"         "signed char"    1    Integer   0       (-128.0, 127.0)                                  "Int8"     "int8"         "Int8";
+    I16 = 3        "int16"     "Short"    "int16_t"        "short int"      2    Integer   0       (-32768.0, 32767.0)                              "Int16"    "int16"        "Int16";
+    I32 = 4        "int32"     "Int"      "int"            "int"            4    Integer   0       (i32::MIN as f64, i32::MAX as f64)               "Int32"    "int32"        "Int32";
+    I64 = 5        "int64"     "Long"     "int64_t"        "long int"       8    Integer   0       (i64::MIN as f64, i64::MAX as f64)               "Int64"    "int64"        "Int64";
+    F16 = 6        "float16"   "Half"     "c10::Half"      "c10::Half"      2    Floating  2       (-65504.0, 65504.0)                              "Float16"  "Float16Bits"  "Float16";
+    BF16 = 7       "bfloat16"  "BFloat16" "c10::BFloat16"  "c10::BFloat16"  2    Floating  4       (-3.3895313892515355e38, 3.3895313892515355e38)  "BFloat16" "BFloat16Bits" "BFloat16Bits";
+    F32 = 8        "float32"   "Float"    "float"          "float"          4    Floating  2       (f32::MIN as f64, f32::MAX as f64)               "Float32"  "float32"      "Float32";
+    F64 = 9        "float64"   "Double"   "double"         "double"         8    Floating  2       (f64::MIN, f64::MAX)                             "Float64"  "float64"      "Float64";
 }
 
 impl DType {

@@ -141,23 +141,11 @@ mod abi {
 /// accepted (minor versions only add to the format).
 const VERSION: DLPackVersion = DLPackVersion { major: 1, minor: 0 };
 
-/// DLPack's (code, bits) of each element type.
+/// DLPack's description of an element type (its code is a column of the element-type table).
 fn dl_dtype(dtype: DType) -> DLDataType {
-    let (code, bits) = match dtype {
-        DType::Bool => (DLDataTypeCode::kDLBool, 8),
-        DType::U8 => (DLDataTypeCode::kDLUInt, 8),
-        DType::I8 => (DLDataTypeCode::kDLInt, 8),
-        DType::I16 => (DLDataTypeCode::kDLInt, 16),
-        DType::I32 => (DLDataTypeCode::kDLInt, 32),
-        DType::I64 => (DLDataTypeCode::kDLInt, 64),
-        DType::F16 => (DLDataTypeCode::kDLFloat, 16),
-        DType::BF16 => (DLDataTypeCode::kDLBfloat, 16),
-        DType::F32 => (DLDataTypeCode::kDLFloat, 32),
-        DType::F64 => (DLDataTypeCode::kDLFloat, 64),
-    };
     DLDataType {
-        code: code as u8,
-        bits,
+        code: dtype.dlpack_code(),
+        bits: 8 * dtype.size() as u8,
         lanes: 1,
     }
 }
