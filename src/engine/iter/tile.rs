@@ -82,14 +82,15 @@ impl<const N: usize> Iter<N> {
             let (outer, block) = (unit / tiling.blocks, unit % tiling.blocks);
             let r0 = block * tiling.rows;
             let r1 = (r0 + tiling.rows).min(rows_n);
-            // Offset of (outer index, row r0, column 0) for each operand.
-            let off = self.cursor_at((outer * rows_n + r0) * cols_n, itemsize).off;
+            // Each operand's pointer at (outer index, row r0, column 0).
+            let row = self
+                .cursor_at((outer * rows_n + r0) * cols_n, base, itemsize)
+                .ptrs;
             let mut c0 = 0;
             while c0 < cols_n {
                 let len = tiling.cols.min(cols_n - c0);
-                let ptrs: [*mut u8; N] = std::array::from_fn(|k| {
-                    base[k].wrapping_offset(off[k] + c0 as isize * inner_stride[k])
-                });
+                let ptrs: [*mut u8; N] =
+                    std::array::from_fn(|k| row[k].wrapping_offset(c0 as isize * inner_stride[k]));
                 tile(ptrs, inner_stride, row_stride, r1 - r0, len);
                 c0 += len;
             }

@@ -4,11 +4,11 @@
 use super::Iter;
 use crate::engine::shape::MAX_NDIM;
 
-/// A position while walking: the multi-index, and each operand's byte offset there. On the stack,
+/// A position while walking: the multi-index, and each operand's pointer there. On the stack,
 /// for every dimension count an iterator may have: a walk (on any thread) never allocates.
 pub(super) struct Cursor<const N: usize> {
     idx: [usize; MAX_NDIM],
-    pub(super) off: [isize; N],
+    pub(super) ptrs: [*mut u8; N],
 }
 
 impl<const N: usize> Iter<N> {
@@ -41,14 +41,13 @@ impl<const N: usize> Iter<N> {
             };
             return;
         }
-        let inner_stride: [isize; N] =
-            std::array::from_fn(|k| self.byte_stride(k, nd - 1, itemsize));
+        let (shape, strides) = (&self.shape[..], &self.strides[..]);
+        let inner_stride = self.inner_byte_strides(itemsize);
         let row_stride: [isize; N] = std::array::from_fn(|k| self.byte_stride(k, nd - 2, itemsize));
-        let (inner_len, rows_n) = (self.shape[nd - 1], self.shape[nd - 2]);
-        let Cursor { mut idx, mut off } = self.cursor_at(start, itemsize);
+        let (inner_len, rows_n) = (shape[nd - 1], shape[nd - 2]);
+        let Cursor { mut idx, mut ptrs } = self.cursor_at(start, base, itemsize);
         let mut pos = start;
         loop {
-            let ptrs: [*mut u8; N] = std::array::from_fn(|k| base[k].wrapping_offset(off[k]));
             let left = end - pos;
             let (rows, len) = if idx[nd - 1] == 0 && left >= inner_len {
                 ((left / inner_len).min(rows_n - idx[nd - 2]), inner_len)
@@ -60,18 +59,15 @@ impl<const N: usize> Iter<N> {
             if pos >= end {
                 return;
             }
-            // Advance the odometer past the block.
-            if rows > 1 || len + idx[nd - 1] == inner_len {
-                for (k, o) in off.iter_mut().enumerate() {
-                    *o += rows as isize * row_stride[k] - idx[nd - 1] as isize * inner_stride[k];
-                }
-                idx[nd - 1] = 0;
-                idx[nd - 2] += rows;
-                self.carry(&mut idx, &mut off, nd - 2, itemsize);
-            } else {
-                // A partial run that ended at `end`: nothing follows.
-                return;
+            // Advance the odometer past the block (a partial run ended at a row's end, since
+            // elements remain).
+            let back = idx[nd - 1] as isize;
+            for (k, p) in ptrs.iter_mut().enumerate() {
+                *p = p.wrapping_offset(rows as isize * row_stride[k] - back * inner_stride[k]);
             }
+            idx[nd - 1] = 0;
+            idx[nd - 2] += rows;
+            carry(shape, strides, &mut idx, &mut ptrs, nd - 2, itemsize);
         }
     }
 
@@ -98,64 +94,83 @@ impl<const N: usize> Iter<N> {
             inner(base, [0; N], 1);
             return;
         }
+        let (shape, strides) = (&self.shape[..], &self.strides[..]);
         let inner_stride = self.inner_byte_strides(itemsize);
-        let inner_len = self.shape[nd - 1];
+        let inner_len = shape[nd - 1];
         if nd == 1 {
             let ptrs =
                 std::array::from_fn(|k| base[k].wrapping_offset(start as isize * inner_stride[k]));
             inner(ptrs, inner_stride, end - start);
             return;
         }
-        let Cursor { mut idx, mut off } = self.cursor_at(start, itemsize);
+        let row_stride: [isize; N] = std::array::from_fn(|k| self.byte_stride(k, nd - 2, itemsize));
+        let Cursor { mut idx, mut ptrs } = self.cursor_at(start, base, itemsize);
         let mut pos = start;
         loop {
             let len = (inner_len - idx[nd - 1]).min(end - pos);
-            let ptrs: [*mut u8; N] = std::array::from_fn(|k| base[k].wrapping_offset(off[k]));
             inner(ptrs, inner_stride, len);
             pos += len;
             if pos >= end {
                 return;
             }
-            // Advance the odometer (the run ended at the end of the innermost dimension).
-            idx[nd - 1] += len;
-            for (k, o) in off.iter_mut().enumerate() {
-                *o += len as isize * inner_stride[k];
+            // Back to the row's start, then on to the next row (the run ended at the row's end,
+            // since elements remain).
+            let back = idx[nd - 1] as isize;
+            for (k, p) in ptrs.iter_mut().enumerate() {
+                *p = p.wrapping_offset(row_stride[k] - back * inner_stride[k]);
             }
-            self.carry(&mut idx, &mut off, nd - 1, itemsize);
+            idx[nd - 1] = 0;
+            idx[nd - 2] += 1;
+            carry(shape, strides, &mut idx, &mut ptrs, nd - 2, itemsize);
         }
     }
 
     /// The position of element `start` (in row-major order of the iteration shape).
-    pub(super) fn cursor_at(&self, start: usize, itemsize: [usize; N]) -> Cursor<N> {
-        let nd = self.ndim();
+    pub(super) fn cursor_at(
+        &self,
+        start: usize,
+        base: [*mut u8; N],
+        itemsize: [usize; N],
+    ) -> Cursor<N> {
         let mut idx = [0usize; MAX_NDIM];
-        let mut off = [0isize; N];
+        let mut ptrs = base;
         let mut rem = start;
-        for d in (0..nd).rev() {
+        for d in (0..self.ndim()).rev() {
             if rem == 0 {
                 break;
             }
             idx[d] = rem % self.shape[d];
             rem /= self.shape[d];
-            for (k, o) in off.iter_mut().enumerate() {
-                *o += idx[d] as isize * self.byte_stride(k, d, itemsize);
+            for (k, p) in ptrs.iter_mut().enumerate() {
+                *p = p.wrapping_offset(idx[d] as isize * self.byte_stride(k, d, itemsize));
             }
         }
-        Cursor { idx, off }
+        Cursor { idx, ptrs }
     }
+}
 
-    /// After `idx[d]` was advanced: while dimension `d` has run past its end, wraps it to 0 and
-    /// advances the next outer one (the outermost is left past its end: the walk is over).
-    fn carry(&self, idx: &mut [usize], off: &mut [isize; N], mut d: usize, itemsize: [usize; N]) {
-        while idx[d] == self.shape[d] && d > 0 {
-            for (k, o) in off.iter_mut().enumerate() {
-                *o += self.byte_stride(k, d - 1, itemsize)
-                    - self.shape[d] as isize * self.byte_stride(k, d, itemsize);
-            }
-            idx[d] = 0;
-            idx[d - 1] += 1;
-            d -= 1;
+/// After `idx[d]` and the pointers were advanced along dimension `d` (the dimensions inside it at
+/// their start): while `d` has run past its end, wraps it to 0 and advances the next outer one
+/// (the outermost is left past its end: the walk is over). Inlined: small work calls it once per
+/// run.
+#[inline(always)]
+fn carry<const N: usize>(
+    shape: &[usize],
+    strides: &[[isize; N]],
+    idx: &mut [usize; MAX_NDIM],
+    ptrs: &mut [*mut u8; N],
+    d: usize,
+    itemsize: [usize; N],
+) {
+    let mut d = d;
+    while d > 0 && idx[d] == shape[d] {
+        let (outer, this, size) = (&strides[d - 1], &strides[d], shape[d] as isize);
+        for (k, p) in ptrs.iter_mut().enumerate() {
+            *p = p.wrapping_offset((outer[k] - size * this[k]) * itemsize[k] as isize);
         }
+        idx[d] = 0;
+        idx[d - 1] += 1;
+        d -= 1;
     }
 }
 
