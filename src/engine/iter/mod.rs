@@ -73,15 +73,19 @@ impl<const N: usize> Iter<N> {
     /// The iterator over `shape` for operands of these shapes and strides (operand 0 of `shape`
     /// itself; the others broadcastable to it, right-aligned). Small work keeps the logical
     /// order and is walked serially (see [`Iter::is_small`]).
+    ///
+    /// Inlined, and the builder's result handed on as it is: each copy of an iterator (a few
+    /// hundred bytes) costs small work more than its walk's bookkeeping.
+    #[inline]
     pub fn broadcast(shape: &[usize], operands: [(&[usize], &[isize]); N]) -> Result<Iter<N>> {
         let stride = |k: usize, d: usize| {
             let (s, st) = operands[k];
             broadcast_stride(s, st, shape, d)
         };
         if shape.iter().product::<usize>() < SMALL_ELEMS {
-            let iter = Iter::build(shape, stride, true)?;
-            if iter.ndim() <= INLINE_NDIM {
-                return Ok(iter);
+            let small = Iter::build(shape, stride, true);
+            if !matches!(&small, Ok(iter) if iter.ndim() > INLINE_NDIM) {
+                return small;
             }
         }
         Iter::build(shape, stride, false)

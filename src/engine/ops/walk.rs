@@ -68,11 +68,11 @@ pub(super) struct Walk<const N: usize> {
 }
 
 impl<const N: usize> Walk<N> {
+    #[inline]
     pub(super) fn new(shape: &[usize], operands: [Geometry<'_>; N]) -> Result<Walk<N>> {
-        Ok(Walk {
-            iter: Iter::broadcast(shape, operands.map(|g| (g.shape, g.strides)))?,
-            itemsize: operands.map(|g| g.dtype.size()),
-        })
+        let iter = Iter::broadcast(shape, operands.map(|g| (g.shape, g.strides)));
+        let itemsize = operands.map(|g| g.dtype.size());
+        iter.map(|iter| Walk { iter, itemsize })
     }
 
     /// The iterated sizes, the inner loop and the thread count.
