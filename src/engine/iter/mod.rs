@@ -67,47 +67,72 @@ impl<const N: usize> Iter<N> {
     /// it, walked as large work (sorted, possibly tiled or shared among threads). At most
     /// [`MAX_NDIM`] dimensions; fails only when memory for the dimensions is refused.
     pub fn new(shape: &[usize], strides: [&[isize]; N]) -> Result<Iter<N>> {
-        Iter::build(shape, |k, d| strides[k][d], false)
+        let mut iter = Iter::empty();
+        iter.build(shape, |k, d| strides[k][d], false)?;
+        Ok(iter)
     }
 
     /// The iterator over `shape` for operands of these shapes and strides (operand 0 of `shape`
     /// itself; the others broadcastable to it, right-aligned). Small work keeps the logical
     /// order and is walked serially (see [`Iter::is_small`]).
-    ///
-    /// Inlined, and the builder's result handed on as it is: each copy of an iterator (a few
-    /// hundred bytes) costs small work more than its walk's bookkeeping.
-    #[inline]
     pub fn broadcast(shape: &[usize], operands: [(&[usize], &[isize]); N]) -> Result<Iter<N>> {
+        let mut iter = Iter::empty();
+        iter.rebuild_broadcast(shape, operands)?;
+        Ok(iter)
+    }
+
+    /// An iterator over nothing yet, to be built where it lies with [`Iter::rebuild_broadcast`]:
+    /// each copy of an iterator (a few hundred bytes) costs small work more than its walk's
+    /// bookkeeping.
+    pub fn empty() -> Iter<N> {
+        Iter {
+            shape: SmallVec::new(),
+            strides: SmallVec::new(),
+            numel: 0,
+            small: false,
+        }
+    }
+
+    /// Makes this the iterator [`Iter::broadcast`] returns for these operands.
+    #[inline]
+    pub fn rebuild_broadcast(
+        &mut self,
+        shape: &[usize],
+        operands: [(&[usize], &[isize]); N],
+    ) -> Result<()> {
         let stride = |k: usize, d: usize| {
             let (s, st) = operands[k];
             broadcast_stride(s, st, shape, d)
         };
         if shape.iter().product::<usize>() < SMALL_ELEMS {
-            let small = Iter::build(shape, stride, true);
-            if !matches!(&small, Ok(iter) if iter.ndim() > INLINE_NDIM) {
-                return small;
+            self.build(shape, stride, true)?;
+            if self.ndim() <= INLINE_NDIM {
+                return Ok(());
             }
         }
-        Iter::build(shape, stride, false)
+        self.build(shape, stride, false)
     }
 
     /// The one builder: drops size-1 dimensions, orders the rest by the written operand's strides
     /// (largest outside) unless `small`, and merges each dimension into the one outside it
     /// wherever every operand's strides allow. Allocates nothing within [`INLINE_NDIM`] dimensions.
-    fn build(shape: &[usize], stride: impl Fn(usize, usize) -> isize, small: bool) -> Result<Self> {
+    fn build(
+        &mut self,
+        shape: &[usize],
+        stride: impl Fn(usize, usize) -> isize,
+        small: bool,
+    ) -> Result<()> {
         if shape.len() > MAX_NDIM {
             return Err(Error::invalid(format_args!(
                 "{} dimensions, more than the {MAX_NDIM} supported",
                 shape.len()
             )));
         }
-        let numel = shape.iter().product();
-        let mut iter = Iter {
-            shape: SmallVec::new(),
-            strides: SmallVec::new(),
-            numel,
-            small,
-        };
+        let iter = self;
+        iter.shape.clear();
+        iter.strides.clear();
+        iter.numel = shape.iter().product();
+        iter.small = small;
         // The dimensions that iterate, outermost first.
         let mut dims = [0u8; MAX_NDIM];
         let mut n = 0;
@@ -152,7 +177,7 @@ impl<const N: usize> Iter<N> {
                 iter.strides.push(strides);
             }
         }
-        Ok(iter)
+        Ok(())
     }
 
     /// The iteration sizes, outermost first (none for a single element).

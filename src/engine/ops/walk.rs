@@ -21,11 +21,9 @@ pub(crate) unsafe fn run_elementwise<const N: usize>(
     operands: [&Tensor; N],
     kernel: impl Fn([*mut u8; N], [isize; N], usize) + Sync,
 ) -> Result<()> {
-    let walk = Walk::new(operands[0].shape(), operands.map(Tensor::geometry))?;
     // SAFETY: the walk covers operand 0's view and the others broadcast to it, all within their
     // storages; the kernel is sound for them (this function's contract).
-    unsafe { walk.run(operands.map(Tensor::data_ptr), kernel) };
-    Ok(())
+    unsafe { run_elementwise_rows(operands, |tile| tile.for_each_run(&kernel)) }
 }
 
 /// [`run_elementwise`], by tiles of several runs (see [`Tile`]).
@@ -36,9 +34,13 @@ pub(crate) unsafe fn run_elementwise_rows<const N: usize>(
     operands: [&Tensor; N],
     tile: impl Fn(&Tile<N>) + Sync,
 ) -> Result<()> {
-    let walk = Walk::new(operands[0].shape(), operands.map(Tensor::geometry))?;
+    // Built where it lies (see `Iter::empty`).
+    let mut iter = Iter::empty();
+    let geometry = operands.map(Tensor::geometry);
+    iter.rebuild_broadcast(operands[0].shape(), geometry.map(|g| (g.shape, g.strides)))?;
+    let itemsize = geometry.map(|g| g.dtype.size());
     // SAFETY: as in `run_elementwise`.
-    unsafe { walk.run_rows(operands.map(Tensor::data_ptr), tile) };
+    parallel::run_rows(&iter, operands.map(Tensor::data_ptr), itemsize, tile);
     Ok(())
 }
 
@@ -68,11 +70,14 @@ pub(super) struct Walk<const N: usize> {
 }
 
 impl<const N: usize> Walk<N> {
-    #[inline]
     pub(super) fn new(shape: &[usize], operands: [Geometry<'_>; N]) -> Result<Walk<N>> {
-        let iter = Iter::broadcast(shape, operands.map(|g| (g.shape, g.strides)));
-        let itemsize = operands.map(|g| g.dtype.size());
-        iter.map(|iter| Walk { iter, itemsize })
+        let mut walk = Walk {
+            iter: Iter::empty(),
+            itemsize: operands.map(|g| g.dtype.size()),
+        };
+        walk.iter
+            .rebuild_broadcast(shape, operands.map(|g| (g.shape, g.strides)))?;
+        Ok(walk)
     }
 
     /// The iterated sizes, the inner loop and the thread count.
