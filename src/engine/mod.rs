@@ -9,6 +9,7 @@ pub mod error;
 pub mod expr;
 pub mod fast;
 pub mod format;
+pub mod iter;
 pub mod kernels;
 pub mod layout;
 pub mod ops;

@@ -1,7 +1,8 @@
-//! Executing a plan: on the calling thread, or split across a persistent pool of worker threads.
+//! Executing an iterator's walk: on the calling thread, or split across a persistent pool of
+//! worker threads.
 //!
-//! Work below a threshold stays on the calling thread. Above it, the plan's work is cut into
-//! chunks (ranges of row-major elements, or of tile rows for a tiled plan) that the calling thread
+//! Work below a threshold stays on the calling thread. Above it, the walk's work is cut into
+//! chunks (ranges of row-major elements, or of tile rows for a tiled walk) that the calling thread
 //! and the workers claim one by one; every element is computed by the same kernel whichever thread
 //! takes it, so the result is the same whatever the thread count.
 //!
@@ -12,8 +13,8 @@
 //!
 //! Results of [`stream_threshold`] bytes and more (half the last-level cache, at most 16 MiB) are
 //! written with streaming (non-temporal) stores, unless the result is also an input (in place).
+use super::iter::Iter;
 use super::kernels::{self, Tile};
-use super::plan::Plan;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -212,17 +213,17 @@ pub fn threads_for(numel: usize) -> usize {
     num_threads().min(numel / threshold().max(1)).max(1)
 }
 
-/// Runs `kernel` over every run of the plan, on one or more threads.
+/// Runs `kernel` over every run of the walk, on one or more threads.
 ///
-/// `kernel(ptrs, byte_strides, len)` must be sound for every run of the plan from `base`.
+/// `kernel(ptrs, byte_strides, len)` must be sound for every run of the walk from `base`.
 /// Operand 0 is the written one.
 pub fn run<const N: usize>(
-    plan: &Plan<N>,
+    iter: &Iter<N>,
     base: [*mut u8; N],
     itemsize: [usize; N],
     kernel: impl Fn([*mut u8; N], [isize; N], usize) + Sync,
 ) {
-    run_rows(plan, base, itemsize, |tile| tile.for_each_run(&kernel));
+    run_rows(iter, base, itemsize, |tile| tile.for_each_run(&kernel));
 }
 
 /// [`run`], giving `tile` a [`Tile`] of several runs at a time (a kernel with per-call setup,
@@ -230,12 +231,22 @@ pub fn run<const N: usize>(
 /// run; the binary kernels transpose a transposed input in registers) and saying whether the
 /// result streams past the cache.
 pub(crate) fn run_rows<const N: usize>(
-    plan: &Plan<N>,
+    iter: &Iter<N>,
     base: [*mut u8; N],
     itemsize: [usize; N],
     tile: impl Fn(&Tile<N>) + Sync,
 ) {
-    let numel = plan.numel;
+    let numel = iter.numel();
+    if iter.is_small() {
+        // Small work: run by run on this thread, never tiled, shared or streamed.
+        // SAFETY: the caller's contract: every element of the walk is addressable from base.
+        unsafe {
+            iter.for_each_run(base, itemsize, 0, numel, &mut |p, s, n| {
+                tile(&Tile::run(p, s, n))
+            })
+        };
+        return;
+    }
     if numel == 0 {
         return;
     }
@@ -249,13 +260,13 @@ pub(crate) fn run_rows<const N: usize>(
         (caller, threads) = Caller::take(threads);
         caller
     });
-    let tiling = plan.tiling(itemsize);
+    let tiling = iter.tiling(itemsize);
     let base = SendPtrs(base);
-    // Work units: tile rows for a tiled plan, else elements in row-major order.
+    // Work units: tile rows for a tiled walk, else elements in row-major order.
     let (units, align) = match &tiling {
         Some(t) => (t.units, 1),
         None => {
-            let inner = plan.shape.last().copied().unwrap_or(1);
+            let inner = iter.shape().last().copied().unwrap_or(1);
             (numel, inner)
         }
     };
@@ -270,12 +281,12 @@ pub(crate) fn run_rows<const N: usize>(
                 stream,
             })
         };
-        // SAFETY: the caller's contract: every element of the plan is addressable from base;
+        // SAFETY: the caller's contract: every element of the walk is addressable from base;
         // the ranges given to different threads are disjoint.
         unsafe {
             match &tiling {
-                Some(t) => plan.for_each_tile(base.get(), itemsize, t, lo, hi, each),
-                None => plan.for_each_block(base.get(), itemsize, lo, hi, each),
+                Some(t) => iter.for_each_tile(base.get(), itemsize, t, lo, hi, each),
+                None => iter.for_each_block(base.get(), itemsize, lo, hi, each),
             }
         }
         if stream {
@@ -287,9 +298,9 @@ pub(crate) fn run_rows<const N: usize>(
         if numel < SMALL_ELEMS && tiling.is_none() {
             // Small work: run by run, without blocks of rows (their setup costs more than the few
             // per-run calls it would save), never streamed at this size.
-            // SAFETY: the caller's contract: every element of the plan is addressable from base.
+            // SAFETY: the caller's contract: every element of the walk is addressable from base.
             unsafe {
-                plan.for_each_run(base.get(), itemsize, 0, numel, &mut |p, s, n| {
+                iter.for_each_run(base.get(), itemsize, 0, numel, &mut |p, s, n| {
                     tile(&Tile::run(p, s, n))
                 })
             };
@@ -402,8 +413,8 @@ fn crowded(seat: usize) -> bool {
     seat + CALLERS.load(Ordering::Relaxed) > num_threads()
 }
 
-/// Below this many elements a computation runs run by run, without blocks (see `run`), or on a
-/// stack-only plan (see `ops`).
+/// Below this many elements a computation runs run by run on the calling thread, without blocks
+/// (see `run`), and its iterator keeps the logical order (see [`Iter::is_small`]).
 pub const SMALL_ELEMS: usize = 1 << 12;
 
 /// No chunk of a parallel job is smaller than this many elements.
@@ -887,8 +898,8 @@ pub(crate) mod tests {
             (vec![7, 50, 999], vec![50 * 999, 999, 1]),
         ] {
             let out = crate::engine::shape::contiguous_strides(&shape).unwrap();
-            let p = Plan::new(&shape, [&out[..], &a[..]]).unwrap();
-            let numel = p.numel;
+            let p = Iter::new(&shape, [&out[..], &a[..]]).unwrap();
+            let numel = p.numel();
             let seen: Vec<AtomicU32> = (0..numel).map(|_| AtomicU32::new(0)).collect();
             run(&p, [std::ptr::null_mut(); 2], [1, 1], |ptrs, s, n| {
                 for i in 0..n {
@@ -936,7 +947,7 @@ pub(crate) mod tests {
                 std::thread::spawn(move || {
                     for _ in 0..50 {
                         let n = 200_000 + t;
-                        let p = Plan::new(&[n], [&[1isize][..], &[1isize][..]]).unwrap();
+                        let p = Iter::new(&[n], [&[1isize][..], &[1isize][..]]).unwrap();
                         let seen: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
                         run(&p, [std::ptr::null_mut(); 2], [1, 1], |ptrs, _s, len| {
                             for i in 0..len {
@@ -1044,9 +1055,9 @@ pub(crate) mod tests {
     }
 
     /// A run of 2^18 contiguous elements (two operands), and its length.
-    fn line() -> (usize, Plan<2>) {
+    fn line() -> (usize, Iter<2>) {
         let n = 1usize << 18;
-        (n, Plan::new(&[n], [&[1isize][..], &[1isize][..]]).unwrap())
+        (n, Iter::new(&[n], [&[1isize][..], &[1isize][..]]).unwrap())
     }
 
     #[test]

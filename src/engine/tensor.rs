@@ -6,9 +6,9 @@ use super::alloc::{
 };
 use super::dtype::DType;
 use super::error::{Error, Result};
+use super::iter::Iter;
 use super::kernels;
 use super::parallel;
-use super::plan::Plan;
 use super::reshape;
 use super::shape::{
     self, checked_nbytes, checked_numel, contiguous_strides, fill_contiguous_strides, Dims, Strides,
@@ -503,7 +503,7 @@ unsafe fn copy_to_raw(dst: *mut u8, to: DType, dst_strides: &[isize], src: &Tens
     if src.numel() == 0 {
         return Ok(()); // nothing to copy; the geometry of an empty view may not even be computable
     }
-    let plan = Plan::new(src.shape(), [dst_strides, src.strides()])?;
+    let plan = Iter::new(src.shape(), [dst_strides, src.strides()])?;
     let from = src.dtype;
     parallel::run(
         &plan,

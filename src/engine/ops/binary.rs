@@ -8,8 +8,8 @@ use super::{Dest, Options, Warnings};
 use crate::engine::binary_ops::BinaryOp;
 use crate::engine::dtype::DType;
 use crate::engine::error::{Error, Result};
+use crate::engine::iter::Iter;
 use crate::engine::kernels;
-use crate::engine::plan::Plan;
 use crate::engine::shape::{checked_nbytes, checked_numel, contiguous_strides};
 use crate::engine::tensor::{copy_into, Init, Tensor};
 
@@ -186,7 +186,7 @@ pub(crate) fn converted(t: &Tensor, dtype: DType) -> Result<Option<Tensor>> {
 /// is written, so the refused call changes nothing.
 pub(crate) fn check_divisor(divisor: &Tensor) -> Result<()> {
     let dtype = divisor.dtype();
-    let plan = Plan::new(divisor.shape(), [divisor.strides()])?;
+    let plan = Iter::new(divisor.shape(), [divisor.strides()])?;
     let mut zero = false;
     // SAFETY: the plan covers exactly the divisor's view, which lies within its storage.
     unsafe {
@@ -194,7 +194,7 @@ pub(crate) fn check_divisor(divisor: &Tensor) -> Result<()> {
             [divisor.data_ptr()],
             [dtype.size()],
             0,
-            plan.numel,
+            plan.numel(),
             &mut |p, s, n| zero = zero || kernels::any_zero_run(dtype, p[0], s[0], n),
         )
     };
