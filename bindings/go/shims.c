@@ -145,14 +145,14 @@ gobc_res gobc_plan(int form, int32_t op, bc_scalar s, const int32_t *dtypes, con
 	return done(st, NULL, 0);
 }
 
-gobc_res gobc_plan_expr(const bc_expr_step *steps, size_t nsteps, size_t n, int into,
-                        const int32_t *dtypes, const size_t *ndims, const int64_t *shapes,
-                        const int64_t *strides, const bool *has_strides, bc_plan *plan) {
+/* The n geometries of a planner call, from Go's flattened arrays (each shape and stride list
+ * ndims[k] long, one after another); NULL when n is 0 or memory is short. The caller frees it. */
+static bc_geometry *geometries(size_t n, const int32_t *dtypes, const size_t *ndims,
+                               const int64_t *shapes, const int64_t *strides,
+                               const bool *has_strides) {
 	bc_geometry *g = n ? shim_malloc(n * sizeof *g) : NULL;
-	if (n && !g) {
-		/* The shim's own failure: the library's error record is not this call's. */
-		gobc_res r = {BC_ERR_ALLOC, 0, 0, 0, NULL};
-		return r;
+	if (!g) {
+		return NULL;
 	}
 	size_t at = 0;
 	for (size_t k = 0; k < n; k++) {
@@ -161,6 +161,18 @@ gobc_res gobc_plan_expr(const bc_expr_step *steps, size_t nsteps, size_t n, int 
 		g[k].shape = shapes + at;
 		g[k].strides = has_strides[k] ? strides + at : NULL;
 		at += ndims[k];
+	}
+	return g;
+}
+
+gobc_res gobc_plan_expr(const bc_expr_step *steps, size_t nsteps, size_t n, int into,
+                        const int32_t *dtypes, const size_t *ndims, const int64_t *shapes,
+                        const int64_t *strides, const bool *has_strides, bc_plan *plan) {
+	bc_geometry *g = geometries(n, dtypes, ndims, shapes, strides, has_strides);
+	if (n && !g) {
+		/* The shim's own failure: the library's error record is not this call's. */
+		gobc_res r = {BC_ERR_ALLOC, 0, 0, 0, NULL};
+		return r;
 	}
 	size_t ninputs = n - (size_t)into;
 	int32_t st = into ? bc_plan_expr_out(steps, nsteps, g, ninputs, &g[ninputs], plan)
@@ -173,19 +185,11 @@ gobc_res gobc_plan_expr_reduce(const bc_expr_step *steps, size_t nsteps, size_t 
                                const int32_t *dtypes, const size_t *ndims, const int64_t *shapes,
                                const int64_t *strides, const bool *has_strides, int32_t op,
                                const int64_t *dims, size_t ndim, bool keepdim, bc_plan *plan) {
-	bc_geometry *g = n ? shim_malloc(n * sizeof *g) : NULL;
+	bc_geometry *g = geometries(n, dtypes, ndims, shapes, strides, has_strides);
 	if (n && !g) {
 		/* The shim's own failure: the library's error record is not this call's. */
 		gobc_res r = {BC_ERR_ALLOC, 0, 0, 0, NULL};
 		return r;
-	}
-	size_t at = 0;
-	for (size_t k = 0; k < n; k++) {
-		g[k].dtype = dtypes[k];
-		g[k].ndim = ndims[k];
-		g[k].shape = shapes + at;
-		g[k].strides = has_strides[k] ? strides + at : NULL;
-		at += ndims[k];
 	}
 	int32_t st = bc_plan_expr_reduce(steps, nsteps, g, n, op, dims, ndim, keepdim, plan);
 	free(g);
