@@ -2370,10 +2370,12 @@ impl Runner<'_> {
             None => result_type(a.dtype, a.ndim() == 0, b.dtype, b_ndim == 0),
         };
         let ct = compute_type(op_code, promoted);
-        let mut allocs: Vec<(u128, usize)> = Vec::new();
         if fallback && !self.contiguous(b) {
-            allocs.push((b.numel(), itemsize(b.dtype)));
+            if let Err(s) = predict_allocs(&[(b.numel(), itemsize(b.dtype))])? {
+                return Ok(Err(s));
+            }
         }
+        let mut allocs: Vec<(u128, usize)> = Vec::new();
         let rt = binary_result(op_code, ct);
         match dest {
             None => allocs.push((numel_of(&shape), itemsize(rt))),
@@ -2393,6 +2395,14 @@ impl Runner<'_> {
                     allocs.push((t.numel(), itemsize(ct)));
                 }
             }
+        }
+        // The library refuses any of these too large to exist before it makes the first (as its
+        // planner counts them all first), so an overflow comes before an allocation that fails.
+        if allocs
+            .iter()
+            .any(|&(n, size)| matches!(predict_alloc(n, size), Alloc::Fail(BC_ERR_OVERFLOW)))
+        {
+            return Ok(Err(BC_ERR_OVERFLOW));
         }
         if let Err(s) = predict_allocs(&allocs)? {
             return Ok(Err(s));
