@@ -1609,19 +1609,19 @@ int32_t bc_expr_eval_out(const struct bc_expr_step *steps,
  *
  * The result equals `bc_expr_eval` then `bc_reduce(op, value, dims, ndims, keepdim)` bit for bit,
  * a NaN's sign and payload included (the elements come from the same pass `bc_expr_eval` runs;
- * against the separate elementwise calls, `bc_expr_eval`'s own rule on NaNs applies): the reduction's types (a sum or product of bools and
- * integers is int64; a mean of them is refused), dims (`(NULL, 0)` reduces every dimension,
- * negative ones count from the end, a 0-d value takes 0 or -1), `keepdim`, and its summation
- * order, which follows the layout `bc_expr_eval` gives the value. How: the reduction asks for
- * its elements a tile at a time, in its own order; the expression's pass computes each tile
- * (a few thousand elements) into a stage that stays in the cache, which the reduction then reads
- * as it would read the value. So only the result is written, and the inputs are read once (a
- * column reduction of a row-major value reads each row as one piece). Expressions the single
- * pass does not take (see `bc_expr_eval`: an error, a warning, an integer divisor, more than 8
- * distinct tensors, an empty value) are evaluated whole and then reduced, with the same
- * results; `bc_plan_expr_reduce` says which way a call runs. The accuracy contract is
- * `bc_reduce`'s. The one difference from the two calls: the value is never allocated, so a
- * value too large for memory does not fail with `BC_ERR_ALLOC` on the fused path.
+ * against the separate elementwise calls, `bc_expr_eval`'s own rule on NaNs applies): the
+ * reduction's types (a sum or product of bools and integers is int64; a mean of them is refused),
+ * dims (`(NULL, 0)` reduces every dimension, negative ones count from the end, a 0-d value takes 0
+ * or -1), `keepdim`, and its summation order, which follows the layout `bc_expr_eval` gives the
+ * value. How: the reduction asks for its elements a tile at a time, in its own order; the
+ * expression's pass computes each tile (a few thousand elements) into a stage that stays in the
+ * cache, which the reduction then reads as it would read the value. So only the result is written,
+ * and the inputs are read once (a column reduction of a row-major value reads each row as one
+ * piece). Expressions the single pass does not take (see `bc_expr_eval`: an error, a warning, an
+ * integer divisor, more than 8 distinct tensors, an empty value) are evaluated whole and then
+ * reduced, with the same results; `bc_plan_expr_reduce` says which way a call runs. The accuracy
+ * contract is `bc_reduce`'s. The one difference from the two calls: the value is never allocated,
+ * so a value too large for memory does not fail with `BC_ERR_ALLOC` on the fused path.
  * On success the caller owns `*out` (free it with `bc_tensor_free`); on failure `*out` is NULL.
  *
  * Arguments are checked in order: `out` (NULL), `steps` (NULL, then the program), `inputs`
