@@ -17,7 +17,30 @@ pub const BC_REDUCE_AMAX: i32 = 3;
 pub const BC_REDUCE_AMIN: i32 = 4;
 /// How many reduction codes there are (0 to `BC_REDUCE_COUNT - 1`).
 pub const BC_REDUCE_COUNT: i32 = 5;
-const _: () = assert!(ReduceOp::ALL.len() == BC_REDUCE_COUNT as usize);
+// Each code names its reduction in the engine's list.
+const _: () = {
+    assert!(ReduceOp::ALL.len() == BC_REDUCE_COUNT as usize);
+    assert!(matches!(
+        ReduceOp::ALL[BC_REDUCE_SUM as usize],
+        ReduceOp::Sum
+    ));
+    assert!(matches!(
+        ReduceOp::ALL[BC_REDUCE_MEAN as usize],
+        ReduceOp::Mean
+    ));
+    assert!(matches!(
+        ReduceOp::ALL[BC_REDUCE_PROD as usize],
+        ReduceOp::Prod
+    ));
+    assert!(matches!(
+        ReduceOp::ALL[BC_REDUCE_AMAX as usize],
+        ReduceOp::Amax
+    ));
+    assert!(matches!(
+        ReduceOp::ALL[BC_REDUCE_AMIN as usize],
+        ReduceOp::Amin
+    ));
+};
 
 pub(super) fn reduce_op_in(code: i32) -> Result<ReduceOp, FfiError> {
     usize::try_from(code)

@@ -24,7 +24,20 @@ pub const BC_DTYPE_FLOAT32: i32 = 8;
 pub const BC_DTYPE_FLOAT64: i32 = 9;
 /// How many element types there are (codes 0 to `BC_DTYPE_COUNT - 1`).
 pub const BC_DTYPE_COUNT: i32 = 10;
-const _: () = assert!(DType::ALL.len() == BC_DTYPE_COUNT as usize);
+// Each code is its element type's in the engine's table (`dtypes!`).
+const _: () = {
+    assert!(DType::ALL.len() == BC_DTYPE_COUNT as usize);
+    assert!(BC_DTYPE_BOOL == DType::Bool as i32);
+    assert!(BC_DTYPE_UINT8 == DType::U8 as i32);
+    assert!(BC_DTYPE_INT8 == DType::I8 as i32);
+    assert!(BC_DTYPE_INT16 == DType::I16 as i32);
+    assert!(BC_DTYPE_INT32 == DType::I32 as i32);
+    assert!(BC_DTYPE_INT64 == DType::I64 as i32);
+    assert!(BC_DTYPE_FLOAT16 == DType::F16 as i32);
+    assert!(BC_DTYPE_BFLOAT16 == DType::BF16 as i32);
+    assert!(BC_DTYPE_FLOAT32 == DType::F32 as i32);
+    assert!(BC_DTYPE_FLOAT64 == DType::F64 as i32);
+};
 
 /// Called once with its `user_data` when memory wrapped by `bc_tensor_wrap` is no longer used by
 /// any tensor. It may run on any thread (the one that frees the last view).
