@@ -8,13 +8,25 @@ pub enum Category {
     Floating,
 }
 
+/// The element-type table's `printed` column: `implied` (printing leaves the type unsaid) or
+/// `shown`.
+macro_rules! printed {
+    (implied) => {
+        true
+    };
+    (shown) => {
+        false
+    };
+}
+
 /// The table: `Variant = code "name" "PyTorch's name" "checked C++ name" "typeid name" size
-/// Category (lowest, highest) "Go constant" "Go element type" "Julia element type";`, one row
-/// per element type in code order (see the methods of [`DType`] for what each column means; the
-/// last three are for scripts/gen_ops.py, which writes the Go and Julia packages' lists).
+/// Category DLPack-code printed (lowest, highest) "Go constant" "Go element type" "Julia element
+/// type";`, one row per element type in code order (see the methods of [`DType`] for what each
+/// column means; the last three are for scripts/gen_ops.py, which writes the Go and Julia
+/// packages' lists).
 macro_rules! dtypes {
     ($($var:ident = $code:literal $name:literal $torch:literal $checked:literal $typeid:literal
-        $size:literal $cat:ident $dlpack:literal ($lowest:expr, $highest:expr)
+        $size:literal $cat:ident $dlpack:literal $repr:ident ($lowest:expr, $highest:expr)
         $go:literal $go_elem:literal $julia:literal;)+) => {
         /// The element types. The discriminants are the stable codes of the C API.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -84,6 +96,14 @@ macro_rules! dtypes {
                 }
             }
 
+            /// Whether PyTorch's printing leaves the type unsaid for a tensor with elements: the
+            /// type a tensor of Python literals of its kind gets (bool, int64, float32).
+            pub fn repr_implied(self) -> bool {
+                match self {
+                    $(DType::$var => printed!($repr),)+
+                }
+            }
+
             /// The lowest and the highest finite value the type holds, as f64.
             pub fn range(self) -> (f64, f64) {
                 match self {
@@ -95,17 +115,17 @@ macro_rules! dtypes {
 }
 
 dtypes! {
-    // variant code  name        PyTorch   checked C++      typeid name      size category  DLPack  (lowest, highest)                                Go         Go element     Julia
-    Bool = 0       "bool"      "Bool"     "bool"           "bool"           1    Bool      6       (0.0, 1.0)                                       "Bool"     "bool"         "Bool";
-    U8 = 1         "uint8"     "Byte"     "uint8_t"        "unsigned char"  1    Integer   1       (0.0, 255.0)                                     "Uint8"    "uint8"        "UInt8";
-    I8 = 2         "int8"      "Char"     "int8_t"         "signed char"    1    Integer   0       (-128.0, 127.0)                                  "Int8"     "int8"         "Int8";
-    I16 = 3        "int16"     "Short"    "int16_t"        "short int"      2    Integer   0       (-32768.0, 32767.0)                              "Int16"    "int16"        "Int16";
-    I32 = 4        "int32"     "Int"      "int"            "int"            4    Integer   0       (i32::MIN as f64, i32::MAX as f64)               "Int32"    "int32"        "Int32";
-    I64 = 5        "int64"     "Long"     "int64_t"        "long int"       8    Integer   0       (i64::MIN as f64, i64::MAX as f64)               "Int64"    "int64"        "Int64";
-    F16 = 6        "float16"   "Half"     "c10::Half"      "c10::Half"      2    Floating  2       (-65504.0, 65504.0)                              "Float16"  "Float16Bits"  "Float16";
-    BF16 = 7       "bfloat16"  "BFloat16" "c10::BFloat16"  "c10::BFloat16"  2    Floating  4       (-3.3895313892515355e38, 3.3895313892515355e38)  "BFloat16" "BFloat16Bits" "BFloat16Bits";
-    F32 = 8        "float32"   "Float"    "float"          "float"          4    Floating  2       (f32::MIN as f64, f32::MAX as f64)               "Float32"  "float32"      "Float32";
-    F64 = 9        "float64"   "Double"   "double"         "double"         8    Floating  2       (f64::MIN, f64::MAX)                             "Float64"  "float64"      "Float64";
+    // variant code  name        PyTorch   checked C++      typeid name      size category  DLPack  printed  (lowest, highest)                                Go         Go element     Julia
+    Bool = 0       "bool"      "Bool"     "bool"           "bool"           1    Bool      6       implied  (0.0, 1.0)                                       "Bool"     "bool"         "Bool";
+    U8 = 1         "uint8"     "Byte"     "uint8_t"        "unsigned char"  1    Integer   1       shown    (0.0, 255.0)                                     "Uint8"    "uint8"        "UInt8";
+    I8 = 2         "int8"      "Char"     "int8_t"         "signed char"    1    Integer   0       shown    (-128.0, 127.0)                                  "Int8"     "int8"         "Int8";
+    I16 = 3        "int16"     "Short"    "int16_t"        "short int"      2    Integer   0       shown    (-32768.0, 32767.0)                              "Int16"    "int16"        "Int16";
+    I32 = 4        "int32"     "Int"      "int"            "int"            4    Integer   0       shown    (i32::MIN as f64, i32::MAX as f64)               "Int32"    "int32"        "Int32";
+    I64 = 5        "int64"     "Long"     "int64_t"        "long int"       8    Integer   0       implied  (i64::MIN as f64, i64::MAX as f64)               "Int64"    "int64"        "Int64";
+    F16 = 6        "float16"   "Half"     "c10::Half"      "c10::Half"      2    Floating  2       shown    (-65504.0, 65504.0)                              "Float16"  "Float16Bits"  "Float16";
+    BF16 = 7       "bfloat16"  "BFloat16" "c10::BFloat16"  "c10::BFloat16"  2    Floating  4       shown    (-3.3895313892515355e38, 3.3895313892515355e38)  "BFloat16" "BFloat16Bits" "BFloat16Bits";
+    F32 = 8        "float32"   "Float"    "float"          "float"          4    Floating  2       implied  (f32::MIN as f64, f32::MAX as f64)               "Float32"  "float32"      "Float32";
+    F64 = 9        "float64"   "Double"   "double"         "double"         8    Floating  2       shown    (f64::MIN, f64::MAX)                             "Float64"  "float64"      "Float64";
 }
 
 impl DType {

@@ -567,7 +567,7 @@ fn write_rest(t: &Tensor, printer: Option<&Printer<'_>>, out: &mut Out<'_>) -> f
             out.write_str("[]")?;
             t.dtype() != DType::F32
         }
-        Some(_) => !matches!(t.dtype(), DType::F32 | DType::I64 | DType::Bool),
+        Some(_) => !t.dtype().repr_implied(),
     };
     let mut last = out.column + 2;
     if t.numel() == 0 && t.ndim() != 1 {
