@@ -835,3 +835,24 @@ fn a_converted_copy_too_large_is_refused_before_any_allocation() {
     assert_eq!(st, BC_ERR_OVERFLOW, "{}", last_error());
     assert!(out.is_null());
 }
+
+/// A `sum_to_size` target whose elements cannot be counted is refused by the plan as by the call,
+/// with the same message: the call makes its result first, so its element count is checked
+/// before anything else (the plan used to multiply the count by the item size first and name
+/// `nbytes`, where the call names `numel`).
+#[test]
+fn a_sum_to_size_target_too_large_to_count_is_refused_alike() {
+    let t = T::zeros(BF16, &[0, 1 << 61, 7]).unwrap();
+    let g = Geo::of(&t);
+    let size = [1i64 << 61, 7];
+    let (sp, sn) = (size.as_ptr(), size.len());
+    let mut tally = Tally::default();
+    agree_with(
+        |p| unsafe { bc_plan_sum_to_size(&g.raw(), sp, sn, p) },
+        |r| unsafe { bc_tensor_sum_to_size(t.ptr(), sp, sn, r) },
+        None,
+        &mut tally,
+    )
+    .unwrap();
+    assert_eq!(tally.refused, 1, "{tally:?}");
+}

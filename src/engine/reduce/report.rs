@@ -10,7 +10,9 @@ use crate::engine::dtype::DType;
 use crate::engine::error::Result;
 use crate::engine::expr::{self, Step};
 use crate::engine::ops::{self, LoopKind, Report};
-use crate::engine::shape::{checked_nbytes, contiguous_strides, numel, Dims, Strides};
+use crate::engine::shape::{
+    checked_nbytes, checked_numel, contiguous_strides, numel, Dims, Strides,
+};
 
 /// What `reduce(op, t, dims, keepdim)` ([`reduce`]) would do for an input of this type and
 /// geometry: the call's checks and decisions, so an error is the one it would give. The report's
@@ -147,7 +149,10 @@ pub fn plan_expr_reduce(
 
 /// The report of reducing the view `t` as `r` decides.
 fn plan_view(op: ReduceOp, t: ops::Geometry<'_>, r: Reduction) -> Result<Report> {
-    let geo = match reduces_nothing(t.shape, &r.reduced) || numel(&r.shape) == 0 {
+    // The call makes its result before anything else: a result whose elements cannot be counted
+    // (a `sum_to_size` target can be any size) is refused first, as the call refuses it.
+    let outputs = checked_numel(&r.shape)?;
+    let geo = match reduces_nothing(t.shape, &r.reduced) || outputs == 0 {
         true => None,
         false => Some(view_geometry(t, &r.reduced)?),
     };
@@ -166,7 +171,7 @@ fn report<const N: usize>(
     geo: Option<&ReduceGeometry<N>>,
     itemsize: usize,
 ) -> Result<Report> {
-    let outputs = numel(&shape);
+    let outputs = checked_numel(&shape)?;
     let (loop_shape, loop_kind, threads) = match geo {
         _ if outputs == 0 => (Dims::new(), LoopKind::None, 1),
         None => (try_small(&[outputs, 0])?, LoopKind::Contiguous, 1),
