@@ -419,3 +419,32 @@ fn var_of_nothing_is_nan_whatever_the_correction() {
         bc_tensor_free(t);
     }
 }
+
+/// `var` and `std` of an empty tensor whose other sizes multiply past `usize`: the reduction
+/// factor counted the result's elements with a plain product, which overflowed (a panic, reported
+/// as `BC_ERR_INTERNAL`) before the 0 among them was seen. The result is empty, as PyTorch's.
+#[test]
+fn var_and_std_of_an_empty_tensor_with_huge_sizes() {
+    let _g = serial();
+    let shape = [i64::MAX - 1, 3, 3, 0];
+    let mut t = ptr::null_mut();
+    // SAFETY: valid pointers.
+    let st = unsafe { bc_tensor_zeros(BC_DTYPE_FLOAT16, shape.as_ptr(), 4, &mut t) };
+    assert_eq!(st, BC_OK, "{}", last_message());
+    let dims = [2i64];
+    for f in [bc_var, bc_std] {
+        let mut r = ptr::null_mut();
+        // SAFETY: valid pointers.
+        let st = unsafe { f(t, dims.as_ptr(), 1, 2.0, false, &mut r) };
+        assert_eq!(st, BC_OK, "{}", last_message());
+        let (mut nd, mut sizes) = (0usize, [0i64; 4]);
+        // SAFETY: a live result; a buffer of 4 sizes.
+        unsafe {
+            assert_eq!(bc_tensor_ndim(r, &mut nd), BC_OK);
+            assert_eq!(bc_tensor_shape(r, sizes.as_mut_ptr(), 4), BC_OK);
+        }
+        assert_eq!(&sizes[..nd], &[i64::MAX - 1, 3, 0]);
+        bc_tensor_free(r);
+    }
+    bc_tensor_free(t);
+}

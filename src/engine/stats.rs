@@ -13,7 +13,7 @@ use super::elem::Elem;
 use super::error::{Error, Result};
 use super::ops::{self, Options, Warning, Warnings};
 use super::reduce::{self, ReduceOp};
-use super::shape::Dims;
+use super::shape::{numel, Dims};
 use super::tensor::{wrap_dim, Init, Scalar, Tensor};
 use super::unary::unary;
 use super::unary_ops::UnaryOp;
@@ -28,7 +28,8 @@ fn reduced(t: &Tensor, dims: &[i64], keepdim: bool) -> Result<reduce::Reduction>
 /// PyTorch's reduction factor: the input's elements per output element (0 when there is no
 /// output element).
 fn reduction_factor(t: &Tensor, r: &reduce::Reduction) -> usize {
-    t.numel().checked_div(r.shape.iter().product()).unwrap_or(0)
+    // (`numel`: a result with a size 0 beside sizes whose product overflows has no element.)
+    t.numel().checked_div(numel(&r.shape)).unwrap_or(0)
 }
 
 fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
