@@ -448,3 +448,28 @@ fn var_and_std_of_an_empty_tensor_with_huge_sizes() {
     }
     bc_tensor_free(t);
 }
+
+/// A reduction of an empty tensor over its empty dimension can have more elements than the input
+/// (none): here 2 x 2^62 x 2, too many to count. `logsumexp`, `var` and `std` counted them with a
+/// plain product (a panic, `BC_ERR_INTERNAL`); they refuse the result as making it refuses it.
+#[test]
+fn a_reduction_over_an_empty_dimension_with_a_result_too_large_to_count() {
+    let _g = serial();
+    let shape = [2i64, 0, 1 << 62, 2, 1];
+    let mut t = ptr::null_mut();
+    // SAFETY: valid pointers.
+    let st = unsafe { bc_tensor_zeros(BC_DTYPE_FLOAT32, shape.as_ptr(), 5, &mut t) };
+    assert_eq!(st, BC_OK, "{}", last_message());
+    let dims = [-1i64, -4];
+    let mut r = ptr::null_mut();
+    // SAFETY (each call): valid pointers.
+    let st = unsafe { bc_logsumexp(t, dims.as_ptr(), 2, false, &mut r) };
+    assert_eq!(st, BC_ERR_OVERFLOW, "logsumexp: {}", last_message());
+    assert!(r.is_null());
+    for f in [bc_var, bc_std] {
+        let st = unsafe { f(t, dims.as_ptr(), 2, 1.0, false, &mut r) };
+        assert_eq!(st, BC_ERR_OVERFLOW, "{}", last_message());
+        assert!(r.is_null());
+    }
+    bc_tensor_free(t);
+}

@@ -13,7 +13,7 @@ use super::elem::Elem;
 use super::error::{Error, Result};
 use super::ops::{self, Options, Warning, Warnings};
 use super::reduce::{self, ReduceOp};
-use super::shape::{numel, Dims};
+use super::shape::{checked_numel, Dims};
 use super::tensor::{wrap_dim, Init, Scalar, Tensor};
 use super::unary::unary;
 use super::unary_ops::UnaryOp;
@@ -27,9 +27,11 @@ fn reduced(t: &Tensor, dims: &[i64], keepdim: bool) -> Result<reduce::Reduction>
 
 /// PyTorch's reduction factor: the input's elements per output element (0 when there is no
 /// output element).
-fn reduction_factor(t: &Tensor, r: &reduce::Reduction) -> usize {
-    // (`numel`: a result with a size 0 beside sizes whose product overflows has no element.)
-    t.numel().checked_div(numel(&r.shape)).unwrap_or(0)
+fn reduction_factor(t: &Tensor, r: &reduce::Reduction) -> Result<usize> {
+    // The result's elements are counted checked: a size 0 beside sizes whose product overflows
+    // makes none, and a result of an empty input over its empty dimension can be larger than the
+    // input, too large to count (refused as making the result would refuse it).
+    Ok(t.numel().checked_div(checked_numel(&r.shape)?).unwrap_or(0))
 }
 
 fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -73,7 +75,7 @@ pub fn var_std(
         return Err(Error::VarDtype);
     }
     let r = reduced(t, dims, keepdim)?;
-    let dof = reduction_factor(t, &r) as f64 - correction;
+    let dof = reduction_factor(t, &r)? as f64 - correction;
     let warnings = match dof <= 0.0 {
         true => smallvec![Warning::DegreesOfFreedom { std }],
         false => Warnings::new(),
@@ -245,7 +247,7 @@ pub fn logsumexp(t: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
         false => DType::F32,
     };
     let x = in_f64(t)?;
-    if reduction_factor(t, &r) == 0 {
+    if reduction_factor(t, &r)? == 0 {
         // Row-major, as PyTorch's result (resized by `sum_out`), also when it is empty.
         return Tensor::new(dtype, &r.shape, Init::Fill(f64::NEG_INFINITY));
     }
