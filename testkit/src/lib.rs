@@ -577,18 +577,19 @@ impl T {
     }
 
     pub fn shape(&self) -> Vec<i64> {
-        let n = self.ndim();
-        let mut v = vec![0i64; n];
-        let p = if n == 0 {
-            ptr::null_mut()
-        } else {
-            v.as_mut_ptr()
-        };
-        check(unsafe { bc_tensor_shape(self.0, p, n) }).expect("bc_tensor_shape");
-        v
+        self.dims(bc_tensor_shape, "bc_tensor_shape")
     }
 
     pub fn strides(&self) -> Vec<i64> {
+        self.dims(bc_tensor_strides, "bc_tensor_strides")
+    }
+
+    /// One value per dimension, read by `query` (the shape or the strides).
+    fn dims(
+        &self,
+        query: unsafe extern "C" fn(*const bc_tensor, *mut i64, usize) -> i32,
+        name: &str,
+    ) -> Vec<i64> {
         let n = self.ndim();
         let mut v = vec![0i64; n];
         let p = if n == 0 {
@@ -596,7 +597,7 @@ impl T {
         } else {
             v.as_mut_ptr()
         };
-        check(unsafe { bc_tensor_strides(self.0, p, n) }).expect("bc_tensor_strides");
+        check(unsafe { query(self.0, p, n) }).expect(name);
         v
     }
 
