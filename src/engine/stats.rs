@@ -272,6 +272,8 @@ fn nan_as_zero(t: &Tensor) -> Result<Tensor> {
 
 /// PyTorch's `nansum`: `sum` with NaN counted as 0 (bool and integers give int64).
 pub fn nansum(t: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+    // The dimensions are checked before the NaN test, whose mask may not fit in memory.
+    reduced(t, dims, keepdim)?;
     match t.dtype().is_floating() {
         true => reduce::reduce(ReduceOp::Sum, &nan_as_zero(t)?, dims, keepdim),
         false => reduce::reduce(ReduceOp::Sum, t, dims, keepdim),
@@ -293,6 +295,28 @@ pub fn nanmean(t: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `nansum` and `nanmean` of a float input too large to test for NaN (a broadcast view of
+    /// 2^32 x 9 elements) refuse a repeated or out-of-range dimension instead of failing to
+    /// allocate the NaN mask.
+    #[test]
+    fn nan_reductions_check_dims_before_testing_for_nan() {
+        let one = Tensor::new(DType::F32, &[3, 3], Init::Fill(0.0)).unwrap();
+        let huge = one.expand(&[2, 1 << 31, 3, 3]).unwrap();
+        for mean in [false, true] {
+            let call = |dims: &[i64]| match mean {
+                true => nanmean(&huge, dims, true),
+                false => nansum(&huge, dims, true),
+            };
+            let err = call(&[2, 2]).unwrap_err();
+            assert!(matches!(err, Error::DimRepeated { dim: 2 }), "{err:?}");
+            let err = call(&[4]).unwrap_err();
+            assert!(
+                matches!(err, Error::DimOutOfRange { dim: 4, ndim: 4 }),
+                "{err:?}"
+            );
+        }
+    }
 
     /// A dimension out of range is refused before the elements are tested, so an expanded input
     /// too large to test element by element gets the dimension's error, not an allocation's.
