@@ -153,10 +153,11 @@ impl Runner<'_> {
                     )
                 };
                 self.count(st);
-                let want = if which > 1 {
-                    BC_ERR_INVALID_ARG
-                } else if null_buf {
+                // Every pointer is checked before the values, as everywhere in the library.
+                let want = if null_buf {
                     BC_ERR_NULL_ARG
+                } else if which > 1 {
+                    BC_ERR_INVALID_ARG
                 } else if !null {
                     let n = if which == 0 { info.ndim_a } else { info.ndim_b };
                     if ndim != n {
