@@ -3,9 +3,8 @@
 # each round runs every case through the Go package and from C, one after the other, and an empty
 # cgo call; the table gives the median ns per call of each, their ratio, and what the package
 # adds beyond the C call and the empty cgo call (the floor of any call from Go); and the floor of
-# each case: into out the C call and an empty cgo call; allocating, the same for a small result
-# (whose handle is freed with 15 others in one cgo call) and a second cgo call (the free) for a
-# large one. It also prints what a Go object with its finalizer set and cleared costs
+# each case: into out the C call and an empty cgo call; allocating, also a second cgo call (the
+# free). It also prints what a Go object with its finalizer set and cleared costs
 # (BenchmarkOwnerFinalizer): a Tensor would pay that on top for each result, but a small one
 # closed while on the young list (bindings/go/young.go) never gets a finalizer.
 # ROUNDS (default 9) and BENCHTIME (default 300ms) tune it. The machine's load is printed before
@@ -52,10 +51,10 @@ awk '
     for (i = 0; i < n; i++) {
       name = order[i]; if (name !~ /\/go$/) continue
       base = substr(name, 1, length(name) - 3); g = median(v[name]); c = median(v[base "/c"])
-      # The least the call can cost from Go: the C call and one cgo call; allocating a large
-      # result, also the free, a second cgo call. (A finalizer set and cleared for each result,
-      # which the young list spares short-lived small results, would add the figure above.)
-      floor = base ~ /^large.*\/alloc$/ ? c + 2 * cgo : c + cgo
+      # The least the call can cost from Go: into out, the C call and one cgo call; allocating,
+      # also the free, a second cgo call. (A finalizer set and cleared for each result, which
+      # the young list spares short-lived small results, would add the figure printed above.)
+      floor = base ~ /\/alloc$/ ? c + 2 * cgo : c + cgo
       printf "%-36s %12.1f %12.1f %8.2f %14.1f %12.1f %8.2f %7s\n", base, g, c, g / c, g - c - cgo, floor, floor / c, allocs[name]
     }
   }' "$out"

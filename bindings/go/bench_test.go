@@ -28,8 +28,7 @@ func (o *owner) free() { o.h.Store(0) }
 // object on Go's heap, runtime.SetFinalizer to free it if it is dropped, and SetFinalizer(nil)
 // when it is closed. Every result paid this before the young list (young.go); a small result
 // closed while young now pays only the allocation. An allocating call cannot cost less than the
-// C call plus one empty cgo call, and for a large result a second one (the free: a small result's
-// handle is freed with 15 others, freeq.go): `make go-bench` prints that floor.
+// C call plus two empty cgo calls (the operation and the free): `make go-bench` prints that floor.
 func BenchmarkOwnerFinalizer(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {

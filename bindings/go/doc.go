@@ -25,10 +25,7 @@
 // # Memory
 //
 // A tensor's elements live in the library's memory, outside Go's heap, where the garbage
-// collector neither sees them nor counts them when it decides to run. Close frees them at once,
-// except that the handles of results of less than 64 KiB are freed 16 at a time (one cgo call
-// instead of one a Close), so that such a result's memory may outlive its Close by 15 more
-// (1 MiB in all at most); LiveCount frees them first.
+// collector neither sees them nor counts them when it decides to run. Close frees them at once.
 // A tensor dropped without Close is freed by its finalizer, which runs only after a collection
 // has found the tensor unreachable (a result of less than 64 KiB gets its finalizer only if it is
 // still open at the next collection, or after 63 more such results: setting and clearing a

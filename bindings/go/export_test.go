@@ -31,13 +31,3 @@ const (
 	YoungBytes = youngBytes
 	DebugGC    = debugGC
 )
-
-// PendingFrees is the number of closed handles waiting to be freed (freeq.go); FreeBatch is the
-// most there can be.
-func PendingFrees() int {
-	freeMu.Lock()
-	defer freeMu.Unlock()
-	return freeLen
-}
-
-const FreeBatch = freeBatch

@@ -43,8 +43,6 @@ typedef struct {
 } gobc_dims;
 
 void gobc_free(uintptr_t t);
-// Frees the n handles hs[0..n] in one call.
-void gobc_free_n(const uintptr_t *hs, size_t n);
 bool gobc_is_live(uintptr_t t);
 
 gobc_res gobc_binary(int32_t op, uintptr_t a, uintptr_t b);

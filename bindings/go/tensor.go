@@ -10,8 +10,7 @@ import (
 	"unsafe"
 )
 
-// Tensor owns one libbroadcast handle. Close frees it at once (a small result's with the next
-// 16, freeq.go); a finalizer frees it too if a
+// Tensor owns one libbroadcast handle. Close frees it at once; a finalizer frees it too if a
 // Tensor becomes unreachable while still open, after a garbage collection (the second one for a
 // small result, which gets its finalizer only if it outlives its first collection), which the
 // package brings about when the storage of open tensors grows (see the package documentation,
@@ -59,7 +58,7 @@ func (t *Tensor) free() bool {
 	if h == 0 {
 		return false
 	}
-	release(h, t.nbytes)
+	C.gobc_free(C.uintptr_t(h))
 	if t.nbytes > 0 {
 		closed(t.nbytes)
 	}
@@ -362,10 +361,7 @@ func checkElem[T Elem](t *Tensor) error {
 }
 
 // LiveCount is the number of live handles in the process (bc_tensor_live_count), for leak checks.
-func LiveCount() int {
-	flushFrees() // the handles closed but still queued (freeq.go) are not live
-	return int(C.bc_tensor_live_count())
-}
+func LiveCount() int { return int(C.bc_tensor_live_count()) }
 
 // IsLive is whether t's handle is live (false once closed, and for nil).
 func (t *Tensor) IsLive() bool {
