@@ -113,12 +113,14 @@ go-bench:
 	bash scripts/go_bench.sh
 
 # The Julia package's central step (reversed sizes and strides) and its other C calls through the
-# C API from Python ctypes, against a reference of Julia's broadcasting rule; then its symbols
-# (each one exported) and its coverage of the C API (each function wrapped or listed with a
-# reason): runs without Julia.
+# C API from Python ctypes, against a reference of Julia's broadcasting rule (colmajor_proxy.py:
+# operations, reductions, indexing; api_proxy.py: constructors, views, shapes, errors, DLPack,
+# fused expressions, settings); then its symbols (each one exported) and its coverage of the C
+# API (each function wrapped or listed with a reason): runs without Julia.
 julia-proxy-test:
 	cargo build --release
 	python3 bindings/julia/test/colmajor_proxy.py target/release/libbroadcast.so
+	python3 bindings/julia/test/api_proxy.py target/release/libbroadcast.so
 	python3 bindings/julia/test/symbols_check.py bindings/julia/src/LibBroadcast.jl target/release/libbroadcast.so
 
 # The Julia package's own tests; they need julia on the PATH, and fail when it is missing.

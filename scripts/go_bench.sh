@@ -15,11 +15,22 @@ rounds="${ROUNDS:-9}"
 benchtime="${BENCHTIME:-300ms}"
 cd "$root/bindings/go"
 out="$(mktemp)"
-trap 'rm -f "$out"' EXIT
+trap 'rm -f "$out" "$out.cpu"' EXIT
 echo "load before: $(uptime)"
 "$go" test -c -o "$out.test" . >/dev/null
 for ((r = 1; r <= rounds; r++)); do
   "$out.test" -test.run '^$' -test.bench . -test.benchtime "$benchtime" | grep '^Benchmark' >>"$out"
+done
+# CPU time (user + sys of every thread of the process) per call at a fixed count, which a loaded
+# machine stretches far less than the wall time above: the tiny allocating addition and its C
+# loop, and an empty cgo call, in interleaved rounds.
+cpu_n="${CPU_N:-2000000}"
+TIMEFORMAT='%U %S'
+for ((r = 1; r <= 3; r++)); do
+  for c in 'Add/tiny/alloc/go$' 'Add/tiny/alloc/c$' 'EmptyCgoCall$'; do
+    t=$( { time "$out.test" -test.run '^$' -test.bench "$c" -test.benchtime "${cpu_n}x" >/dev/null; } 2>&1 )
+    echo "$c $t" >>"$out.cpu"
+  done
 done
 rm -f "$out.test"
 echo "load after:  $(uptime)"
@@ -47,3 +58,13 @@ awk '
       printf "%-36s %12.1f %12.1f %8.2f %14.1f %12.1f %8.2f %7s\n", base, g, c, g / c, g - c - cgo, floor, floor / c, allocs[name]
     }
   }' "$out"
+awk -v n="$cpu_n" '{ v[$1] = v[$1] " " ($2 + $3) * 1e9 / n }
+  function median(s,   a, k, i, j, t) {
+    k = split(s, a, " ")
+    for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+  }
+  END {
+    g = median(v["Add/tiny/alloc/go$"]); c = median(v["Add/tiny/alloc/c$"]); e = median(v["EmptyCgoCall$"])
+    printf "CPU time per call, median of 3 rounds of %d calls: tiny allocating addition %.1f ns from Go, %.1f ns from C (%.2fx); empty cgo call %.1f ns\n", n, g, c, g / c, e
+  }' "$out.cpu"

@@ -21,6 +21,9 @@ turns one rule into the other, so `LibBroadcast.add(A, B)` has the shape and val
     LibBroadcast.sum_to_size(*, t, Tensor(B), 3)  # sum(A .* B; dims = 2), without making A .* B
     argmax(t), LibBroadcast.nansum(t; dims = 1)  # Julia's CartesianIndex; PyTorch's nansum
     LibBroadcast.lerp(t, Tensor(B), 0.25)   # and addcmul, addcdiv, clamp!(t, 0, 1), with ! forms
+    LibBroadcast.@fused t .* B .+ sqrt.(t)  # one pass over memory; also dest .= ..., sum(...; dims)
+    LibBroadcast.zeros(Float32, 3), LibBroadcast.swapdims(t, 1, 2), LibBroadcast.unsqueeze(t, 1)
+    LibBroadcast.broadcast_shapes((3, 1), (3,)), LibBroadcast.from_dlpack(LibBroadcast.to_dlpack(t))
 
 Element types follow PyTorch's promotion, not Julia's: integer division gives `Float32`,
 `Bool .- Bool` is an error, `Bool .+ Bool` stays `Bool`. Error messages are the library's,
@@ -77,6 +80,14 @@ const FUNCTIONS = (
     :bc_clamp_scalar_inplace, :bc_clamp_scalar_out, :bc_nansum, :bc_nanmean, :bc_logsumexp,
     :bc_argmax, :bc_argmin, :bc_tensor_squeeze, :bc_tensor_squeeze_all, :bc_tensor_broadcast_tensors,
     :bc_tensor_is_contiguous, :bc_tensor_to_dtype, :bc_set_parallel_threshold,
+    :bc_tensor_empty, :bc_tensor_zeros, :bc_tensor_ones, :bc_tensor_full, :bc_tensor_from_data,
+    :bc_tensor_is_live, :bc_tensor_contiguous, :bc_tensor_offset, :bc_tensor_broadcast_to,
+    :bc_tensor_expand_as, :bc_tensor_transpose, :bc_tensor_as_strided, :bc_tensor_view,
+    :bc_tensor_unsqueeze, :bc_tensor_flatten, :bc_dtype_size, :bc_dtype_name, :bc_status_str,
+    :bc_shape_broadcast, :bc_shape_broadcast_n, :bc_shape_is_broadcastable,
+    :bc_tensor_to_dlpack, :bc_tensor_to_dlpack_versioned, :bc_tensor_from_dlpack,
+    :bc_tensor_from_dlpack_versioned, :bc_expr_eval, :bc_expr_eval_out, :bc_expr_reduce,
+    :bc_plan_expr, :bc_plan_expr_out, :bc_plan_expr_reduce,
 )
 
 fn(name::Symbol) = FN[name]
@@ -288,9 +299,32 @@ function Base.unsafe_convert(::Type{Ptr{Cvoid}}, t::Tensor)
     return p
 end
 
-function Tensor(A::AbstractArray)
+"""
+    Tensor(A::AbstractArray; copy = false)
+
+With `copy = true`, a tensor in the library's own memory holding a copy of `A`'s elements
+(`bc_tensor_from_data`), which does not keep `A` alive and which later writes to `A` do not
+change; otherwise a view of `A` as above.
+"""
+function Tensor(A::AbstractArray; copy::Bool = false)
+    copy && return from_data(A)
     t = wrap(A)
     return t === nothing ? Tensor(collect(A)) : t
+end
+
+# A tensor in the library's memory holding A's elements: a dense column-major Array is the
+# row-major bytes of the reversed size, which bc_tensor_from_data copies.
+function from_data(A::AbstractArray{T}) where {T}
+    T <: Elem || throw(ArgumentError("LibBroadcast has no element type for $T"))
+    B = A isa Array{T} ? A : convert(Array{T}, A)
+    shape = Int64[reverse(size(B))...]
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    GC.@preserve B shape begin
+        st = ccall(fn(:bc_tensor_from_data), Int32, (Int32, Ptr{Int64}, Csize_t, Ptr{Cvoid}, Csize_t, Ref{Ptr{Cvoid}}),
+                   dtype_code(T), pointer(shape), length(shape), pointer(B), sizeof(B), out)
+        check(st)
+    end
+    return Tensor(Own(), out[], nothing)
 end
 
 # A tensor viewing A's memory, or nothing when A cannot be viewed without a copy.
@@ -351,7 +385,16 @@ function Base.length(t::Tensor)
     check(ccall(fn(:bc_tensor_numel), Int32, (Ptr{Cvoid}, Ref{Int64}), t, r))
     return Int(r[])
 end
-Base.isopen(t::Tensor) = (@atomic t.ptr) != C_NULL
+"""
+    isopen(t::Tensor)
+
+Whether `t` still holds a live handle of the library (`close` has not run).
+"""
+function Base.isopen(t::Tensor)
+    p = @atomic t.ptr
+    # A handle is a checked token, so asking about one that another task has just freed is safe.
+    return p != C_NULL && GC.@preserve(t, ccall(fn(:bc_tensor_is_live), Bool, (Ptr{Cvoid},), p))
+end
 
 # The library's text of t (PyTorch's repr, in row-major terms), sized first as the message is.
 function formatted(t::Tensor)
@@ -503,7 +546,7 @@ function Base.permutedims(t::Tensor, perm)
 end
 
 """
-    reshape(t::Tensor, dims...)
+    reshape(t::Tensor, dims...; copy = true)
     vec(t::Tensor)
 
 `t` with the Julia size `dims` (one of them may be `:`), its elements taken in Julia's
@@ -511,17 +554,24 @@ column-major order, as `reshape(A, dims...)` takes an array's: the library's row
 the reversed sizes is exactly that. The result views `t`'s memory when the strides allow it,
 and is otherwise (a slice with steps, a permuted view) a copy in new memory, as PyTorch's
 reshape is (Julia's reshape of an array always shares). `vec(t)` is `reshape(t, :)`.
+With `copy = false` the result is always a view (PyTorch's `view`), and strides that do not
+allow one are the library's `BroadcastError` instead of a copy.
 """
-function Base.reshape(t::Tensor, dims::Union{Integer,Colon}...)
+function Base.reshape(t::Tensor, dims::Union{Integer,Colon}...; copy::Bool = true)
     s = Int64[d isa Colon ? -1 : d for d in reverse(dims)] # -1: the library infers the size
-    copied = Ref{Bool}(false)
     out = Ref{Ptr{Cvoid}}(C_NULL)
+    if !copy
+        st = GC.@preserve s ccall(fn(:bc_tensor_view), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Ref{Ptr{Cvoid}}),
+                                  t, pointer(s), length(s), out)
+        return view_of(t, out, st)
+    end
+    copied = Ref{Bool}(false)
     st = GC.@preserve s ccall(fn(:bc_tensor_reshape), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Ref{Bool}, Ref{Ptr{Cvoid}}),
                               t, pointer(s), length(s), copied, out)
     check(st)
     return Tensor(Own(), out[], copied[] ? nothing : t.root)
 end
-Base.reshape(t::Tensor, dims::Tuple{Vararg{Union{Integer,Colon}}}) = reshape(t, dims...)
+Base.reshape(t::Tensor, dims::Tuple{Vararg{Union{Integer,Colon}}}; copy::Bool = true) = reshape(t, dims...; copy)
 Base.vec(t::Tensor) = reshape(t, :)
 
 """
@@ -565,7 +615,7 @@ Views of the Tensors `ts` expanded to their common broadcast size, Julia's order
 function broadcast_tensors(ts::Tensor...)
     n = length(ts)
     ins = Ptr{Cvoid}[Base.unsafe_convert(Ptr{Cvoid}, t) for t in ts]
-    outs = fill(C_NULL, n)
+    outs = Base.fill(C_NULL, n)
     st = GC.@preserve ts ins outs ccall(fn(:bc_tensor_broadcast_tensors), Int32, (Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}),
                                         pointer(ins), n, pointer(outs))
     check(st)
@@ -597,6 +647,126 @@ function cast(::Type{T}, t::Tensor) where {T<:Elem}
     out = Ref{Ptr{Cvoid}}(C_NULL)
     st = ccall(fn(:bc_tensor_to_dtype), Int32, (Ptr{Cvoid}, Int32, Ref{Ptr{Cvoid}}), t, dtype_code(T), out)
     check(st)
+    return Tensor(Own(), out[], nothing)
+end
+
+"""
+    broadcast_to(t::Tensor, sizes::Integer...)
+    expand_as(t::Tensor, other::Tensor)
+
+Views of `t` broadcast to `sizes` (Julia's order, as [`expand`](@ref), which is the same call
+under PyTorch's other name) or to `other`'s size. No data is copied.
+"""
+function broadcast_to(t::Tensor, sizes::Integer...)
+    s = Int64[reverse(sizes)...]
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = GC.@preserve s ccall(fn(:bc_tensor_broadcast_to), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Ref{Ptr{Cvoid}}),
+                              t, pointer(s), length(s), out)
+    return view_of(t, out, st)
+end
+function expand_as(t::Tensor, other::Tensor)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = ccall(fn(:bc_tensor_expand_as), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, Ref{Ptr{Cvoid}}), t, other, out)
+    return view_of(t, out, st)
+end
+
+"""
+    swapdims(t::Tensor, i::Integer, j::Integer)
+    permutedims(t::Tensor)          # a matrix or a vector
+
+A view of `t` with Julia dimensions `i` and `j` exchanged (PyTorch's `transpose(dim0, dim1)`).
+`permutedims(t)` of a 2-dimensional Tensor is `swapdims(t, 1, 2)` and of a vector the 1×n view,
+as Julia's `permutedims` of a matrix or a vector. No data is copied.
+"""
+function swapdims(t::Tensor, i::Integer, j::Integer)
+    n = ndims(t)
+    d = rowmajor_dims(n, (i, j))
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = ccall(fn(:bc_tensor_transpose), Int32, (Ptr{Cvoid}, Int64, Int64, Ref{Ptr{Cvoid}}), t, d[1], d[2], out)
+    return view_of(t, out, st)
+end
+function Base.permutedims(t::Tensor)
+    n = ndims(t)
+    n == 1 && return unsqueeze(t, 1)
+    n == 2 && return swapdims(t, 1, 2)
+    throw(ArgumentError("permutedims(t) of a $n-dimensional Tensor: give the permutation"))
+end
+
+"""
+    unsqueeze(t::Tensor, dim::Integer)
+
+A view of `t` with a dimension of size 1 inserted so that it is Julia dimension `dim` of the
+result (1 to `ndims(t) + 1`; PyTorch's `unsqueeze`): `size(unsqueeze(t, 1)) == (1, size(t)...)`.
+"""
+function unsqueeze(t::Tensor, dim::Integer)
+    n = ndims(t)
+    1 <= dim <= n + 1 || throw(ArgumentError("unsqueeze: dimension $dim of a result of $(n + 1) dimensions"))
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = ccall(fn(:bc_tensor_unsqueeze), Int32, (Ptr{Cvoid}, Int64, Ref{Ptr{Cvoid}}), t, n + 1 - dim, out)
+    return view_of(t, out, st)
+end
+
+"""
+    flatten(t::Tensor, first = 1, last = ndims(t))
+
+`t` with Julia dimensions `first` to `last` merged into one, its elements in Julia's column-major
+order (PyTorch's `flatten` of the reversed dimensions): `flatten(t)` is `vec(t)`. A view when the
+strides allow one, otherwise a copy, as [`reshape`](@ref). A 0-dimensional tensor becomes a
+vector of one element.
+"""
+function flatten(t::Tensor, first::Integer = 1, last::Integer = max(ndims(t), 1))
+    n = ndims(t)
+    m = max(n, 1)
+    1 <= first <= last <= m || throw(ArgumentError("flatten: dimensions $first to $last of a $n-dimensional Tensor"))
+    copied = Ref{Bool}(false)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    # Julia dimensions first..last are row-major n - last .. n - first (-1 for a 0-d tensor).
+    lo, hi = n == 0 ? (-1, -1) : (n - last, n - first)
+    st = ccall(fn(:bc_tensor_flatten), Int32, (Ptr{Cvoid}, Int64, Int64, Ref{Bool}, Ref{Ptr{Cvoid}}),
+               t, lo, hi, copied, out)
+    check(st)
+    return Tensor(Own(), out[], copied[] ? nothing : t.root)
+end
+
+"""
+    as_strided(t::Tensor, size, strides; offset = storage_offset(t))
+
+A view over `t`'s memory with the Julia `size` and `strides` (in elements, not negative) and
+its first element `offset` elements from the start of `t`'s storage (PyTorch's `as_strided`).
+Every element must lie inside the storage: the library checks this, not what the view means.
+"""
+function as_strided(t::Tensor, size, strides; offset::Integer = storage_offset(t))
+    length(size) == length(strides) ||
+        throw(ArgumentError("as_strided: $(length(size)) sizes and $(length(strides)) strides"))
+    sz = Int64[reverse(Tuple(size))...]
+    st_ = Int64[reverse(Tuple(strides))...]
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    st = GC.@preserve sz st_ ccall(fn(:bc_tensor_as_strided), Int32,
+                                   (Ptr{Cvoid}, Ptr{Int64}, Ptr{Int64}, Csize_t, Int64, Ref{Ptr{Cvoid}}),
+                                   t, pointer(sz), pointer(st_), length(sz), offset, out)
+    return view_of(t, out, st)
+end
+
+"""
+    storage_offset(t::Tensor)
+
+The offset of `t`'s first element in its storage, in elements (PyTorch's `storage_offset`).
+"""
+function storage_offset(t::Tensor)
+    r = Ref{Int64}(0)
+    check(ccall(fn(:bc_tensor_offset), Int32, (Ptr{Cvoid}, Ref{Int64}), t, r))
+    return Int(r[])
+end
+
+"""
+    contiguous(t::Tensor)
+
+A copy of `t` in new memory, dense in Julia's column-major order (the library's row-major order
+of the reversed size), whatever `t`'s strides: unlike PyTorch's `contiguous`, always a copy.
+"""
+function contiguous(t::Tensor)
+    out = Ref{Ptr{Cvoid}}(C_NULL)
+    check(ccall(fn(:bc_tensor_contiguous), Int32, (Ptr{Cvoid}, Ref{Ptr{Cvoid}}), t, out))
     return Tensor(Own(), out[], nothing)
 end
 
@@ -896,7 +1066,7 @@ end
 # Tensor, which promotes by category as a number does against the dimensioned operands.
 function zero_dim(x::Real)
     v = x isa Elem ? x : x isa Integer ? Int64(x) : Float64(x)
-    return Tensor(fill(v))
+    return Tensor(Base.fill(v))
 end
 
 # f(values...) by the library, each value a Tensor or a number, one at least a Tensor.
@@ -1198,8 +1368,9 @@ the written array's `strides` (a new result's layout, else the target's own), th
 call would give (`broadcast_warning`, `fallback_warning`, `where_uint8_warning`),
 `checks_divisor` (the call refuses a zero divisor, which only it can see), `loop_kind`
 (`:none`, `:contiguous`, `:broadcast`, `:tiled`, `:strided`), `loop_size` (the sizes iterated
-once dimensions are merged, innermost first), `threads` and `alloc_bytes` (the element memory
-the call would allocate).
+once dimensions are merged, innermost first), `threads`, `alloc_bytes` (the element memory
+the call would allocate) and `fused` (a fused reduction, [`plan_fused`](@ref): the expression
+and the reduction run as one pass, the expression's value never made).
 """
 struct Plan
     eltype::DataType
@@ -1214,6 +1385,7 @@ struct Plan
     loop_size::Tuple{Vararg{Int}}
     threads::Int
     alloc_bytes::Int
+    fused::Bool
 end
 
 const LOOP_KINDS = (:none, :contiguous, :broadcast, :tiled, :strided)
@@ -1224,22 +1396,27 @@ function Plan(p::CPlan)
                 julia_order(p.strides, p.ndim), p.flags & BC_PLAN_WARNING_BROADCAST != 0,
                 p.flags & BC_PLAN_WARNING_FALLBACK != 0, p.flags & BC_PLAN_WARNING_WHERE_UINT8 != 0,
                 p.flags & BC_PLAN_CHECKS_DIVISOR != 0, LOOP_KINDS[p.loop_kind+1],
-                julia_order(p.loop_shape, p.loop_ndim), Int(p.threads), Int(p.alloc_bytes))
+                julia_order(p.loop_shape, p.loop_ndim), Int(p.threads), Int(p.alloc_bytes),
+                p.flags & BC_PLAN_FUSED != 0)
+end
+
+# The row-major CGeometry of `g`; its arrays are pushed to `keep`, which must stay rooted while
+# the CGeometry is used.
+function cgeometry(g::Geometry, keep::Vector{Any})
+    g.eltype <: Elem || throw(ArgumentError("LibBroadcast has no element type for $(g.eltype)"))
+    g.strides === nothing || length(g.strides) == length(g.size) ||
+        throw(ArgumentError("a Geometry with $(length(g.size)) sizes and $(length(g.strides)) strides"))
+    shape = Int64[reverse(g.size)...]
+    st = g.strides === nothing ? nothing : Int64[reverse(g.strides)...]
+    push!(keep, shape, st)
+    return CGeometry(dtype_code(g.eltype), length(shape), pointer(shape),
+                     st === nothing ? Ptr{Int64}(C_NULL) : pointer(st))
 end
 
 # `call(cgeometries..., plan)`, a ccall of a planner form, on the row-major form of `gs`.
 function planned(call, gs::Geometry...)
     keep = Any[]
-    cs = map(gs) do g
-        g.eltype <: Elem || throw(ArgumentError("LibBroadcast has no element type for $(g.eltype)"))
-        g.strides === nothing || length(g.strides) == length(g.size) ||
-            throw(ArgumentError("a Geometry with $(length(g.size)) sizes and $(length(g.strides)) strides"))
-        shape = Int64[reverse(g.size)...]
-        st = g.strides === nothing ? nothing : Int64[reverse(g.strides)...]
-        push!(keep, shape, st)
-        CGeometry(dtype_code(g.eltype), length(shape), pointer(shape),
-                  st === nothing ? Ptr{Int64}(C_NULL) : pointer(st))
-    end
+    cs = map(g -> cgeometry(g, keep), gs)
     p = Ref{CPlan}()
     GC.@preserve keep begin
         st = call(cs..., p)
@@ -1561,5 +1738,9 @@ function flush_warnings()
     end
     return nothing
 end
+
+include("construct.jl") # new tensors, names of types and statuses, broadcasting of sizes
+include("dlpack.jl")    # DLPack exchange
+include("fused.jl")     # fused expressions (bc_expr_*) and their plans
 
 end # module

@@ -612,3 +612,108 @@ end
     @test isapprox(Array(Z), (A .- mean(A; dims = 1)) ./ std(A; dims = 1); rtol = 1e-4)
     @test Array(masked) == ifelse.(Array(Z) .> 2, 0f0, Array(Z))
 end
+
+@testset "new tensors, dtype and status names, broadcast_shapes" begin
+    z = LB.zeros(Float32, 2, 3)
+    @test z isa Tensor && size(z) == (2, 3) && eltype(z) == Float32 && Array(z) == zeros(Float32, 2, 3)
+    @test Array(LB.ones(Int16, (3,))) == Int16[1, 1, 1] && eltype(LB.zeros(4)) == Float64
+    @test size(Tensor(undef, Bool, 0, 2)) == (0, 2) && eltype(Tensor(undef, Int8, 2)) == Int8
+    @test Array(LB.fill(2.5f0, 2, 2)) == fill(2.5f0, 2, 2)
+    huge = 2^60 + 1 # beyond a double: written exactly through .=
+    @test Array(LB.fill(huge, 3)) == [huge, huge, huge]
+    @test_throws BroadcastError LB.zeros(Float32, -1)
+    A = rand(Float64, 3, 2)
+    c = Tensor(A; copy = true)
+    A[1, 1] = 99.0
+    @test c.root === nothing && c[1, 1] != 99.0 && Array(c)[2:end] == A[2:end]
+    @test LB.dtype_name(Float32) == "float32" && LB.dtype_name(LB.BFloat16Bits) == "bfloat16"
+    @test all(LB.dtype_size(T) == sizeof(T) for T in LB.ELTYPES)
+    @test LB.status_string(LB.BC_OK) != LB.status_string(LB.BC_ERR_SHAPE)
+    @test LB.status_string(12345) == "unknown status"
+    @test LB.broadcast_shapes((3, 1), (3,)) == size(zeros(3, 1) .+ zeros(3)) == (3, 1)
+    @test LB.broadcast_shapes((1, 4), (3,), (3, 1, 2)) == size(zeros(1, 4) .+ zeros(3) .+ zeros(3, 1, 2))
+    @test LB.broadcast_shapes() == () && LB.broadcast_shapes((2, 0)) == (2, 0)
+    e = caught(() -> LB.broadcast_shapes((2, 3), (4,)))
+    @test e isa BroadcastError && e.status == LB.BC_ERR_SHAPE
+    @test LB.isbroadcastable((2, 1), (2, 5)) && !LB.isbroadcastable((2, 3), (4,))
+end
+
+@testset "more views" begin
+    A = reshape(collect(1.0:24.0), 2, 3, 4)
+    t = Tensor(A)
+    @test Array(LB.broadcast_to(Tensor([1, 2]), 2, 3)) == [1 1 1; 2 2 2]
+    @test size(LB.expand_as(Tensor(ones(2, 1)), Tensor(zeros(2, 5)))) == (2, 5)
+    s = LB.swapdims(t, 1, 3)
+    @test size(s) == (4, 3, 2) && Array(s) == permutedims(A, (3, 2, 1)) && s.root === A
+    M = [1 2 3; 4 5 6]
+    @test Array(permutedims(Tensor(M))) == permutedims(M)
+    @test Array(permutedims(Tensor([1, 2, 3]))) == permutedims([1, 2, 3])
+    @test size(LB.unsqueeze(t, 1)) == (1, 2, 3, 4) && size(LB.unsqueeze(t, 4)) == (2, 3, 4, 1)
+    @test_throws ArgumentError LB.unsqueeze(t, 5)
+    f = LB.flatten(t, 1, 2)
+    @test size(f) == (6, 4) && Array(f) == reshape(A, 6, 4) && f.root === A
+    @test Array(LB.flatten(t)) == vec(A) && size(LB.flatten(Tensor(fill(7.0)))) == (1,)
+    v = reshape(t, 6, :; copy = false)
+    @test Array(v) == reshape(A, 6, 4) && v.root === A
+    e = caught(() -> reshape(LB.swapdims(t, 1, 2), 24; copy = false))
+    @test e isa BroadcastError && e.status == LB.BC_ERR_SHAPE
+    @test Array(reshape(LB.swapdims(t, 1, 2), 24)) == vec(permutedims(A, (2, 1, 3))) # copy = true copies
+    w = LB.as_strided(t, (2, 2), (1, 2); offset = 1)
+    @test Array(w) == [A[2] A[4]; A[3] A[5]]
+    sl = LB.slice(t, 3, 2:4)
+    @test LB.storage_offset(sl) == 6 && LB.storage_offset(t) == 0
+    c = LB.contiguous(s)
+    @test Array(c) == Array(s) && LB.iscontiguous(c) && c.root === nothing
+    x = copy(t)
+    @test isopen(x)
+    close(x)
+    @test !isopen(x)
+end
+
+@testset "DLPack" begin
+    A = rand(Float32, 3, 4)
+    t = Tensor(A)
+    m = LB.to_dlpack(t)
+    close(t) # the export keeps the memory alive
+    u = LB.from_dlpack(m)
+    @test size(u) == (3, 4) && Array(u) == A
+    m2 = LB.to_dlpack(u; versioned = false)
+    @test Array(LB.from_dlpack(m2; versioned = false)) == A
+    LB.free_dlpack(LB.to_dlpack(u)) # no consumer: released by its owner
+    e = caught(() -> LB.to_dlpack(LB.expand(Tensor([1.0, 2.0]), 2, 3); versioned = false))
+    @test e isa BroadcastError && e.status == LB.BC_ERR_READ_ONLY
+    @test_throws ArgumentError LB.from_dlpack(C_NULL)
+end
+
+@testset "fused expressions" begin
+    a, b, c = rand(Float32, 3, 4), rand(Float32, 3), rand(Float32, 1, 4)
+    ta = Tensor(a)
+    r = LB.@fused ta .* b .+ sqrt.(c)
+    @test r isa Tensor && Array(r) == Array(ta .* b .+ sqrt.(c)) # the calls one by one
+    @test Array(LB.@fused max.(ta, b) .- abs.(c)) == Array(max.(ta, b) .- abs.(c))
+    @test Array(LB.@fused ifelse.(ta .> 0.5f0, ta, 0f0)) == ifelse.(a .> 0.5f0, a, 0f0)
+    @test Array(LB.@fused clamp.(ta, 0.25f0, 0.75f0)) == clamp.(a, 0.25f0, 0.75f0)
+    @test Array(LB.@fused ta .^ 2) ≈ a .^ 2
+    d = zeros(Float32, 3, 4)
+    LB.@fused d .= ta .* b
+    @test d == a .* b
+    x = copy(a)
+    LB.@fused x .= x .* 2f0 .+ b # dest among the operands
+    @test x == a .* 2f0 .+ b
+    s = LB.@fused sum(ta .* b; dims = 2)
+    @test size(s) == (3, 1) && Array(s) ≈ sum(a .* b; dims = 2)
+    @test LB.@fused(sum(ta .- b)) ≈ sum(a .- b)
+    @test (LB.@fused maximum(abs.(ta .- b); dims = (1, 2))) isa Tensor
+    # A number is a 0-dimensional tensor of its type: Int32 .+ 2.5 is Float64 here.
+    i = Tensor(Int32[1, 2])
+    @test eltype(LB.@fused i .+ 2.5) == Float64 && eltype(i .+ 2.5) == Float32
+    bc = Base.Broadcast.Broadcasted(+, (ta, b))
+    p = LB.plan_fused(bc)
+    @test p.size == (3, 4) && p.eltype == Float32 && p.alloc_bytes == sizeof(a)
+    @test LB.plan_fused!(LB.Geometry(Float32, (3, 4)), bc).alloc_bytes == 0
+    p = LB.plan_fused(sum, bc; dims = 1)
+    @test p.size == (1, 4) && p.fused
+    e = caught(() -> LB.@fused ta .+ zeros(Float32, 2))
+    @test e isa BroadcastError && e.status == LB.BC_ERR_SHAPE
+    @test_throws ArgumentError LB.fused(Base.Broadcast.Broadcasted(string, (ta,)))
+end

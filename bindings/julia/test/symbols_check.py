@@ -22,60 +22,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 NOT_WRAPPED = {
     "bc_debug_panic": "a test hook of the C library (it panics on purpose to show that no panic "
                       "crosses the boundary); the C tests call it",
-    "bc_last_error_status": "check(st) has the status as the failing call's return value and "
-                            "reads the rest (message, bc_error_info, shapes) right after it",
-    "bc_last_error_clear": "the record is read only right after a call failed, so a stale one is "
-                           "never mistaken for a new failure",
-    "bc_status_str": "a BroadcastError carries the library's own message for the failure, which "
-                     "says more than the status's generic text",
-    "bc_tensor_to_dlpack": "DLPack exchange belongs in a package extension for DLPack.jl; Julia "
-                           "arrays are shared without it (Tensor(A) views their memory)",
-    "bc_tensor_to_dlpack_versioned": "as bc_tensor_to_dlpack",
-    "bc_tensor_from_dlpack": "as bc_tensor_to_dlpack",
-    "bc_tensor_from_dlpack_versioned": "as bc_tensor_to_dlpack",
-    "bc_expr_eval": "a dotted expression is computed one library call per dotted function, so "
-                    "that numbers keep the promotion of Python numbers; bc_expr's constants are "
-                    "0-dimensional tensors, which promote differently (an Int32 tensor .+ 2.5 "
-                    "would be Float64, not Float32)",
-    "bc_expr_eval_out": "as bc_expr_eval",
-    "bc_plan_expr": "as bc_expr_eval: the package has no fused expressions to plan",
-    "bc_plan_expr_out": "as bc_plan_expr",
-    "bc_expr_reduce": "as bc_expr_eval: a dotted expression reduced by sum/mean/maximum is the "
-                      "expression's calls then the reduction's, so numbers keep Julia's promotion",
-    "bc_plan_expr_reduce": "as bc_plan_expr",
-    "bc_scalar_bool": "the package builds struct bc_scalar itself (CScalar, cscalar)",
+    "bc_last_error_status": "the record is per OS thread, and a Julia task may move to another "
+                            "thread at any yield: check(st) has the status as the failing call's "
+                            "return value and reads the rest right after it, so the package never "
+                            "offers the record itself",
+    "bc_last_error_clear": "as bc_last_error_status: the record is read only right after a call "
+                           "failed, so a stale one is never mistaken for a new failure",
+    "bc_scalar_bool": "a C convenience for filling struct bc_scalar, which has no literal in C; "
+                      "the package fills its mirror of the struct itself (CScalar, cscalar)",
     "bc_scalar_int": "as bc_scalar_bool",
     "bc_scalar_float": "as bc_scalar_bool",
-    "bc_shape_broadcast": "Julia's own Base.Broadcast.broadcast_shape gives the same size in "
-                          "Julia's order; plan(f, a, b) gives the library's answer with the rest",
-    "bc_shape_broadcast_n": "as bc_shape_broadcast",
-    "bc_shape_is_broadcastable": "as bc_shape_broadcast",
-    "bc_tensor_empty": "a Julia array becomes a Tensor (Tensor(zeros(Float32, 3))), so the "
-                       "library's constructors are not needed",
-    "bc_tensor_zeros": "as bc_tensor_empty",
-    "bc_tensor_ones": "as bc_tensor_empty",
-    "bc_tensor_full": "as bc_tensor_empty",
-    "bc_tensor_from_data": "Tensor(A) views A's memory, or a Julia copy of it (collect) when it "
-                           "cannot be viewed",
-    "bc_tensor_is_live": "a Tensor's handle is swapped to C_NULL when closed, so a live Tensor "
-                         "never holds a freed handle (isopen)",
-    "bc_tensor_contiguous": "Array(t) is the contiguous copy Julia code uses",
-    "bc_tensor_offset": "the package reads elements through bc_tensor_data, which includes the "
-                        "offset",
-    "bc_dtype_size": "sizeof(eltype(t)) in Julia",
-    "bc_dtype_name": "eltype(t) names the Julia type",
-    "bc_tensor_broadcast_to": "expand(t, sizes...) is the view (PyTorch's expand and "
-                              "broadcast_to differ only in accepting -1)",
-    "bc_tensor_expand_as": "expand(t, size(other)...)",
-    "bc_tensor_transpose": "permutedims(t, perm) is the view, for any two dimensions",
-    "bc_tensor_as_strided": "an unchecked view (the caller vouches for sizes and strides): "
-                            "Julia code makes such views with Base's strided views of its array "
-                            "(view, reshape, PermutedDimsArray), which Tensor(A) wraps",
-    "bc_tensor_view": "reshape(t, dims...) is bc_tensor_reshape, a view whenever the strides "
-                      "allow one, as Julia's reshape is",
-    "bc_tensor_unsqueeze": "reshape(t, dims...) with a size 1 added",
-    "bc_tensor_flatten": "vec(t) is reshape(t, :), which is the flattening in Julia's order",
-
 }
 # A number operand goes through the generic calls with the operation's code (binary(op, t, s)),
 # for every operation, rather than the four named ones.
@@ -113,16 +69,23 @@ def main():
     src_path, lib_path = sys.argv[1], sys.argv[2]
     header = sys.argv[3] if len(sys.argv) > 3 else os.path.join(HERE, "..", "..", "..", "include", "broadcast.h")
     src = open(src_path).read()
-    # The operation tables are generated into ops.jl, which the package includes.
-    ops_path = os.path.join(os.path.dirname(src_path), "ops.jl")
-    src += "\n" + open(ops_path).read()
+    # The files the package includes: the generated tables (ops.jl, codes.jl is read below) and
+    # the wrappers kept in files of their own.
+    src_dir = os.path.dirname(src_path)
+    for name in sorted(os.listdir(src_dir)):
+        if name.endswith(".jl") and name not in (os.path.basename(src_path), "codes.jl"):
+            src += "\n" + open(os.path.join(src_dir, name)).read()
+    included = set(re.findall(r'^include\("([^"]+)"\)', open(src_path).read(), re.M))
+    unincluded = [n for n in sorted(os.listdir(src_dir))
+                  if n.endswith(".jl") and n != os.path.basename(src_path) and n not in included]
     table = re.search(r"const FUNCTIONS = \((.*?)\n\)", src, re.S)
     if not table:
         sys.exit(f"{src_path}: no `const FUNCTIONS = (...)` table")
     listed = set(re.findall(r":(bc_\w+)", table.group(1)))
     used = set(re.findall(r":(bc_\w+)", src[: table.start()] + src[table.end():]))
     lib = ctypes.CDLL(lib_path)
-    problems = [f"{s}: used but not in FUNCTIONS" for s in sorted(used - listed)]
+    problems = [f"src/{n}: not included by {os.path.basename(src_path)}" for n in unincluded]
+    problems += [f"{s}: used but not in FUNCTIONS" for s in sorted(used - listed)]
     problems += [f"{s}: in FUNCTIONS but never called" for s in sorted(listed - used)]
     problems += [f"{s}: in FUNCTIONS but not exported by {lib_path}" for s in sorted(listed)
                  if not hasattr(lib, s)]
