@@ -167,9 +167,13 @@ fn unary_value(op: i32, x: Num, result: i32) -> UVal {
         BC_UNARY_SINH => xf.sinh(),
         BC_UNARY_COSH => xf.cosh(),
         BC_UNARY_TANH => xf.tanh(),
-        BC_UNARY_ASINH => xf.asinh(),
-        BC_UNARY_ACOSH => xf.acosh(),
-        BC_UNARY_ATANH => xf.atanh(),
+        // The inverse hyperbolics from libm (musl's, within an ulp): std's acosh is the formula
+        // ln(x + sqrt(x^2 - 1)), which loses about 50 ulps just above 1. libm's acosh reads only
+        // the exponent of x, so its domain (x >= 1) is checked here.
+        BC_UNARY_ASINH => libm::asinh(xf),
+        BC_UNARY_ACOSH if xf < 1.0 => f64::NAN,
+        BC_UNARY_ACOSH => libm::acosh(xf),
+        BC_UNARY_ATANH => libm::atanh(xf),
         BC_UNARY_SIGMOID => sigmoid,
         BC_UNARY_ERF => libm::erf(xf),
         BC_UNARY_ERFC => libm::erfc(xf),
