@@ -227,7 +227,14 @@ impl Runner<'_> {
                     let merged = if t.shape[s..=e].contains(&0) {
                         0
                     } else {
-                        t.shape[s..=e].iter().product::<usize>()
+                        match t.shape[s..=e]
+                            .iter()
+                            .try_fold(1usize, |p, &d| p.checked_mul(d))
+                            .filter(|&p| p <= isize::MAX as usize)
+                        {
+                            Some(p) => p,
+                            None => return Err(BC_ERR_OVERFLOW),
+                        }
                     };
                     let sizes: Vec<i64> = t.shape[..s]
                         .iter()

@@ -3879,8 +3879,9 @@ BC_MUST_USE int32_t bc_tensor_squeeze_all(const struct bc_tensor *t, struct bc_t
  *
  * # Returns
  * `BC_OK`; `BC_ERR_INVALID_ARG` (a dimension out of range, or `start` after `end`:
- * `flatten() has invalid args: start_dim cannot come after end_dim`); `BC_ERR_NULL_ARG`;
- * `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+ * `flatten() has invalid args: start_dim cannot come after end_dim`); `BC_ERR_OVERFLOW` (the
+ * merged sizes multiply past `INT64_MAX`, possible beside a size 0 elsewhere, where PyTorch's
+ * product wraps); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
  *
  * # Safety
  * `copied` NULL or valid for one write; `out` for one write.

@@ -671,12 +671,9 @@ impl Tensor {
             return Ok((self.try_clone()?, false));
         }
         // The merged size is the product of the merged sizes, not a -1 to infer: with a 0
-        // elsewhere, -1 could be anything.
-        let merged: usize = if self.shape[start..=end].contains(&0) {
-            0
-        } else {
-            self.shape[start..=end].iter().product()
-        };
+        // elsewhere, -1 could be anything. Counted checked: beside a 0 elsewhere the merged sizes
+        // can multiply past any size (PyTorch's product wraps).
+        let merged = checked_numel(&self.shape[start..=end])?;
         let mut sizes: smallvec::SmallVec<[i64; 6]> =
             try_small_with_capacity(start + 1 + (self.ndim() - end - 1))?;
         sizes.extend(
@@ -693,6 +690,18 @@ impl Tensor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Flattening sizes whose product is too large to count is refused, even when a size 0
+    /// elsewhere leaves the tensor empty.
+    #[test]
+    fn flatten_refuses_a_merged_size_too_large_to_count() {
+        let empty = Tensor::new(DType::F32, &[0], Init::Zeros).unwrap();
+        let t = empty.expand(&[1 << 40, 1 << 40, 0]).unwrap();
+        let err = t.flatten(0, 1).unwrap_err();
+        assert!(matches!(err, Error::Overflow { what: "numel" }), "{err:?}");
+        let (ok, _) = t.flatten(1, 2).unwrap();
+        assert_eq!(ok.shape(), &[1 << 40, 0]);
+    }
 
     /// Every way a tensor is made sets its row-major flag from its own strides: the fast path
     /// trusts the flag instead of reading them.

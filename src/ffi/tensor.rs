@@ -965,8 +965,9 @@ pub unsafe extern "C" fn bc_tensor_squeeze_all(
 ///
 /// # Returns
 /// `BC_OK`; `BC_ERR_INVALID_ARG` (a dimension out of range, or `start` after `end`:
-/// `flatten() has invalid args: start_dim cannot come after end_dim`); `BC_ERR_NULL_ARG`;
-/// `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
+/// `flatten() has invalid args: start_dim cannot come after end_dim`); `BC_ERR_OVERFLOW` (the
+/// merged sizes multiply past `INT64_MAX`, possible beside a size 0 elsewhere, where PyTorch's
+/// product wraps); `BC_ERR_NULL_ARG`; `BC_ERR_INVALID_HANDLE`; `BC_ERR_ALLOC`.
 ///
 /// # Safety
 /// `copied` NULL or valid for one write; `out` for one write.
