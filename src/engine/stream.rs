@@ -281,7 +281,7 @@ mod tests {
     /// threshold never streams.
     #[test]
     fn auto_streams_only_what_cannot_stay_in_the_cache() {
-        forget_recent();
+        // A destination no test records as read.
         let d = 1 << 40;
         // 32 MiB touched: kept with 64 MiB of cache, streamed with 16.
         assert!(!auto(&at(d, 16 * MIB, 16 * MIB), 64 * MIB, 4 * MIB));
