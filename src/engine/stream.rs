@@ -127,7 +127,11 @@ pub(crate) fn decide(f: &Footprint, inputs: &[(usize, usize)], in_place: bool) -
         && match streaming() {
             Streaming::Never => false,
             Streaming::Always => true,
-            Streaming::Auto => auto(f, effective_cache(), super::parallel::stream_threshold()),
+            // The threshold first: the cache is measured only when a result could stream.
+            Streaming::Auto => {
+                let threshold = super::parallel::stream_threshold();
+                f.write >= threshold && auto(f, effective_cache(), threshold)
+            }
         };
     let min = super::parallel::stream_threshold();
     for &(lo, hi) in inputs {
