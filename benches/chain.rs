@@ -1,8 +1,8 @@
-//! Why results that fit in the last-level cache are written with ordinary stores:
-//! a chained call reads such a result at once. `(n,1024)+(1024,)` into `out`, alone and then
-//! followed by that result `+ (1024,)` into a second `out`, with results streamed (a 1 MiB
-//! threshold) or kept in the cache (the library's own threshold, at most 16 MiB), for results
-//! of 4, 6 and 12 MB (the sweep's 1e6, S7's size, the sweep's 3e6).
+//! Why a result a chained call reads at once is written with ordinary stores:
+//! `(n,1024)+(1024,)` into `out`, alone and then followed by that result `+ (1024,)` into a
+//! second `out`, with results streamed (`Streaming::Always`), kept in the cache
+//! (`Streaming::Never`) or as the library's default decides (`Streaming::Auto`), for results of
+//! 4, 6 and 12 MB (the sweep's 1e6, S7's size, the sweep's 3e6).
 //!
 //! On a 2-CPU Xeon virtual machine whose sysfs reports a 300 MiB L3 (2026-11-28, criterion
 //! medians): one call alone takes 0.75-0.77x the time streamed, which is why the C limit's best
@@ -10,7 +10,7 @@
 //! time streamed.
 //!
 //! Run: `cargo bench --bench chain` (about a minute).
-use broadcast::engine::parallel;
+use broadcast::engine::stream::{self, Streaming};
 use broadcast::ffi::*;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use std::ptr;
@@ -29,12 +29,15 @@ fn chain(c: &mut Criterion) {
     let mut g = c.benchmark_group("chain");
     g.measurement_time(Duration::from_secs(2))
         .warm_up_time(Duration::from_millis(500));
-    let own = parallel::stream_threshold();
     for rows in [1000i64, 1536, 3000] {
         let (a, b) = (filled(&[rows, 1024]), filled(&[1024]));
         let (o, o2) = (filled(&[rows, 1024]), filled(&[rows, 1024]));
-        for (stores, threshold) in [("cached", own), ("streamed", 1 << 20)] {
-            parallel::set_stream_threshold(threshold);
+        for (stores, mode) in [
+            ("cached", Streaming::Never),
+            ("streamed", Streaming::Always),
+            ("auto", Streaming::Auto),
+        ] {
+            stream::set_streaming(mode);
             let mb = rows * 4096 / 1_000_000;
             g.bench_function(
                 BenchmarkId::new(format!("one call, {stores}"), mb),
@@ -50,7 +53,7 @@ fn chain(c: &mut Criterion) {
                 },
             );
         }
-        parallel::set_stream_threshold(own);
+        stream::set_streaming(Streaming::Auto);
         for t in [a, b, o, o2] {
             bc_tensor_free(t);
         }

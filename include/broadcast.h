@@ -585,6 +585,25 @@
 #define BC_MAX_THREADS 64
 
 /**
+ * Streaming policy: results are written with streaming stores when the work cannot stay in the
+ * cache (its result and inputs exceed the cache measured on this CPU at the first large call)
+ * and the destination was not just read by a previous call. The default.
+ */
+#define BC_STREAMING_AUTO 0
+
+/**
+ * Streaming policy: every result of work large enough to be shared between threads is written
+ * with streaming stores (never in place), for a caller that does not read the result again soon.
+ */
+#define BC_STREAMING_ALWAYS 1
+
+/**
+ * Streaming policy: results are never written with streaming stores, for a caller that reads
+ * each result again soon (a chain of calls) whatever its size.
+ */
+#define BC_STREAMING_NEVER 2
+
+/**
  * Success.
  */
 #define BC_OK 0
@@ -3125,6 +3144,24 @@ size_t bc_get_num_threads(void);
  * `BC_OK`.
  */
 BC_MUST_USE int32_t bc_set_parallel_threshold(size_t elements);
+
+/**
+ * Sets the streaming policy of the calling thread's operations: `BC_STREAMING_AUTO` (the
+ * default), `BC_STREAMING_ALWAYS` or `BC_STREAMING_NEVER`. Streaming (non-temporal) stores write
+ * a result to memory without reading its lines first, which saves memory traffic when the result
+ * is not read again before the cache would evict it, and costs a read from memory when it is.
+ * Results are identical under every policy; only their speed changes. Other threads keep their
+ * own policy (each starts with `BC_STREAMING_AUTO`).
+ *
+ * # Returns
+ * `BC_OK`; `BC_ERR_INVALID_ARG` for another `mode` (the policy is then unchanged).
+ */
+BC_MUST_USE int32_t bc_set_streaming(int32_t mode);
+
+/**
+ * The calling thread's streaming policy (`BC_STREAMING_AUTO`, `_ALWAYS` or `_NEVER`).
+ */
+int32_t bc_get_streaming(void);
 
 /**
  * The library's version, `"MAJOR.MINOR.PATCH"`: a static string, equal to `BC_VERSION_STRING`

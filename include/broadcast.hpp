@@ -1642,6 +1642,9 @@ inline std::size_t num_threads() noexcept { return bc_get_num_threads(); }
 inline void set_parallel_threshold(std::size_t elements) {
     detail::check(bc_set_parallel_threshold(elements));
 }
+/// The calling thread's streaming policy: BC_STREAMING_AUTO (the default), _ALWAYS or _NEVER.
+inline void set_streaming(std::int32_t mode) { detail::check(bc_set_streaming(mode)); }
+inline std::int32_t streaming() noexcept { return bc_get_streaming(); }
 /// The library's version, "MAJOR.MINOR.PATCH" (BC_VERSION_STRING of the header it was built with).
 inline const char *version() noexcept { return bc_version(); }
 /// Live handles in the process (bc_tensor_live_count), for leak checks.

@@ -40,6 +40,7 @@ const KNOWN_SOURCES: &[&str] = &[
     "contract.c",
     "ops.c",
     "thread_exit.c",
+    "streaming.c",
     "ops_more.c",
     "expr.c",
     "reductions.c",
@@ -468,6 +469,12 @@ fn dlpack_headers() {
 #[test]
 fn thread_exit() {
     build_and_run("thread_exit");
+}
+
+/// The per-thread streaming policy: set, refused, per thread, and the same results under each.
+#[test]
+fn streaming() {
+    build_and_run("streaming");
 }
 
 #[test]

@@ -5,7 +5,8 @@
 //! single pass must really be single (no intermediate tensors); and a caller's `out` follows the
 //! separate calls' overlap rules.
 
-use broadcast::engine::{parallel, storage};
+use broadcast::engine::storage;
+use broadcast::engine::stream::{self, Streaming};
 use broadcast::ffi::*;
 use std::ffi::{c_char, c_void, CStr};
 use std::ptr;
@@ -515,10 +516,9 @@ fn one_pass_makes_only_the_result() {
     assert_eq!(storage::stats().since(before).allocs, 2);
     same(&got, &reference(&steps, &inputs, None).unwrap().unwrap()).unwrap();
 
-    // A streamed result (the threshold lowered below its 6 MiB: the last-level cache decides it
-    // otherwise), in float16 and mixed with float32. Other tests only get slower meanwhile.
-    let threshold = parallel::stream_threshold();
-    parallel::set_stream_threshold(1 << 20);
+    // A streamed result (this thread's policy: the cache decides it otherwise), in float16 and
+    // mixed with float32.
+    stream::set_streaming(Streaming::Always);
     let x = random_finite(&mut r, F16, &[1024, 1536]);
     let y = random_finite(&mut r, F16, &[1536]);
     let z = random_finite(&mut r, F32, &[1024, 1]);
@@ -532,8 +532,10 @@ fn one_pass_makes_only_the_result() {
         op(BC_OP_MAXIMUM),
     ];
     let inputs = [&x, &y, &z];
+    let before = stream::streamed_count();
     let got = eval(&steps, &inputs);
-    parallel::set_stream_threshold(threshold);
+    assert!(stream::streamed_count() > before, "streamed");
+    stream::set_streaming(Streaming::Auto);
     same(
         &got.unwrap(),
         &reference(&steps, &inputs, None).unwrap().unwrap(),

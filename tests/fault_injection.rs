@@ -439,6 +439,19 @@ fn scenarios() -> Vec<Scenario> {
         sc("bc_get_num_threads", "", BC_OK, |_| {
             call!(|_c| if bc_get_num_threads() >= 1 { BC_OK } else { -1 })
         }),
+        sc("bc_set_streaming", "", BC_OK, |c| {
+            c.restore.push(|| {
+                let _ = bc_set_streaming(BC_STREAMING_AUTO);
+            });
+            call!(|_c| bc_set_streaming(BC_STREAMING_NEVER))
+        }),
+        sc("bc_get_streaming", "", BC_OK, |_| {
+            call!(|_c| if bc_get_streaming() == BC_STREAMING_AUTO {
+                BC_OK
+            } else {
+                -1
+            })
+        }),
         sc("bc_set_parallel_threshold", "", BC_OK, |c| {
             c.restore.push(|| {
                 let _ = bc_set_parallel_threshold(0);

@@ -22,6 +22,9 @@ func notWrapped() map[string]string {
 			"is the call's return value, the rest comes from bc_last_error_message, _info and _shape",
 		"bc_last_error_clear": "the shims read each failure inside the failing cgo call and never " +
 			"read the record otherwise, so a stale failure is never mistaken for a new one",
+		"bc_set_streaming": "a per-thread setting, and goroutines move between threads from one " +
+			"call to the next; the default policy needs no setting",
+		"bc_get_streaming": "as bc_set_streaming",
 	}
 	// The per-operation and per-reduction functions are the generic ones with a fixed code.
 	for _, c := range opConsts {

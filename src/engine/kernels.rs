@@ -20,8 +20,8 @@
 //! the three steps go eight (with AVX-512 F, sixteen) elements at a time in registers
 //! ([`HalfConv::map`]), over the whole run when the result is contiguous too.
 //!
-//! When the executor marks a computation as streaming (a result larger than the caches, see
-//! [`super::parallel`]), contiguous results are written with non-temporal stores: whole cache
+//! When the executor marks a computation as streaming (work that cannot stay in the cache, see
+//! [`super::stream`]), contiguous results are written with non-temporal stores: whole cache
 //! lines go to memory without first being read for ownership, which saves a third of the memory
 //! traffic of `c = a + b`. Values are computed exactly as in the normal path, into a small block
 //! in L1, then streamed out.

@@ -21,6 +21,7 @@ pub mod reshape;
 pub mod shape;
 pub mod stats;
 pub mod storage;
+pub mod stream;
 pub mod tensor;
 pub mod ternary;
 pub mod unary;

@@ -11,10 +11,11 @@
 //! condition variable. A job never waits for a sleeping worker: the calling thread starts on the
 //! chunks at once and a late worker takes only what is left.
 //!
-//! Results of [`stream_threshold`] bytes and more (half the last-level cache, at most 16 MiB) are
-//! written with streaming (non-temporal) stores, unless the result is also an input (in place).
+//! Whether a result is written with streaming (non-temporal) stores is [`super::stream`]'s
+//! decision, made here once per call from what the call touches; never in place.
 use super::iter::Iter;
 use super::kernels::{self, Tile};
+use super::stream;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -31,17 +32,11 @@ static AVAILABLE: AtomicUsize = AtomicUsize::new(0);
 /// this many).
 pub const DEFAULT_THRESHOLD: usize = 1 << 15;
 static THRESHOLD: AtomicUsize = AtomicUsize::new(DEFAULT_THRESHOLD);
-/// Results of at least this many bytes are streamed; see [`stream_threshold`]. 0 until the
-/// last-level cache has been asked for (once, on first need).
-static STREAM_BYTES: AtomicUsize = AtomicUsize::new(0);
-/// The threshold when the cache size cannot be read: half of a typical 16 MiB last-level cache.
-const FALLBACK_STREAM_BYTES: usize = 8 << 20;
-/// The threshold whatever the cache size: half the largest last-level cache measured to keep a
-/// result (the 32 MiB of an EPYC's core complex). A larger one reported is shared by many more
-/// cores, and tenants, than this process has: on a 2-core virtual machine of a Xeon whose sysfs
-/// reports 300 MiB, results from 2 MiB up were written faster streamed (C loop, `(n,1024)+(1024,)`
-/// into a reused buffer, one thread: 1.4x at 8 MiB, 2.9x at 32 MiB).
-const MAX_STREAM_BYTES: usize = 16 << 20;
+/// Results below this many bytes are never streamed; see [`stream_threshold`].
+static STREAM_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT_STREAM_BYTES);
+/// Below this a result is written as fast with ordinary stores, wherever it then goes: it fits
+/// in the private caches the stores fill first.
+const DEFAULT_STREAM_BYTES: usize = 2 << 20;
 
 /// Sets the thread count (0: every available core); above [`MAX_THREADS`] it is lowered to that.
 pub fn set_num_threads(n: usize) {
@@ -106,38 +101,17 @@ pub fn is_serial(numel: usize) -> bool {
     numel < threshold().max(1).saturating_mul(2) || num_threads() == 1
 }
 
-/// Results of at least this many bytes are written with streaming stores: half the last-level
-/// cache, as the CPU reports it, but at most [`MAX_STREAM_BYTES`]. A smaller result stays in that
-/// cache, where the operation that comes next (a chained call reads the result at once) finds it;
-/// the other half leaves room for the inputs. A larger one would be evicted before anything reads
-/// it, and streaming it skips the read-for-ownership of every destination line, a third of the
-/// traffic of `c = a + b`.
-/// Measured on an AMD EPYC with a 32 MiB L3 (`(n,1024)+(1024,)` into a reused `out`): with the
-/// former fixed 2 MiB, a 4 MB result took 2.6x the C loop's time (which keeps it in L3); the
-/// two cross over above 16 MB.
+/// Results below this many bytes are never streamed (2 MiB unless set): above it,
+/// [`super::stream`] decides from what the call touches against the effective cache.
 #[inline]
 pub fn stream_threshold() -> usize {
-    match STREAM_BYTES.load(Ordering::Relaxed) {
-        0 => first_stream_threshold(),
-        n => n,
-    }
-}
-
-/// [`stream_threshold`] the first time: from the cache size the CPU reports.
-#[cold]
-fn first_stream_threshold() -> usize {
-    let bytes = match last_level_cache_bytes() {
-        0 => FALLBACK_STREAM_BYTES,
-        llc => (llc / 2).min(MAX_STREAM_BYTES),
-    };
-    STREAM_BYTES.store(bytes, Ordering::Relaxed);
-    bytes
+    STREAM_BYTES.load(Ordering::Relaxed)
 }
 
 /// The size of the largest data (or unified) cache the calling CPU reports, 0 when unknown.
 /// Linux: sysfs, read into stack buffers (this runs on a call's path and must not allocate).
 #[cfg(target_os = "linux")]
-fn last_level_cache_bytes() -> usize {
+pub(crate) fn last_level_cache_bytes() -> usize {
     let mut best = (0, 0); // (level, bytes)
     for index in 0..10u8 {
         let mut path = *b"/sys/devices/system/cpu/cpu0/cache/index0/\0\0\0\0\0\0";
@@ -166,7 +140,7 @@ fn last_level_cache_bytes() -> usize {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn last_level_cache_bytes() -> usize {
+pub(crate) fn last_level_cache_bytes() -> usize {
     0
 }
 
@@ -202,8 +176,13 @@ fn parse_cache_size(text: &[u8]) -> Option<usize> {
     n.checked_mul(unit)
 }
 
-/// Sets [`stream_threshold`] (`usize::MAX` turns streaming off).
+/// Sets [`stream_threshold`] (`usize::MAX` turns streaming off; 0 restores the default).
 pub fn set_stream_threshold(bytes: usize) {
+    let bytes = if bytes == 0 {
+        DEFAULT_STREAM_BYTES
+    } else {
+        bytes
+    };
     STREAM_BYTES.store(bytes, Ordering::Relaxed);
 }
 
@@ -251,7 +230,7 @@ pub(crate) fn run_rows<const N: usize>(
         return;
     }
     let in_place = (1..N).any(|k| base[k] == base[0]);
-    let stream = !in_place && numel.saturating_mul(itemsize[0]) >= stream_threshold();
+    let stream = decide_stream(iter, base, itemsize, in_place);
     // Work worth several threads counts this caller as computing meanwhile, and takes only the
     // threads that other callers computing at the same time leave free.
     let mut threads = threads_for(numel);
@@ -316,6 +295,48 @@ pub(crate) fn run_rows<const N: usize>(
     };
     let min_chunk = MIN_CHUNK_ELEMS.div_ceil((numel / units).max(1));
     pool::execute(split(units, grain, min_chunk, threads), &body);
+}
+
+/// [`stream::decide`] for a walk from `base`: the destination's range and bytes, and each
+/// input's range and distinct bytes (those along the dimensions where it is not broadcast).
+fn decide_stream<const N: usize>(
+    iter: &Iter<N>,
+    base: [*mut u8; N],
+    itemsize: [usize; N],
+    in_place: bool,
+) -> bool {
+    let shape = iter.shape();
+    let mut ranges = [(0usize, 0usize); N];
+    let mut read = 0usize;
+    for k in 0..N {
+        let (mut lo, mut hi, mut distinct) = (0isize, 0isize, itemsize[k]);
+        for (&n, s) in shape.iter().zip(iter.strides(k)) {
+            let reach = (n.saturating_sub(1) as isize).saturating_mul(s);
+            if reach < 0 {
+                lo = lo.saturating_add(reach);
+            } else {
+                hi = hi.saturating_add(reach);
+            }
+            if s != 0 {
+                distinct = distinct.saturating_mul(n);
+            }
+        }
+        let size = itemsize[k] as isize;
+        let at = base[k] as usize;
+        ranges[k] = (
+            at.wrapping_add_signed(lo.saturating_mul(size)),
+            at.wrapping_add_signed(hi.saturating_mul(size).saturating_add(size)),
+        );
+        if k > 0 {
+            read = read.saturating_add(distinct);
+        }
+    }
+    let footprint = stream::Footprint {
+        dest: ranges[0],
+        write: iter.numel().saturating_mul(itemsize[0]),
+        read,
+    };
+    stream::decide(&footprint, &ranges[1..], in_place)
 }
 
 /// How many threads [`run_units`] uses for `units` units of `work` elements in all: those of
@@ -872,19 +893,16 @@ pub(crate) mod tests {
         }
     }
 
-    /// Where sysfs reports caches (Linux), the threshold is half the largest data cache (which
-    /// is at least as large as any data cache), at most 16 MiB.
+    /// Where sysfs reports caches (Linux), the last-level one is at least as large as L1.
     #[cfg(target_os = "linux")]
     #[test]
-    fn stream_threshold_is_half_the_last_level_cache_at_most_16_mib() {
+    fn the_last_level_cache_is_the_largest() {
         let llc = last_level_cache_bytes();
         let l1 = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index0/size");
         if let Ok(l1) = l1 {
             assert!(llc >= parse_cache_size(l1.as_bytes()).unwrap(), "{llc}");
-            assert_eq!(stream_threshold(), (llc / 2).min(16 << 20));
         } else {
             assert_eq!(llc, 0);
-            assert_eq!(stream_threshold(), FALLBACK_STREAM_BYTES);
         }
     }
 

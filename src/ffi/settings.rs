@@ -1,8 +1,8 @@
 //! Process-wide settings: the two backwards-compatibility switches, the warning handler, the
-//! thread count, and the version.
+//! thread count, the (per-thread) streaming policy, and the version.
 use super::boundary::{call, call_or};
 use super::status::FfiError;
-use crate::engine::{parallel, Options, Warning};
+use crate::engine::{parallel, stream, Options, Warning};
 use std::cell::Cell;
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -236,6 +236,55 @@ pub extern "C" fn bc_set_parallel_threshold(elements: usize) -> i32 {
         elements
     });
     super::status::BC_OK
+}
+
+/// Streaming policy: results are written with streaming stores when the work cannot stay in the
+/// cache (its result and inputs exceed the cache measured on this CPU at the first large call)
+/// and the destination was not just read by a previous call. The default.
+pub const BC_STREAMING_AUTO: i32 = 0;
+/// Streaming policy: every result of work large enough to be shared between threads is written
+/// with streaming stores (never in place), for a caller that does not read the result again soon.
+pub const BC_STREAMING_ALWAYS: i32 = 1;
+/// Streaming policy: results are never written with streaming stores, for a caller that reads
+/// each result again soon (a chain of calls) whatever its size.
+pub const BC_STREAMING_NEVER: i32 = 2;
+
+/// Sets the streaming policy of the calling thread's operations: `BC_STREAMING_AUTO` (the
+/// default), `BC_STREAMING_ALWAYS` or `BC_STREAMING_NEVER`. Streaming (non-temporal) stores write
+/// a result to memory without reading its lines first, which saves memory traffic when the result
+/// is not read again before the cache would evict it, and costs a read from memory when it is.
+/// Results are identical under every policy; only their speed changes. Other threads keep their
+/// own policy (each starts with `BC_STREAMING_AUTO`).
+///
+/// # Returns
+/// `BC_OK`; `BC_ERR_INVALID_ARG` for another `mode` (the policy is then unchanged).
+#[must_use]
+#[no_mangle]
+pub extern "C" fn bc_set_streaming(mode: i32) -> i32 {
+    call(|| {
+        let mode = match mode {
+            BC_STREAMING_AUTO => stream::Streaming::Auto,
+            BC_STREAMING_ALWAYS => stream::Streaming::Always,
+            BC_STREAMING_NEVER => stream::Streaming::Never,
+            _ => {
+                return Err(FfiError::Refused(
+                    "mode must be BC_STREAMING_AUTO, BC_STREAMING_ALWAYS or BC_STREAMING_NEVER",
+                ))
+            }
+        };
+        stream::set_streaming(mode);
+        Ok(())
+    })
+}
+
+/// The calling thread's streaming policy (`BC_STREAMING_AUTO`, `_ALWAYS` or `_NEVER`).
+#[no_mangle]
+pub extern "C" fn bc_get_streaming() -> i32 {
+    call_or(BC_STREAMING_AUTO, || match stream::streaming() {
+        stream::Streaming::Auto => BC_STREAMING_AUTO,
+        stream::Streaming::Always => BC_STREAMING_ALWAYS,
+        stream::Streaming::Never => BC_STREAMING_NEVER,
+    })
 }
 
 /// The library's version, `"MAJOR.MINOR.PATCH"`: a static string, equal to `BC_VERSION_STRING`

@@ -20,6 +20,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 NOT_WRAPPED = {
+    "bc_set_streaming": "a per-thread setting, and Julia tasks move between threads from one "
+                        "call to the next; the default policy needs no setting",
+    "bc_get_streaming": "as bc_set_streaming",
     "bc_debug_panic": "a test hook of the C library (it panics on purpose to show that no panic "
                       "crosses the boundary); the C tests call it",
     "bc_last_error_status": "the record is per OS thread, and a Julia task may move to another "

@@ -4,7 +4,7 @@
 //! (a threshold of 0 MiB means "never stream"; a fourth argument picks cases by name prefix,
 //! e.g. "E1,SW 16"). `STREAM_AB_THREADS=1` runs the library on one thread and times in that
 //! thread's CPU time, which a loaded machine disturbs less.
-use broadcast::engine::parallel;
+use broadcast::engine::{parallel, stream};
 use broadcast::ffi::*;
 use std::ptr;
 use std::time::Instant;
@@ -99,15 +99,52 @@ fn time(f: &mut dyn FnMut()) -> f64 {
     median(&mut s)
 }
 
+/// A streaming policy to compare: `auto` (the library's default), `never`, `always`, or a number
+/// of MiB: every result of at least that size streams, whatever the cache (the former rule).
+#[derive(Clone, Copy, PartialEq)]
+enum Policy {
+    Auto,
+    Never,
+    Always,
+    Threshold(usize),
+}
+
+impl Policy {
+    fn parse(s: &str) -> Policy {
+        match s {
+            "auto" => Policy::Auto,
+            "never" => Policy::Never,
+            "always" => Policy::Always,
+            _ => match s.parse::<f64>().expect("auto, never, always or MiB") {
+                x if x <= 0.0 => Policy::Never,
+                x => Policy::Threshold((x * (1 << 20) as f64) as usize),
+            },
+        }
+    }
+
+    fn set(self, cache: usize) {
+        let (mode, threshold, cache) = match self {
+            Policy::Auto => (stream::Streaming::Auto, 0, cache),
+            Policy::Never => (stream::Streaming::Never, 0, cache),
+            Policy::Always => (stream::Streaming::Always, 0, cache),
+            Policy::Threshold(t) => (stream::Streaming::Auto, t, 1),
+        };
+        stream::set_streaming(mode);
+        parallel::set_stream_threshold(threshold);
+        stream::set_effective_cache(cache);
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let mib = |s: &str| -> usize {
-        match s.parse::<f64>().expect("MiB") {
-            x if x <= 0.0 => usize::MAX,
-            x => (x * (1 << 20) as f64) as usize,
-        }
-    };
-    let (a_thr, b_thr) = (mib(&args[0]), mib(&args[1]));
+    let t0 = Instant::now();
+    let cache = stream::effective_cache();
+    println!(
+        "effective cache {} MiB (measured in {:.1} ms)",
+        cache >> 20,
+        t0.elapsed().as_secs_f64() * 1e3
+    );
+    let (a_thr, b_thr) = (Policy::parse(&args[0]), Policy::parse(&args[1]));
     let rounds: usize = args.get(2).map_or(5, |r| r.parse().unwrap());
     let filter: Option<Vec<String>> = args
         .get(3)
@@ -172,6 +209,10 @@ fn main() {
         })
         .collect();
 
+    let suite: Vec<_> = ["S2", "S4", "S7", "S9", "P1", "S2.lt", "S3"]
+        .iter()
+        .map(|n| testkit::cases::inputs(&testkit::cases::find(n).expect("a suite case")))
+        .collect();
     let ins = [a.0 as *const bc_tensor, b.0, c.0];
     let mut cases: Vec<(String, Box<dyn FnMut() + '_>)> = vec![
         (
@@ -227,6 +268,23 @@ fn main() {
             Box::new(|| ok(bc_binary_inplace(BC_OP_ADD, s9a.0, s9b.0))),
         ),
     ];
+    for inp in &suite {
+        let in_place = inp.case.kind == testkit::cases::Kind::InPlace;
+        cases.push((
+            format!(
+                "{} {}",
+                inp.case.name,
+                if in_place { "in place" } else { "out" }
+            ),
+            Box::new(move || inp.call(false)),
+        ));
+        if !in_place {
+            cases.push((
+                format!("{} alloc", inp.case.name),
+                Box::new(move || inp.call(true)),
+            ));
+        }
+    }
     for (rows, sa, sb, so) in &sweeps {
         let (sa, sb, so) = (sa.0, sb.0, so.0);
         cases.push((
@@ -259,7 +317,7 @@ fn main() {
         let e = e1.as_ptr();
         println!(
             "E1 element storages per call: eval_out {}, eval {}, calls into out {}; \
-             stream threshold {} MiB",
+             stream threshold {} MiB, effective cache {} MiB",
             count(&mut || {
                 // SAFETY: arrays valid for their lengths.
                 ok(unsafe { bc_expr_eval_out(e, 5, ins.as_ptr(), 3, o.0) })
@@ -274,7 +332,8 @@ fn main() {
                 ok(bc_binary_out(BC_OP_MUL, a.0, b.0, o.0));
                 ok(bc_binary_out(BC_OP_ADD, o.0, c.0, o.0));
             }),
-            parallel::stream_threshold() >> 20
+            parallel::stream_threshold() >> 20,
+            stream::effective_cache() >> 20
         );
     }
     println!(
@@ -294,9 +353,9 @@ fn main() {
                 [b_thr, a_thr]
             };
             let mut got = [0.0; 2];
-            for thr in order {
-                parallel::set_stream_threshold(thr);
-                got[(thr != a_thr) as usize] = time(&mut **f);
+            for (i, thr) in order.into_iter().enumerate() {
+                thr.set(cache);
+                got[(round % 2) ^ i] = time(&mut **f);
             }
             ta.push(got[0]);
             tb.push(got[1]);

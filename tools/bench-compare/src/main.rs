@@ -12,8 +12,10 @@
 //!   --warm-ms MS      warm-up per measurement, at least (default 150; the last-level cache of
 //!                     this machine takes tens of calls to settle after inputs are made)
 //!   --threads N       threads for the library and the limit (default 2)
-//!   --stream-mib N    the library streams results of N MiB and more (default: its own
-//!                     threshold); for trying thresholds side by side
+//!   --stream-mib N    the library streams every result of N MiB and more, whatever the cache
+//!                     (the former rule; default: its own policy); for trying thresholds
+//!   --streaming MODE  the library's streaming policy on the timing thread: auto (default),
+//!                     always or never
 //!   --cases LIST      comma-separated, e.g. S1,S8,L1 (default: all)
 //!   --sweep LIST      sweep sizes in elements, e.g. 1e3,1e5 (default: 1e3 ... 1e8); "none" skips
 //!   --exprs LIST      fused expressions, e.g. E1 (default: E1,E2); "none" skips
@@ -38,7 +40,7 @@ mod peers;
 mod pin;
 mod reductions;
 
-use broadcast::engine::{kernels, parallel, storage};
+use broadcast::engine::{kernels, parallel, storage, stream};
 use lib_side::{Case, Kind, CASES};
 use peers::Peer;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -125,6 +127,7 @@ struct Options {
     warm_ms: f64,
     threads: usize,
     stream_mib: Option<usize>,
+    streaming: stream::Streaming,
     cases: Vec<Case>,
     sweep: Vec<usize>,
     exprs: Vec<exprs::ECase>,
@@ -156,6 +159,7 @@ fn parse_args() -> Options {
         warm_ms: if smoke { 20.0 } else { 150.0 },
         threads: 2,
         stream_mib: None,
+        streaming: stream::Streaming::Auto,
         cases: if smoke {
             ["S2", "S2.lt", "S2.and", "L2"]
                 .iter()
@@ -212,6 +216,14 @@ fn parse_args() -> Options {
                         .parse()
                         .unwrap_or_else(|_| usage("bad --stream-mib")),
                 )
+            }
+            "--streaming" => {
+                o.streaming = match value().as_str() {
+                    "auto" => stream::Streaming::Auto,
+                    "always" => stream::Streaming::Always,
+                    "never" => stream::Streaming::Never,
+                    _ => usage("bad --streaming"),
+                }
             }
             "--cases" => {
                 o.cases = value()
@@ -348,9 +360,11 @@ fn main() {
         broadcast::ffi::bc_set_num_threads(o.threads),
         broadcast::ffi::BC_OK
     );
+    stream::set_streaming(o.streaming);
     if let Some(mib) = o.stream_mib {
         // At least one byte: 0 is the library's "not yet read from the cache size".
         parallel::set_stream_threshold(mib.saturating_mul(1 << 20).max(1));
+        stream::set_effective_cache(1);
     }
 
     let mut limit = if o.limit {
@@ -1255,9 +1269,12 @@ fn allocation_check(
         "\nElement storages of 4 MiB and more are mapped (2 MiB huge pages) and not seen by the global allocator; \
          smaller ones are counted both as element storage and as heap. Heap bytes beyond an element storage are \
          metadata (the result's `Arc`, shape and strides spill, handle registry growth). Buffer cache limit: {} MiB; \
-         streaming stores from {} MiB results; threads from {} elements per thread.",
+         streaming stores ({:?}) from {} MiB results when a call touches more than {} MiB (the effective \
+         cache, measured); threads from {} elements per thread.",
         storage::buffer_cache_limit() >> 20,
+        stream::streaming(),
         parallel::stream_threshold() >> 20,
+        stream::effective_cache() >> 20,
         parallel::threshold()
     );
     s

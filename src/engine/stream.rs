@@ -1,0 +1,356 @@
+//! Whether a computation writes its result with streaming (non-temporal) stores.
+//!
+//! Streaming skips the read-for-ownership of every destination line (a third of the memory
+//! traffic of `c = a + b`) but leaves the result in memory, not in the cache. That pays only when
+//! the result would be evicted before anything reads it, and a result a later call reads (the
+//! next call of a chain, or the next repetition into the same `out`) is read back from memory
+//! when streamed. So the default, [`Streaming::Auto`], streams only work that cannot stay in the
+//! cache: a call whose bytes (its result plus the distinct bytes of its inputs) exceed the
+//! effective cache, measured once on this CPU ([`effective_cache`]), and whose result is at least
+//! [`super::parallel::stream_threshold`] bytes. A destination that one of the last few large
+//! calls read as an input (a chain's temporary, about to be read again, likely still in the
+//! cache) is not streamed either, up to [`PROBE_MAX`] bytes.
+//!
+//! A caller that knows better sets [`Streaming::Always`] or [`Streaming::Never`] for its thread.
+//! In-place results (the destination also an input) are never streamed: their lines are already
+//! in the cache.
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The streaming policy of a thread's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Streaming {
+    /// Stream work that does not fit in the cache (the module's rule); the default.
+    Auto,
+    /// Stream every result of work large enough to be shared between threads (not in place).
+    Always,
+    /// Never stream.
+    Never,
+}
+
+thread_local! {
+    static MODE: Cell<Streaming> = const { Cell::new(Streaming::Auto) };
+    static STREAMED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many computations the calling thread has decided to stream (for tests and benchmarks: a
+/// decision is only visible in the time it takes).
+pub fn streamed_count() -> u64 {
+    STREAMED.with(|c| c.get())
+}
+
+/// Sets the calling thread's streaming policy.
+pub fn set_streaming(mode: Streaming) {
+    MODE.with(|m| m.set(mode));
+}
+
+/// The calling thread's streaming policy.
+pub fn streaming() -> Streaming {
+    MODE.with(|m| m.get())
+}
+
+/// Bytes of data this process can keep in the cache between calls; see [`effective_cache`]. 0
+/// until measured.
+static CACHE_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// The largest working set the probe tries: S4's 64 MiB result (PyTorch keeps it, and so does a
+/// machine with a large enough cache) is the largest single-buffer case worth keeping, and each
+/// doubling costs the probe as much again.
+const PROBE_MAX: usize = 64 << 20;
+/// The smallest working set the probe tries, its reference (twice a typical private L2: read from
+/// the last-level cache).
+const PROBE_MIN: usize = 4 << 20;
+
+/// Bytes of data that stay in the cache from one call to the next on this machine: the largest
+/// working set (a power of two up to [`PROBE_MAX`]) that reads back about as fast per byte as
+/// 4 MiB does, measured once on first need (a few passes over at most 64 MiB: tens of
+/// milliseconds, once), and at most the last-level cache sysfs reports. A virtual machine's
+/// sysfs reports the host's cache, shared with every other tenant: the measurement is what this
+/// process gets.
+pub fn effective_cache() -> usize {
+    match CACHE_BYTES.load(Ordering::Relaxed) {
+        0 => first_effective_cache(),
+        n => n,
+    }
+}
+
+/// Sets [`effective_cache`], for benchmarks: `usize::MAX` never streams by size, 1 streams every
+/// result of at least [`super::parallel::stream_threshold`] bytes (the former rule). 0 measures
+/// again on next need.
+pub fn set_effective_cache(bytes: usize) {
+    CACHE_BYTES.store(bytes, Ordering::Relaxed);
+}
+
+#[cold]
+fn first_effective_cache() -> usize {
+    let reported = super::parallel::last_level_cache_bytes();
+    let measured = probe::measure(if reported == 0 {
+        PROBE_MAX
+    } else {
+        reported.min(PROBE_MAX)
+    });
+    let bytes = match (measured, reported) {
+        (Some(m), 0) => m,
+        (Some(m), r) => m.min(r),
+        // No probe here: half the reported cache, as a shared one is not all this process's.
+        (None, 0) => 8 << 20,
+        (None, r) => r / 2,
+    }
+    .max(1);
+    CACHE_BYTES.store(bytes, Ordering::Relaxed);
+    bytes
+}
+
+/// Recently read large inputs, as address ranges `[start, end)` (a ring; racy by design: a lost
+/// or stale entry only changes a guess).
+const RECENT: usize = 8;
+static RECENT_LO: [AtomicUsize; RECENT] = [const { AtomicUsize::new(0) }; RECENT];
+static RECENT_HI: [AtomicUsize; RECENT] = [const { AtomicUsize::new(0) }; RECENT];
+static RECENT_NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// What a computation touches, for [`decide`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Footprint {
+    /// The destination's address range.
+    pub dest: (usize, usize),
+    /// Bytes the result has.
+    pub write: usize,
+    /// Distinct bytes of the inputs.
+    pub read: usize,
+}
+
+/// Whether a computation with this footprint streams its result, by the calling thread's policy
+/// (never in place: the destination's lines are then in the cache already). Remembers the inputs
+/// it is told of (`inputs`, an in-place destination among them), for the next calls' decisions.
+pub(crate) fn decide(f: &Footprint, inputs: &[(usize, usize)], in_place: bool) -> bool {
+    let stream = !in_place
+        && match streaming() {
+            Streaming::Never => false,
+            Streaming::Always => true,
+            // The threshold first: the cache is measured only when a result could stream.
+            Streaming::Auto => {
+                let threshold = super::parallel::stream_threshold();
+                f.write >= threshold && auto(f, effective_cache(), threshold)
+            }
+        };
+    let min = super::parallel::stream_threshold();
+    for &(lo, hi) in inputs {
+        if hi.wrapping_sub(lo) >= min {
+            let i = RECENT_NEXT.fetch_add(1, Ordering::Relaxed) % RECENT;
+            RECENT_LO[i].store(lo, Ordering::Relaxed);
+            RECENT_HI[i].store(hi, Ordering::Relaxed);
+        }
+    }
+    if stream {
+        STREAMED.with(|c| c.set(c.get() + 1));
+    }
+    stream
+}
+
+/// [`Streaming::Auto`]'s rule, with the cache size and the threshold given.
+fn auto(f: &Footprint, cache: usize, threshold: usize) -> bool {
+    if f.write < threshold || f.write.saturating_add(f.read) <= cache {
+        return false;
+    }
+    // A destination that one of the last calls read is a chain's temporary, read again soon:
+    // its lines are likely in the cache still (a streaming store must evict each first), and the
+    // next call reads it sooner from there than from memory. Beyond what the probe can see,
+    // memory traffic decides.
+    !(f.write <= cache.max(PROBE_MAX) && recently_read(f.dest))
+}
+
+fn recently_read((lo, hi): (usize, usize)) -> bool {
+    (0..RECENT).any(|i| {
+        let (l, h) = (
+            RECENT_LO[i].load(Ordering::Relaxed),
+            RECENT_HI[i].load(Ordering::Relaxed),
+        );
+        l < hi && lo < h
+    })
+}
+
+/// Forgets the recently read inputs (tests).
+#[cfg(test)]
+pub(crate) fn forget_recent() {
+    for i in 0..RECENT {
+        RECENT_LO[i].store(0, Ordering::Relaxed);
+        RECENT_HI[i].store(0, Ordering::Relaxed);
+    }
+}
+
+mod probe {
+    use super::{PROBE_MAX, PROBE_MIN};
+
+    /// How much slower per byte than at [`PROBE_MIN`] a working set may read and still count as
+    /// cached. Measured on a loaded 2-CPU virtual machine whose sysfs reports 480 MiB (one
+    /// thread, best of four passes, per byte against 4 MiB): 1.4-2.3x at 8 and 16 MiB, 2.2-6.3x
+    /// at 32 MiB (partly evicted), 5-14x from 64 MiB (memory).
+    const SLOWER: f64 = 2.5;
+
+    /// The largest working set, a power of two from [`PROBE_MIN`] up to `max` bytes, that reads
+    /// back at most [`SLOWER`] times slower per byte than [`PROBE_MIN`] does; `None` where there
+    /// is no probe (or no memory for it).
+    #[cfg(target_os = "linux")]
+    pub(super) fn measure(max: usize) -> Option<usize> {
+        use std::time::Instant;
+        let max = max.clamp(PROBE_MIN, PROBE_MAX);
+        // An anonymous mapping, not the allocator: this runs on a call's path, where running out
+        // of memory must fail the probe, not abort.
+        // SAFETY: a fresh private anonymous mapping; unmapped below.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                max,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return None;
+        }
+        // SAFETY: advice on our own mapping (as the library's own large buffers get); failure
+        // is harmless.
+        unsafe { libc::madvise(base, max, libc::MADV_HUGEPAGE) };
+        let words = base as *mut u64;
+        let (mut best, mut reference, mut touched) = (PROBE_MIN, 0.0, 0);
+        let mut size = PROBE_MIN;
+        while size <= max {
+            // SAFETY: the new part of the working set lies in the mapping; written once, so that
+            // the passes read memory that is there (faulted in), not the shared zero page.
+            unsafe { std::ptr::write_bytes((base as *mut u8).add(touched), 1, size - touched) };
+            touched = size;
+            let per_byte = (0..4)
+                .map(|_| {
+                    let t = Instant::now();
+                    // SAFETY: `size / 8` words of the mapping, all written above.
+                    std::hint::black_box(unsafe { sum(words, size / 8) });
+                    t.elapsed().as_secs_f64()
+                })
+                .fold(f64::MAX, f64::min)
+                / size as f64;
+            if reference == 0.0 {
+                reference = per_byte;
+            } else if per_byte > reference * SLOWER {
+                break;
+            }
+            best = size;
+            size *= 2;
+        }
+        // SAFETY: the mapping made above, no longer used.
+        unsafe { libc::munmap(base, max) };
+        Some(best)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn measure(_max: usize) -> Option<usize> {
+        None
+    }
+
+    /// The wrapping sum of `n` words (a multiple of 8), eight independent lanes, so that the
+    /// loop is bound by reading.
+    ///
+    /// # Safety
+    /// `p` valid for `n` reads.
+    #[cfg(target_os = "linux")]
+    unsafe fn sum(p: *const u64, n: usize) -> u64 {
+        // SAFETY: the caller's contract.
+        let words = unsafe { std::slice::from_raw_parts(p, n) };
+        let mut acc = [0u64; 8];
+        for chunk in words.chunks_exact(8) {
+            for (a, &w) in acc.iter_mut().zip(chunk) {
+                *a = a.wrapping_add(w);
+            }
+        }
+        acc.iter().fold(0, |s, &a| s.wrapping_add(a))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(dest: usize, write: usize, read: usize) -> Footprint {
+        Footprint {
+            dest: (dest, dest + write),
+            write,
+            read,
+        }
+    }
+
+    const MIB: usize = 1 << 20;
+
+    /// Work that fits in the cache stays there; work that does not streams; a result below the
+    /// threshold never streams.
+    #[test]
+    fn auto_streams_only_what_cannot_stay_in_the_cache() {
+        // A destination no test records as read.
+        let d = 1 << 40;
+        // 32 MiB touched: kept with 64 MiB of cache, streamed with 16.
+        assert!(!auto(&at(d, 16 * MIB, 16 * MIB), 64 * MIB, 4 * MIB));
+        assert!(auto(&at(d, 16 * MIB, 16 * MIB), 16 * MIB, 4 * MIB));
+        // Exactly the cache: fits.
+        assert!(!auto(&at(d, 8 * MIB, 8 * MIB), 16 * MIB, 4 * MIB));
+        // Below the threshold, however large the inputs.
+        assert!(!auto(&at(d, 2 * MIB, 100 * MIB), 16 * MIB, 4 * MIB));
+    }
+
+    /// A destination a recent call read (in place too) is kept, up to the largest size the probe
+    /// measures.
+    #[test]
+    fn a_destination_just_read_is_kept() {
+        let _lock = crate::engine::parallel::tests::SETTINGS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        forget_recent();
+        let d = 1 << 41;
+        let f = at(d, 16 * MIB, 16 * MIB);
+        assert!(auto(&f, 8 * MIB, 4 * MIB));
+        // A call that reads part of the destination.
+        decide(&at(1 << 42, 16 * MIB, 0), &[(d + MIB, d + 9 * MIB)], false);
+        assert!(!auto(&f, 8 * MIB, 4 * MIB));
+        let huge = at(d, 2 * PROBE_MAX, 0);
+        assert!(auto(&huge, 8 * MIB, 4 * MIB), "beyond the probe's sizes");
+        // In place: the destination counts as read.
+        forget_recent();
+        decide(&at(d, 16 * MIB, 0), &[(d, d + 16 * MIB)], true);
+        assert!(!auto(&f, 8 * MIB, 4 * MIB));
+        // Ranges that only touch do not overlap; small inputs are not remembered.
+        forget_recent();
+        decide(
+            &at(1 << 42, 16 * MIB, 0),
+            &[(d + 16 * MIB, d + 32 * MIB)],
+            false,
+        );
+        decide(&at(1 << 42, 16 * MIB, 0), &[(d, d + MIB)], false);
+        assert!(auto(&f, 8 * MIB, 4 * MIB));
+        forget_recent();
+    }
+
+    /// The policy is the calling thread's: another thread keeps the default.
+    #[test]
+    fn the_mode_is_per_thread() {
+        set_streaming(Streaming::Never);
+        assert_eq!(streaming(), Streaming::Never);
+        let other = std::thread::spawn(streaming).join().unwrap();
+        assert_eq!(other, Streaming::Auto);
+        let f = at(1 << 43, usize::MAX / 4, usize::MAX / 4);
+        assert!(!decide(&f, &[], false));
+        set_streaming(Streaming::Always);
+        assert!(decide(&at(1 << 43, 1, 0), &[], false));
+        assert!(!decide(&at(1 << 43, 1, 0), &[], true), "in place");
+        set_streaming(Streaming::Auto);
+    }
+
+    /// The probe answers a working set between its smallest and its largest, a power of two.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_probe_answers_a_size_it_tried() {
+        let got = probe::measure(16 * MIB).unwrap();
+        assert!(
+            got.is_power_of_two() && (PROBE_MIN..=16 * MIB).contains(&got),
+            "{got}"
+        );
+    }
+}
