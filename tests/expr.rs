@@ -1548,6 +1548,122 @@ fn fused_reductions_make_only_the_result() {
     }
 }
 
+/// Float32 or float64 elements with NaNs of several payloads and both signs (quiet and
+/// signalling), infinities, signed zeros and fractions: a sum's NaN payload follows the order of
+/// its additions, so the bits compared tell the order apart.
+fn payload_tensor(r: &mut Rng, dtype: i32, shape: &[i64]) -> T {
+    let n: i64 = shape.iter().product();
+    let mut bytes = Vec::new();
+    for _ in 0..n {
+        let v = match r.below(24) {
+            0 => f64::INFINITY,
+            1 => f64::NEG_INFINITY,
+            2 => -0.0,
+            _ => (r.below(2001) as f64 - 1000.0) / 64.0,
+        };
+        let payload = r.below(1 << 12) as u64 + 1;
+        let sign = r.below(2) as u64;
+        let nan = r.below(30) < 2;
+        if dtype == F32 {
+            let quiet = (r.below(2) as u32) << 22;
+            let bits = match nan {
+                true => (sign as u32) << 31 | 0x7f80_0000 | quiet | payload as u32,
+                false => (v as f32).to_bits(),
+            };
+            bytes.extend_from_slice(&bits.to_le_bytes());
+        } else {
+            let quiet = (r.below(2) as u64) << 51;
+            let bits = match nan {
+                true => sign << 63 | 0x7ff0_0000_0000_0000 | quiet | payload << 20,
+                false => v.to_bits(),
+            };
+            bytes.extend_from_slice(&bits.to_le_bytes());
+        }
+    }
+    T::from_bytes(dtype, shape, &bytes).expect("a float tensor")
+}
+
+/// Expressions ending in `where` or `square` (the usual last steps before a reduction), their
+/// operands inputs (contiguous, broadcast, 0-d, strided, transposed) or values computed first (a
+/// comparison, a difference, a product), reduced as columns and as streams over shapes whose
+/// rows end inside a piece: every reduction gives the two calls' bits, NaN payloads of both
+/// signs included (a sum's or product's NaN payload follows the order of its operations).
+#[test]
+fn fused_reduction_tails_match_the_calls() {
+    let mut r = Rng(0x7A11_5EED_0000_0005);
+    for (shape, dtype) in [
+        ([37i64, 45i64], F32),
+        ([300, 257], F32),
+        ([5, 4100], F64),
+        ([70, 33], F64),
+    ] {
+        let [rows, cols] = shape;
+        let a = payload_tensor(&mut r, dtype, &shape);
+        let b = payload_tensor(&mut r, dtype, &[cols]);
+        let c = payload_tensor(&mut r, dtype, &[rows, 1]);
+        let m = random_tensor(&mut r, BOOL, &shape);
+        let z = T::zeros(dtype, &[]).unwrap();
+        // The same shape read transposed and strided.
+        let at = payload_tensor(&mut r, dtype, &[cols, rows])
+            .as_strided(&shape, &[1, rows], 0)
+            .unwrap();
+        let wide = payload_tensor(&mut r, dtype, &[rows, 2 * cols]);
+        let every_other = wide.slice(1, 0, 2 * cols, 2).unwrap();
+        let inputs = [&a, &b, &c, &m, &z, &at, &every_other];
+        let programs: [&[bc_expr_step]; 9] = [
+            // square of a difference or a product computed first, of inputs in place
+            &[
+                input(0),
+                input(1),
+                op(BC_OP_SUB),
+                unary_step(BC_UNARY_SQUARE),
+            ],
+            &[input(0), unary_step(BC_UNARY_SQUARE)],
+            &[input(5), unary_step(BC_UNARY_SQUARE)],
+            &[
+                input(6),
+                input(2),
+                op(BC_OP_MUL),
+                unary_step(BC_UNARY_SQUARE),
+            ],
+            // where of inputs in place (a 0-d one, a constant, broadcast ones, strided ones)
+            &[input(3), input(0), input(4), where_step()],
+            &[input(3), input(5), constant(dtype, 0, -2.5), where_step()],
+            &[input(3), input(2), input(1), where_step()],
+            &[input(3), input(6), input(5), where_step()],
+            // where of a computed condition and a computed value
+            &[
+                input(0),
+                input(1),
+                op(BC_OP_LT),
+                input(0),
+                input(1),
+                op(BC_OP_SUB),
+                input(2),
+                where_step(),
+            ],
+        ];
+        for steps in programs {
+            for dims in [None, Some(&[0][..]), Some(&[1][..]), Some(&[-1, 0][..])] {
+                for rop in 0..BC_REDUCE_COUNT {
+                    let what = format!(
+                        "{shape:?} {}: {steps:?} reduce {rop} over {dims:?}",
+                        dtype_str(dtype)
+                    );
+                    let want = eval_then_reduce(steps, &inputs, rop, dims, false);
+                    let got = expr_reduce(steps, &inputs, rop, dims, false);
+                    match (got, want) {
+                        (Ok(g), Ok(w)) => same(&g, &w).unwrap_or_else(|e| panic!("{what}: {e}")),
+                        (g, w) => assert_eq!(g.err(), w.err(), "{what}"),
+                    }
+                    let p = plan_expr_reduce(steps, &inputs, rop, dims, false).unwrap();
+                    assert_ne!(p.flags & BC_PLAN_FUSED, 0, "{what}");
+                }
+            }
+        }
+    }
+}
+
 /// Errors come in the two calls' order: the expression's before the reduction's; the arguments
 /// first.
 #[test]
