@@ -66,7 +66,7 @@ pub fn binary_out(
 
 /// `b` as the computation reads it: under the legacy fallback, its elements in row-major order
 /// viewed with `a`'s shape (a view when `b` is contiguous, else a contiguous copy first).
-fn read_b(d: &BinaryDecision, a: &Tensor, b: &Tensor) -> Result<Option<Tensor>> {
+fn read_b(d: &BinaryDecision<'_>, a: &Tensor, b: &Tensor) -> Result<Option<Tensor>> {
     if !d.fallback {
         return Ok(None);
     }

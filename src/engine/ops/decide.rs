@@ -1,5 +1,8 @@
 //! The checks of `a op b` in PyTorch's order, and what they decide before anything is allocated:
-//! the shape, the types, the steps of the computation and the result's layout.
+//! the shape, the types, the steps of the computation and the result's layout. The call and the
+//! planner run this same code, which allocates nothing unless the call is refused (the message
+//! is built then) or a new result has more dimensions than [`Dims`] holds inline: a written
+//! operand's shape is borrowed, and a new result's is built in place.
 
 use super::operand::{Geometry, Operand};
 use super::{Dest, Options, Warning, Warnings};
@@ -8,46 +11,97 @@ use crate::engine::binary_ops::{BinaryOp, Compute, Rule};
 use crate::engine::dtype::{can_cast, result_type_ranked, DType, Rank};
 use crate::engine::error::{Error, ErrorKind, Result};
 use crate::engine::layout;
-use crate::engine::shape::{
-    broadcast_shapes, check_inplace, check_output_shape, numel, Dims, Strides,
-};
+use crate::engine::shape::{broadcast_shapes, check_inplace, check_output_shape, Dims, Strides};
 use smallvec::smallvec;
 
 /// A call's decisions once every check has passed.
 #[derive(Debug)]
-pub(super) struct BinaryDecision {
-    /// The broadcast shape (in place, the written operand's).
-    pub(super) shape: Dims,
+pub(super) struct BinaryDecision<'a> {
+    /// The broadcast shape: the written operand's (in place, into `out`), or a new result's.
+    pub(super) shape: Shape<'a>,
     pub(super) types: BinaryTypes,
     /// The legacy fallback applies: `b` is read as a row-major tensor of `a`'s shape.
     pub(super) fallback: bool,
     pub(super) warnings: Warnings,
 }
 
+impl BinaryDecision<'_> {
+    /// Before [`decide_in`].
+    #[inline(always)]
+    pub(super) fn new() -> Self {
+        BinaryDecision {
+            shape: Shape::Written(&[]),
+            types: BinaryTypes {
+                compute: DType::Bool,
+                result: DType::Bool,
+            },
+            fallback: false,
+            warnings: Warnings::new(),
+        }
+    }
+}
+
+/// A decided shape: a written operand's, borrowed (the call checks that the operands broadcast
+/// to it, and builds nothing), or a new result's.
+#[derive(Debug)]
+pub(super) enum Shape<'a> {
+    Written(&'a [usize]),
+    New(Dims),
+}
+
+impl std::ops::Deref for Shape<'_> {
+    type Target = [usize];
+    #[inline(always)]
+    fn deref(&self) -> &[usize] {
+        match self {
+            Shape::Written(s) => s,
+            Shape::New(s) => s,
+        }
+    }
+}
+
 /// The checks of `a op b` in PyTorch's order (the operation is defined for the types, the
 /// written operand may be written, the shapes, the written operand's shape and type), with the
 /// two switches applied. Decides on types and geometry only (and, for a tensor, on where its
 /// memory is): the call and the planner run this same code.
-pub(super) fn decide<O: Operand>(
+pub(super) fn decide<'a, O: Operand>(
     op: BinaryOp,
-    a: &O,
-    b: &O,
-    dest: Dest<'_, O>,
+    a: &'a O,
+    b: &'a O,
+    dest: Dest<'a, O>,
     opts: Options,
-) -> Result<BinaryDecision> {
+) -> Result<BinaryDecision<'a>> {
     decide_with(op, a, b, dest, opts, true)
 }
 
 /// [`decide`]; `kernel` false skips the check that the operation has a kernel for the computation
 /// type (`pow` with an exponent of 0 or 1 given as a number runs none).
-pub(super) fn decide_with<O: Operand>(
+pub(super) fn decide_with<'a, O: Operand>(
     op: BinaryOp,
-    a: &O,
-    b: &O,
-    dest: Dest<'_, O>,
+    a: &'a O,
+    b: &'a O,
+    dest: Dest<'a, O>,
     opts: Options,
     kernel: bool,
-) -> Result<BinaryDecision> {
+) -> Result<BinaryDecision<'a>> {
+    let mut d = BinaryDecision::new();
+    decide_in(&mut d, op, a, b, dest, opts, kernel)?;
+    Ok(d)
+}
+
+/// [`decide_with`], written into `d` (made by [`BinaryDecision::new`]): the decision itself.
+/// Inlined, with every refusal built out of line, so that a call that passes pays only for its
+/// tests; a caller that keeps `d` itself copies no decision through the layers of results.
+#[inline(always)]
+pub(super) fn decide_in<'a, O: Operand>(
+    d: &mut BinaryDecision<'a>,
+    op: BinaryOp,
+    a: &'a O,
+    b: &'a O,
+    dest: Dest<'a, O>,
+    opts: Options,
+    kernel: bool,
+) -> Result<()> {
     let (ga, gb) = (a.geometry(), b.geometry());
     check_op_defined(op, ga.dtype, gb.dtype)?;
     let written = match dest {
@@ -61,34 +115,27 @@ pub(super) fn decide_with<O: Operand>(
             Some(out.geometry())
         }
     };
-    let (shape, fallback, warnings) = match dest {
-        Dest::InPlace => inplace_shape(ga, gb, opts)?,
-        _ => out_of_place_shape(ga, gb, opts)?,
-    };
-    if let Dest::Out(out) = dest {
-        check_output_shape(out.geometry().shape, &shape)?;
+    match dest {
+        Dest::InPlace => inplace_shape(d, ga, gb, opts)?,
+        Dest::Out(out) => out_shape(d, out.geometry().shape, ga, gb, opts)?,
+        Dest::New => new_shape(d, ga, gb, opts)?,
     }
     // Under the fallback `b` counts as a tensor of `a`'s shape.
-    let b_rank = if fallback { ga.rank() } else { gb.rank() };
-    let types = types_of(op, (ga.dtype, ga.rank()), (gb.dtype, b_rank));
+    let b_rank = if d.fallback { ga.rank() } else { gb.rank() };
+    d.types = types_of(op, (ga.dtype, ga.rank()), (gb.dtype, b_rank));
     if let Some(w) = written {
-        check_cast(types.result, w.dtype)?;
+        check_cast(d.types.result, w.dtype)?;
     }
     if kernel {
-        check_kernel(op, types.compute)?;
+        check_kernel(op, d.types.compute)?;
     }
-    Ok(BinaryDecision {
-        shape,
-        types,
-        fallback,
-        warnings,
-    })
+    Ok(())
 }
 
 /// The layout of a new result (see [`layout`]): an input of another type than the computation
 /// type takes part as the converted copy PyTorch makes of it.
 pub(super) fn result_layout(
-    d: &BinaryDecision,
+    d: &BinaryDecision<'_>,
     a: Geometry<'_>,
     b: Geometry<'_>,
 ) -> Result<Strides> {
@@ -110,6 +157,7 @@ pub(crate) fn binary_layout(
     layout::result_strides(shape, inputs)
 }
 
+#[inline(always)]
 pub(crate) fn check_op_defined(op: BinaryOp, a: DType, b: DType) -> Result<()> {
     match (op, a == DType::Bool, b == DType::Bool) {
         (BinaryOp::Sub, true, true) => Err(Error::BoolSubtraction { both: true }),
@@ -135,9 +183,16 @@ pub(crate) struct BinaryTypes {
 }
 
 /// The types of `a op b` for operands given as (type, rank).
+#[inline(always)]
 pub(crate) fn types_of(op: BinaryOp, a: (DType, Rank), b: (DType, Rank)) -> BinaryTypes {
     let rule = op.rule();
-    let t = result_type_ranked([a, b]);
+    // Operands of one type promote to it, unless one is a wrapped number (which takes part by
+    // category only): the common case, without the promotion table.
+    let t = if a.0 == b.0 && a.1 != Rank::Wrapped && b.1 != Rank::Wrapped {
+        a.0
+    } else {
+        result_type_ranked([a, b])
+    };
     // Operations such as true division compute integers and bools in the default floating type.
     let compute = if rule.compute == Compute::Floating && !t.is_floating() {
         DType::F32
@@ -153,6 +208,7 @@ pub(crate) fn types_of(op: BinaryOp, a: (DType, Rank), b: (DType, Rank)) -> Bina
 }
 
 /// PyTorch's refusal of a computation type the operation has no kernel for.
+#[inline(always)]
 pub(crate) fn check_kernel(op: BinaryOp, compute: DType) -> Result<()> {
     let rule = op.rule();
     if rule.accepts(compute) {
@@ -165,6 +221,7 @@ pub(crate) fn check_kernel(op: BinaryOp, compute: DType) -> Result<()> {
     }
 }
 
+#[inline(always)]
 fn check_cast(from: DType, to: DType) -> Result<()> {
     if can_cast(from, to) {
         Ok(())
@@ -173,8 +230,46 @@ fn check_cast(from: DType, to: DType) -> Result<()> {
     }
 }
 
+/// The shape of a new result: the broadcast shape, with the switches applied.
+#[inline(always)]
+fn new_shape(
+    d: &mut BinaryDecision<'_>,
+    a: Geometry<'_>,
+    b: Geometry<'_>,
+    opts: Options,
+) -> Result<()> {
+    match broadcast_inline(a.shape, b.shape) {
+        Some(shape) if !opts.broadcast_warning => d.shape = Shape::New(shape),
+        _ => {
+            let (shape, fallback, warnings) = out_of_place_shape(a, b, opts)?;
+            (d.shape, d.fallback, d.warnings) = (Shape::New(shape), fallback, warnings);
+        }
+    }
+    Ok(())
+}
+
+/// The shape of a result written into `out` (of shape `written`): the broadcast shape, with the
+/// switches applied, which must be `out`'s.
+#[inline(always)]
+fn out_shape<'a>(
+    d: &mut BinaryDecision<'a>,
+    written: &'a [usize],
+    a: Geometry<'_>,
+    b: Geometry<'_>,
+    opts: Options,
+) -> Result<()> {
+    d.shape = Shape::Written(written);
+    if opts.broadcast_warning || !broadcasts_to(written, a.shape, b.shape) {
+        let (shape, fallback, warnings) = out_of_place_shape(a, b, opts)?;
+        check_output_shape(written, &shape)?;
+        (d.fallback, d.warnings) = (fallback, warnings);
+    }
+    Ok(())
+}
+
 /// The result shape of an out-of-place operation, with the switches applied: the shape, whether
 /// the legacy fallback applies, and the warnings.
+#[inline(never)]
 fn out_of_place_shape(
     a: Geometry<'_>,
     b: Geometry<'_>,
@@ -196,28 +291,70 @@ fn out_of_place_shape(
     }
 }
 
+/// [`broadcast_shapes`] of shapes that broadcast to at most [`Dims`]' inline size, built in a
+/// plain array (a small vector checks where its elements are at each access); `None` for
+/// other shapes, left to [`broadcast_shapes`] (which gives the error, or allocates).
+#[inline(always)]
+fn broadcast_inline(a: &[usize], b: &[usize]) -> Option<Dims> {
+    let ndim = a.len().max(b.len());
+    let mut buf = [0usize; 5];
+    if ndim > buf.len() {
+        return None;
+    }
+    for (i, size) in buf[..ndim].iter_mut().enumerate() {
+        let da = (i + a.len()).checked_sub(ndim).map_or(1, |k| a[k]);
+        let db = (i + b.len()).checked_sub(ndim).map_or(1, |k| b[k]);
+        *size = if da == db || db == 1 {
+            da
+        } else if da == 1 {
+            db
+        } else {
+            return None;
+        };
+    }
+    Some(Dims::from_buf_and_len(buf, ndim))
+}
+
+/// Whether shapes `a` and `b` broadcast to exactly `shape` (then [`broadcast_shapes`] gives
+/// `shape`), tested without building the broadcast shape.
+#[inline(always)]
+fn broadcasts_to(shape: &[usize], a: &[usize], b: &[usize]) -> bool {
+    let ndim = shape.len();
+    if a.len().max(b.len()) != ndim {
+        return false;
+    }
+    (0..ndim).all(|i| {
+        let d = shape[i];
+        let da = (i + a.len()).checked_sub(ndim).map_or(1, |k| a[k]);
+        let db = (i + b.len()).checked_sub(ndim).map_or(1, |k| b[k]);
+        // The broadcast size is the one that is not 1 (or 1), and both agree with it.
+        (da == d || da == 1) && (db == d || db == 1) && (da == d || db == d)
+    })
+}
+
 /// The shape of `self op= other` (`self`'s), with the switches applied, as
 /// [`out_of_place_shape`].
-fn inplace_shape(
-    s: Geometry<'_>,
+#[inline(always)]
+fn inplace_shape<'a>(
+    d: &mut BinaryDecision<'a>,
+    s: Geometry<'a>,
     other: Geometry<'_>,
     opts: Options,
-) -> Result<(Dims, bool, Warnings)> {
-    let mut warnings = Warnings::new();
-    let fallback = match check_inplace(s.shape, other.shape) {
+) -> Result<()> {
+    d.shape = Shape::Written(s.shape);
+    match check_inplace(s.shape, other.shape) {
         Ok(()) => {
             if opts.broadcast_warning && s.shape != other.shape && s.numel() == other.numel() {
-                warnings.push(Warning::BroadcastChange);
+                d.warnings.push(Warning::BroadcastChange);
             }
-            false
         }
         Err(e) if falls_back(&e, opts) && s.numel() == other.numel() => {
-            warnings.push(Warning::FallbackInPlace);
-            true
+            d.warnings.push(Warning::FallbackInPlace);
+            d.fallback = true;
         }
         Err(e) => return Err(e),
-    };
-    Ok((try_small(s.shape)?, fallback, warnings))
+    }
+    Ok(())
 }
 
 /// How a computation into a written tensor runs: decided from types and geometry before anything
@@ -237,6 +374,7 @@ pub(super) struct Steps {
     pub(super) divisor: bool,
 }
 
+#[inline(always)]
 pub(super) fn steps(
     op: BinaryOp,
     dest: Geometry<'_>,
@@ -246,9 +384,10 @@ pub(super) fn steps(
 ) -> Steps {
     let rule = op.rule();
     // With no elements nothing is computed, and no input needs converting.
-    let empty = numel(dest.shape) == 0;
-    let f32_scalar =
-        !empty && reads_scalar_in_f32(rule, types.compute, a.dtype, b.dtype, b.numel());
+    let empty = dest.shape.contains(&0);
+    let f32_scalar = !empty
+        && rule.float32_scalar
+        && reads_scalar_in_f32(rule, types.compute, a.dtype, b.dtype, b.numel());
     let convert = [a, b].map(|g| !empty && !f32_scalar && g.dtype != types.compute);
     Steps {
         temp: dest.dtype != types.result,
@@ -278,4 +417,75 @@ pub(crate) fn reads_scalar_in_f32(
         && a == dtype
         && b != dtype
         && b_numel == 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::tensor::{Init, Tensor};
+
+    /// Into `out`, the operands must broadcast to exactly `out`'s shape, which the decision
+    /// tests without building the broadcast shape: every size of `out` has to be the broadcast
+    /// one (not just one both operands may broadcast to), with PyTorch's messages, the
+    /// broadcasting one first; for tensors and for the planner's geometries alike.
+    #[test]
+    fn operands_broadcast_to_exactly_the_written_shape() {
+        type Case = (
+            &'static [usize],
+            &'static [usize],
+            &'static [usize],
+            Option<&'static str>,
+        );
+        let cases: [Case; 9] = [
+            (&[3], &[1], &[3], None),
+            (&[2, 1], &[1, 3], &[2, 3], None),
+            (&[0], &[1], &[0], None),
+            (&[], &[], &[], None),
+            (
+                &[1],
+                &[1],
+                &[3],
+                Some("output with shape [3] doesn't match the broadcast shape [1]"),
+            ),
+            (
+                &[2, 1],
+                &[1, 3],
+                &[3, 2],
+                Some("output with shape [3, 2] doesn't match the broadcast shape [2, 3]"),
+            ),
+            (
+                &[3],
+                &[3],
+                &[1, 3],
+                Some("output with shape [1, 3] doesn't match the broadcast shape [3]"),
+            ),
+            (
+                &[1, 3],
+                &[3],
+                &[3],
+                Some("output with shape [3] doesn't match the broadcast shape [1, 3]"),
+            ),
+            (
+                &[4],
+                &[3],
+                &[4],
+                Some(
+                    "The size of tensor a (4) must match the size of tensor b (3) at \
+                     non-singleton dimension 0",
+                ),
+            ),
+        ];
+        for (sa, sb, so, want) in cases {
+            let t = |s: &[usize]| Tensor::new(DType::F32, s, Init::Fill(1.0)).unwrap();
+            let (a, b, out) = (t(sa), t(sb), t(so));
+            let d = decide(BinaryOp::Add, &a, &b, Dest::Out(&out), Options::default());
+            let got = d.map(|d| d.shape.to_vec()).map_err(|e| e.to_string());
+            let want = want.map_or(Ok(so.to_vec()), |m| Err(m.to_string()));
+            assert_eq!(got, want, "{sa:?} + {sb:?} into {so:?}");
+            let (ga, gb, go) = (a.geometry(), b.geometry(), out.geometry());
+            let d = decide(BinaryOp::Add, &ga, &gb, Dest::Out(&go), Options::default());
+            let got = d.map(|d| d.shape.to_vec()).map_err(|e| e.to_string());
+            assert_eq!(got, want, "planned: {sa:?} + {sb:?} into {so:?}");
+        }
+    }
 }

@@ -176,14 +176,14 @@ pub(super) enum WriteKind {
 
 /// The checks and decisions of [`pow_number`], in its order, before anything is allocated: the
 /// call and the planner run this same code.
-pub(super) fn decide_pow_number<O: Operand>(
-    t: &O,
-    n: &O,
+pub(super) fn decide_pow_number<'a, O: Operand>(
+    t: &'a O,
+    n: &'a O,
     s: Scalar,
     number_first: bool,
-    dest: Dest<'_, O>,
+    dest: Dest<'a, O>,
     opts: Options,
-) -> Result<(BinaryDecision, WriteKind)> {
+) -> Result<(BinaryDecision<'a>, WriteKind)> {
     let op = BinaryOp::Pow;
     if number_first {
         let one = matches!(s, Scalar::Int(1)) || s == Scalar::Float(1.0);

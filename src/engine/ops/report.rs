@@ -186,7 +186,7 @@ pub fn plan_where(
 /// says; `row_major_result`: a new result is row-major instead of laid out after its operands.
 fn report(
     op: BinaryOp,
-    d: BinaryDecision,
+    d: BinaryDecision<'_>,
     a: Geometry<'_>,
     b: Geometry<'_>,
     dest: Dest<'_, Geometry<'_>>,
