@@ -169,6 +169,13 @@ impl Runner<'_> {
             // (an integer zero divisor, after every check of types and shapes), the planner's.
             let rt = match st {
                 BC_OK => Some(geometry_of(made).0),
+                // `where`'s result type needs no broadcast: `bc_where_out` checks `out`'s type
+                // before the shapes.
+                _ if matches!(steps[n - 1], Step::Where) => {
+                    let ((a, sa, _), (b, sb, _)) =
+                        (geometry_of(operands[1]), geometry_of(operands[2]));
+                    Some(result_type(a, sa.is_empty(), b, sb.is_empty()))
+                }
                 _ => {
                     let geoms: Vec<(i32, Vec<i64>, Vec<i64>)> = operands
                         .iter()
