@@ -224,18 +224,7 @@ impl Runner<'_> {
                     if s == e {
                         return Ok(Made::View(t.shape.clone(), t.strides.clone()));
                     }
-                    let merged = if t.shape[s..=e].contains(&0) {
-                        0
-                    } else {
-                        match t.shape[s..=e]
-                            .iter()
-                            .try_fold(1usize, |p, &d| p.checked_mul(d))
-                            .filter(|&p| p <= isize::MAX as usize)
-                        {
-                            Some(p) => p,
-                            None => return Err(BC_ERR_OVERFLOW),
-                        }
-                    };
+                    let merged = checked_numel(&t.shape[s..=e])?;
                     let sizes: Vec<i64> = t.shape[..s]
                         .iter()
                         .chain(std::iter::once(&merged))
