@@ -3,7 +3,8 @@
  * device, data type codes of the ten types, shape, strides, byte_offset, zero-copy address), the
  * read-only flag of broadcast views and of imported read-only memory (and every write refused),
  * the deleter contract both ways (exactly once, when the last view goes; never on a failed
- * import), byte_offset and NULL strides on import, the legacy struct, and round trips.
+ * import), byte_offset and NULL strides on import, negative strides that address nothing, the
+ * legacy struct, and round trips.
  *
  * (The Python test tests/python/test_dlpack.py does the same against NumPy, a real producer and
  * consumer.)
@@ -248,6 +249,33 @@ static void test_import_strided_legacy(void) {
     CHECK_EQ_INT(p.deleted, 1);
 }
 
+/* A negative stride that addresses nothing (a dimension of size 1, or any dimension of a tensor
+ * with no elements) is taken as 0; one that addresses elements is refused (above). */
+static void test_import_negative_stride_addressing_nothing(void) {
+    float buf[6];
+    fill_arange(buf, 6, 0.0f, 1.0f);
+    producer p;
+    const int64_t shape[] = {2, 1, 3};
+    const int64_t strides[] = {3, -5, 1}; /* NumPy's reversed single element, say */
+    produce(&p, buf, 3, shape, strides, 0, 0);
+    bc_tensor *t = NULL;
+    CHECK_OK(bc_tensor_from_dlpack_versioned(&p.m, &t));
+    CHECK_F32(t, 0, 1, 2, 3, 4, 5);
+    CHECK_STRIDES(t, 3, 0, 1);
+    bc_tensor_free(t);
+    CHECK_EQ_INT(p.deleted, 1);
+
+    const int64_t empty[] = {0, 2, 2305843009213693952};
+    const int64_t wrapped[] = {3, -6917529027641081856, 5}; /* a stride past INT64_MAX, wrapped */
+    produce(&p, NULL, 3, empty, wrapped, 0, 0);
+    t = NULL;
+    CHECK_OK(bc_tensor_from_dlpack(&p.legacy, &t));
+    CHECK_SHAPE(t, 0, 2, 2305843009213693952);
+    CHECK_STRIDES(t, 3, 0, 5);
+    bc_tensor_free(t);
+    CHECK_EQ_INT(p.deleted, 1);
+}
+
 static void test_import_read_only_refuses_writes(void) {
     float buf[4] = {1, 2, 3, 4};
     producer p;
@@ -395,6 +423,7 @@ int main(void) {
     RUN_TEST(export_argument_checks);
     RUN_TEST(import_zero_copy_and_deleter);
     RUN_TEST(import_strided_legacy);
+    RUN_TEST(import_negative_stride_addressing_nothing);
     RUN_TEST(import_read_only_refuses_writes);
     RUN_TEST(failed_imports_keep_ownership);
     RUN_TEST(import_empty_and_null_deleter);

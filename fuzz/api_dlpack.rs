@@ -5,7 +5,8 @@
 //! it, the read-only flag exactly when the tensor's elements share memory, which the
 //! unversioned export refuses with `BC_ERR_READ_ONLY`); then either the deleter called directly,
 //! or the struct imported back (`bc_tensor_from_dlpack_versioned` / `bc_tensor_from_dlpack`): the
-//! import has the same type, shape and strides, offset 0, the same data address and the same
+//! import has the same type, shape and strides (but a negative stride that addresses nothing, on
+//! a dimension of size 1 or of an empty tensor, is 0; any other negative one is refused), offset 0, the same data address and the same
 //! elements, and freeing it calls the deleter exactly once (the fuzzer puts a counting deleter
 //! in front of the library's). Nothing is left behind, so the model is unchanged by the step.
 use super::*;
@@ -46,6 +47,26 @@ fn type_of(dt: i32) -> (u8, u8) {
         _ => 0,
     };
     (code, (itemsize(dt) * 8) as u8)
+}
+
+/// The strides an import of `t`'s export has: `t`'s, but a negative stride that addresses
+/// nothing (of a dimension of size 1, or of a tensor with no elements) taken as 0.
+fn imported_strides(t: &TM) -> Vec<i64> {
+    let empty = t.numel() == 0;
+    t.shape
+        .iter()
+        .zip(&t.strides)
+        .map(|(&n, &s)| if s < 0 && (n == 1 || empty) { 0 } else { s })
+        .collect()
+}
+
+/// What importing `t`'s export gives: refused when a stride that addresses elements is negative.
+fn import_status(t: &TM) -> i32 {
+    if imported_strides(t).iter().any(|&s| s < 0) {
+        BC_ERR_INVALID_ARG
+    } else {
+        BC_OK
+    }
 }
 
 impl Runner<'_> {
@@ -129,7 +150,7 @@ impl Runner<'_> {
         if dt != t.dtype
             || nd != t.ndim()
             || shape[..nd] != want[..]
-            || strides[..nd] != t.strides[..]
+            || strides[..nd] != imported_strides(t)[..]
             || off != 0
         {
             return Err(format!(
@@ -216,7 +237,17 @@ impl Runner<'_> {
                 let mut u: *mut bc_tensor = ptr::null_mut();
                 // SAFETY: a valid struct whose memory lives until its deleter runs.
                 let st = unsafe { bc_tensor_from_dlpack_versioned(m, &mut u) };
-                self.check_status("from_dlpack_versioned", st, BC_OK)?;
+                self.check_status("from_dlpack_versioned", st, import_status(&t))?;
+                if st != BC_OK {
+                    if !u.is_null() || DELETED.load(Ordering::SeqCst) != 0 {
+                        return Err(
+                            "from_dlpack_versioned: a refused import left a tensor or freed".into(),
+                        );
+                    }
+                    // SAFETY: a refused import leaves the struct to the consumer.
+                    unsafe { counting_v(m) };
+                    return Self::deleted_once(what);
+                }
                 let checked = self.check_import("from_dlpack_versioned", u, &t, data);
                 if DELETED.load(Ordering::SeqCst) != 0 {
                     return Err("from_dlpack_versioned: the deleter ran before the free".into());
@@ -257,7 +288,15 @@ impl Runner<'_> {
                 let mut u: *mut bc_tensor = ptr::null_mut();
                 // SAFETY: a valid struct whose memory lives until its deleter runs.
                 let st = unsafe { bc_tensor_from_dlpack(m, &mut u) };
-                self.check_status("from_dlpack", st, BC_OK)?;
+                self.check_status("from_dlpack", st, import_status(&t))?;
+                if st != BC_OK {
+                    if !u.is_null() || DELETED.load(Ordering::SeqCst) != 0 {
+                        return Err("from_dlpack: a refused import left a tensor or freed".into());
+                    }
+                    // SAFETY: a refused import leaves the struct to the consumer.
+                    unsafe { counting_u(m) };
+                    return Self::deleted_once(what);
+                }
                 let checked = self.check_import("from_dlpack", u, &t, data);
                 if DELETED.load(Ordering::SeqCst) != 0 {
                     return Err("from_dlpack: the deleter ran before the free".into());
@@ -269,6 +308,11 @@ impl Runner<'_> {
                 unsafe { counting_u(m) };
             }
         }
+        Self::deleted_once(what)
+    }
+
+    /// The step's end: the export's deleter ran exactly once.
+    fn deleted_once(what: &str) -> Result<Result<(), Skip>, String> {
         let n = DELETED.load(Ordering::SeqCst);
         if n != 1 {
             return Err(format!("{what}: the deleter ran {n} times"));

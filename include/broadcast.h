@@ -1441,7 +1441,9 @@ BC_MUST_USE int32_t bc_tensor_to_dlpack(const struct bc_tensor *t, struct DLMana
  * 0))`, PyTorch, JAX, ...), without copying. Element `(i0, ...)` is at
  * `data + byte_offset + (i0*strides[0] + ...) * itemsize`; NULL strides mean row-major. Taken:
  * CPU memory (`kDLCPU`); bool, uint8, int8 to int64, float16, bfloat16, float32, float64 with
- * one lane; strides not negative; the first element aligned to its size; major version 1.
+ * one lane; strides not negative (but for a dimension of size 1 or a tensor with no elements,
+ * where a negative stride addresses nothing and is taken as 0); the first element aligned to its
+ * size; major version 1.
  * With `DLPACK_FLAG_BITMASK_READ_ONLY` in `flags`, the tensor and every view of it refuse
  * writes (`BC_ERR_READ_ONLY`).
  *

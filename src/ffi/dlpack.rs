@@ -412,13 +412,22 @@ unsafe fn import<M: 'static>(
         crate::engine::shape::contiguous_strides(&shape)?
     } else {
         let raw = unsafe { super::handle::slice_in(strides, ndim, "dl_tensor.strides")? };
+        // A stride that addresses no element (of a dimension of size 1, or of a tensor with no
+        // elements) may be anything, as in a PyTorch view whose stride wrapped past `i64::MAX`
+        // or NumPy's reversed single element: a negative one is taken as 0.
+        let addresses = !shape.contains(&0);
         let mut out: Strides = try_small_with_capacity(ndim)?;
-        for &s in raw {
-            out.push(isize::try_from(s).ok().filter(|&s| s >= 0).ok_or_else(|| {
-                FfiError::invalid(format_args!(
-                    "DLPack stride {s} is not supported: strides must not be negative"
-                ))
-            })?);
+        for (&s, &n) in raw.iter().zip(&shape) {
+            let s = match isize::try_from(s) {
+                Ok(s) if s < 0 && (n == 1 || !addresses) => 0,
+                Ok(s) if s >= 0 => s,
+                _ => {
+                    return Err(FfiError::invalid(format_args!(
+                        "DLPack stride {s} is not supported: strides must not be negative"
+                    )))
+                }
+            };
+            out.push(s);
         }
         out
     };
@@ -495,7 +504,9 @@ fn hand_out_import(
 /// 0))`, PyTorch, JAX, ...), without copying. Element `(i0, ...)` is at
 /// `data + byte_offset + (i0*strides[0] + ...) * itemsize`; NULL strides mean row-major. Taken:
 /// CPU memory (`kDLCPU`); bool, uint8, int8 to int64, float16, bfloat16, float32, float64 with
-/// one lane; strides not negative; the first element aligned to its size; major version 1.
+/// one lane; strides not negative (but for a dimension of size 1 or a tensor with no elements,
+/// where a negative stride addresses nothing and is taken as 0); the first element aligned to its
+/// size; major version 1.
 /// With `DLPACK_FLAG_BITMASK_READ_ONLY` in `flags`, the tensor and every view of it refuse
 /// writes (`BC_ERR_READ_ONLY`).
 ///
