@@ -1629,8 +1629,8 @@ int32_t bc_expr_eval_out(const struct bc_expr_step *steps,
  * dims.
  *
  * The result equals `bc_expr_eval` then `bc_reduce(op, value, dims, ndims, keepdim)` bit for bit,
- * a NaN's sign and payload included (the elements come from the same pass `bc_expr_eval` runs;
- * against the separate elementwise calls, `bc_expr_eval`'s own rule on NaNs applies): the
+ * under the rule of every fused call: a NaN may be any NaN (its sign and payload depend on the
+ * order operands meet in a loop, which the compiler may choose differently in each): the
  * reduction's types (a sum or product of bools and integers is int64; a mean of them is refused),
  * dims (`(NULL, 0)` reduces every dimension, negative ones count from the end, a 0-d value takes 0
  * or -1), `keepdim`, and its summation order, which follows the layout `bc_expr_eval` gives the
