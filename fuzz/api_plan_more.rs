@@ -294,12 +294,6 @@ impl Runner<'_> {
         let (Ok(ta), Ok(tb), Ok(tc)) = (self.resolve(a), self.resolve(b), self.resolve(c)) else {
             return Ok(Err(Skip));
         };
-        if [&ta, &tb, &tc]
-            .iter()
-            .any(|t| t.strides.iter().any(|&x| x < 0))
-        {
-            return Ok(Err(Skip));
-        }
         // A shape to sum to: mostly the trailing sizes of `a`, some made 1.
         if self.inp.u8() % 4 != 0 {
             let keep = to.len().min(ta.ndim());

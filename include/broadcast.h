@@ -1218,7 +1218,9 @@ typedef struct bc_geometry {
    */
   const int64_t *shape;
   /**
-   * `ndim` strides in elements, not negative; NULL for row-major.
+   * `ndim` strides in elements, not negative (but where a stride addresses nothing: on a
+   * dimension of size 1, or when a size is 0, as a view of an empty tensor can have); NULL
+   * for row-major.
    */
   const int64_t *strides;
 } bc_geometry;

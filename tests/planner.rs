@@ -856,3 +856,32 @@ fn a_sum_to_size_target_too_large_to_count_is_refused_alike() {
     .unwrap();
     assert_eq!(tally.refused, 1, "{tally:?}");
 }
+
+/// A view of an empty tensor can hold a negative stride, where it addresses nothing: PyTorch's
+/// `unsqueeze` stride for a new dimension before one of 2^61 elements of stride 5 wraps past
+/// `i64::MAX`. The planner takes the geometry of every tensor the library makes, and agrees with
+/// the call (it refused that stride as it refuses one that addresses elements).
+#[test]
+fn a_negative_stride_that_addresses_nothing_is_planned() {
+    let t = T::zeros(I8, &[0, 1 << 61, 2, 3]).unwrap();
+    let t = t.as_strided(&[0, 1 << 61, 2, 3], &[3, 5, 2, 2], 0).unwrap();
+    let mut u = ptr::null_mut();
+    check(unsafe { bc_tensor_unsqueeze(t.ptr(), 1, &mut u) }).unwrap();
+    let u = T(u);
+    assert!(u.strides()[1] < 0, "{:?}", u.strides());
+    let one = T::zeros(F32, &[]).unwrap();
+    let mut tally = Tally::default();
+    for (a, b) in [(&u, &one), (&one, &u), (&u, &u)] {
+        for op in [BC_OP_ADD, BC_OP_LT] {
+            agree(op, a, b, Form::New, &mut tally).unwrap();
+        }
+    }
+    assert_eq!(tally.ok, 6, "{tally:?}");
+    // Where the stride addresses elements, it is still refused.
+    let mut g = Geo::of(&T::zeros(F32, &[2, 3]).unwrap());
+    g.strides[0] = -3;
+    let g1 = Geo::of(&one);
+    let mut plan = bc_plan_zeroed();
+    let st = unsafe { bc_plan_binary(BC_OP_ADD, &g.raw(), &g1.raw(), &mut plan) };
+    assert_eq!(st, BC_ERR_INVALID_ARG, "{}", last_error());
+}

@@ -538,7 +538,7 @@ fn check_view_bounds(
     strides: &[isize],
     offset: usize,
 ) -> Result<()> {
-    let end = view_end(dtype, shape, strides, offset)?;
+    let end = view_end(dtype, shape, strides, offset, false)?;
     if end > nbytes {
         return Err(Error::invalid(format_args!(
             "view reaches byte {end} but the storage holds {nbytes} bytes"
@@ -548,9 +548,11 @@ fn check_view_bounds(
 }
 
 /// A geometry some view can have (strides in elements): what a tensor made with it would be
-/// checked for, but for the size of a storage under it. The planner's operands pass this.
+/// checked for, but for the size of a storage under it, and for negative strides that address
+/// nothing (of a dimension of size 1, or of a geometry with no elements), which views of empty
+/// tensors with huge sizes get as PyTorch's wrap. The planner's operands pass this.
 pub fn check_geometry(dtype: DType, shape: &[usize], strides: &[isize]) -> Result<()> {
-    if view_end(dtype, shape, strides, 0)? > isize::MAX as usize {
+    if view_end(dtype, shape, strides, 0, true)? > isize::MAX as usize {
         return Err(Error::Overflow {
             what: "view extent",
         });
@@ -559,12 +561,22 @@ pub fn check_geometry(dtype: DType, shape: &[usize], strides: &[isize]) -> Resul
 }
 
 /// The byte just past the furthest element of the view (0 when it has none), refusing negative
-/// strides and products that overflow.
-fn view_end(dtype: DType, shape: &[usize], strides: &[isize], offset: usize) -> Result<usize> {
+/// strides (but, when `unaddressed_may_be_negative`, those that address nothing) and products
+/// that overflow.
+fn view_end(
+    dtype: DType,
+    shape: &[usize],
+    strides: &[isize],
+    offset: usize,
+    unaddressed_may_be_negative: bool,
+) -> Result<usize> {
     if shape.len() != strides.len() {
         return Err(Error::invalid("shape and strides differ in length"));
     }
-    if let Some(s) = strides.iter().find(|&&s| s < 0) {
+    let empty = shape.contains(&0);
+    let refused =
+        |(&n, &s): (&usize, &isize)| s < 0 && !(unaddressed_may_be_negative && (n == 1 || empty));
+    if let Some((_, s)) = shape.iter().zip(strides).find(|&d| refused(d)) {
         return Err(Error::invalid(format_args!(
             "negative strides are not supported (got {s})"
         )));

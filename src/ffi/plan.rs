@@ -28,7 +28,9 @@ pub struct bc_geometry {
     pub ndim: usize,
     /// `ndim` sizes (NULL when `ndim` is 0).
     pub shape: *const i64,
-    /// `ndim` strides in elements, not negative; NULL for row-major.
+    /// `ndim` strides in elements, not negative (but where a stride addresses nothing: on a
+    /// dimension of size 1, or when a size is 0, as a view of an empty tensor can have); NULL
+    /// for row-major.
     pub strides: *const i64,
 }
 
