@@ -61,3 +61,61 @@ func TestYoungTensors(t *testing.T) {
 	waitLive(t, base)
 	f.check(t, hs)
 }
+
+// A small result closed while young is freed by the young list, exactly once: not at its Close,
+// but with the others closed since, in one cgo call, when the list fills, or when LiveCount
+// counts; its storage is uncounted then. Until then it is closed to every call all the same.
+func TestYoungClosedFreedTogether(t *testing.T) {
+	if bc.DebugGC {
+		t.Skip("-tags bcdebug frees every tensor at its Close")
+	}
+	base := settle()
+	f := countFrees(t)
+	bc.FlushYoung()
+	x := must(bc.Ones(bc.Float32, 4))(t)
+	bytes := bc.OpenBytes()
+	r := must(bc.Add.Apply(x, x))(t)
+	if got := bc.OpenBytes() - bytes; got != bc.StorageBytes(r) || got != 32 {
+		t.Errorf("a 4-element result counts %d bytes, want 32", got)
+	}
+	h := bc.Handle(r)
+	r.Close()
+	if n := f.count(h); n != 0 {
+		t.Errorf("a young result's handle was freed %d times at its Close; the young list frees it", n)
+	}
+	if bc.Handle(r) != 0 || r.IsLive() {
+		t.Errorf("a closed young result still has its handle")
+	}
+	_, err := bc.Add.Apply(r, x)
+	checkErr(t, err, bc.ErrInvalidHandle, "tensor is closed")
+	if n := bc.LiveCount(); n != base+1 {
+		t.Errorf("LiveCount %d, want %d (x alone)", n, base+1)
+	}
+	if n := f.count(h); n != 1 {
+		t.Errorf("after LiveCount the closed result's handle was freed %d times, want 1", n)
+	}
+	if got := bc.OpenBytes(); got != bytes {
+		t.Errorf("%d bytes counted after the result was freed, want %d", got, bytes)
+	}
+
+	// The list (x and YoungMax-1 results) fills: the results closed so far are freed, x and the
+	// last result (still open then) are armed, and the last one's Close frees it at once.
+	var hs []uintptr
+	for i := 0; i < bc.YoungMax-1; i++ {
+		r := must(bc.Mul.Apply(x, x))(t)
+		hs = append(hs, bc.Handle(r))
+		r.Close()
+	}
+	for _, h := range hs {
+		if n := f.count(h); n != 1 {
+			t.Errorf("handle %#x freed %d times once the young list filled, want 1", h, n)
+		}
+	}
+	if !bc.Armed(x) {
+		t.Errorf("x, open when the young list filled, was not armed")
+	}
+	hs = append(hs, h, bc.Handle(x))
+	x.Close()
+	waitLive(t, base)
+	f.check(t, hs)
+}
