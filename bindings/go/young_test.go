@@ -1,6 +1,8 @@
 package broadcast_test
 
 import (
+	"runtime"
+	"sync"
 	"testing"
 
 	bc "libbroadcast/broadcast"
@@ -115,6 +117,69 @@ func TestYoungClosedFreedTogether(t *testing.T) {
 		t.Errorf("x, open when the young list filled, was not armed")
 	}
 	hs = append(hs, h, bc.Handle(x))
+	x.Close()
+	waitLive(t, base)
+	f.check(t, hs)
+}
+
+// Small results closed once, closed by two goroutines at once, or dropped, from several
+// goroutines, while LiveCount sweeps the young list and collections arm it: every handle is
+// freed exactly once.
+func TestYoungConcurrentCloseAndSweep(t *testing.T) {
+	base := settle()
+	f := countFrees(t)
+	x := must(bc.Ones(bc.Float32, 4))(t)
+	var mu sync.Mutex
+	var hs []uintptr
+	stop := make(chan struct{})
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				bc.LiveCount()
+				runtime.GC()
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 300; i++ {
+				r, err := bc.Add.Apply(x, x)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				hs = append(hs, bc.Handle(r))
+				mu.Unlock()
+				switch i % 3 {
+				case 0:
+					r.Close()
+				case 1:
+					var both sync.WaitGroup
+					both.Add(2)
+					for k := 0; k < 2; k++ {
+						go func() {
+							defer both.Done()
+							r.Close()
+						}()
+					}
+					both.Wait()
+				} // else dropped unclosed
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-swept
+	hs = append(hs, bc.Handle(x))
 	x.Close()
 	waitLive(t, base)
 	f.check(t, hs)
