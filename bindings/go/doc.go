@@ -25,20 +25,22 @@
 // # Memory
 //
 // A tensor's elements live in the library's memory, outside Go's heap, where the garbage
-// collector neither sees them nor counts them when it decides to run. Close frees them at once.
+// collector neither sees them nor counts them when it decides to run. Close frees them (at once,
+// but for small results: below).
 // A tensor dropped without Close is freed by its finalizer, which runs only after a collection
 // has found the tensor unreachable (a result of less than 64 KiB gets its finalizer only if it is
-// still open at the next collection, or after 63 more such results: setting and clearing a
+// still open at the next collection, or after 7 more such results: setting and clearing a
 // finalizer would cost a short-lived result more than its cgo calls; so a small one dropped
-// unclosed waits for a second collection); so that dropped tensors cannot pile up while Go's own
-// allocations bring no collection, the package counts the bytes of storage behind its open
-// tensors and calls runtime.GC itself when they pass half again (and at least 16 MiB more than)
-// what its previous collection left. A program that drops its results unclosed thus holds about
-// half again the memory of the tensors it still uses (at least 16 MiB more), and pays a
-// collection each time the bound is passed; one that closes its tensors seldom or never reaches
-// it. Only storage the library
-// allocated for a result counts: a view shares its tensor's storage, and memory given to WrapC
-// or FromDLPack is freed by its owner. Finalizers run one at a time on one goroutine: one that
+// unclosed waits for a second collection). Such a small result's handle is also freed a little
+// after its Close, with up to 7 others in one cgo call, and always before LiveCount counts: a cgo
+// call to free each would cost as much as the operation. So that dropped tensors cannot pile up
+// while Go's own allocations bring no collection, the package counts the bytes of storage behind
+// its open tensors and calls runtime.GC itself when they pass half again (and at least 16 MiB
+// more than) what its previous collection left. A program that drops its results unclosed thus
+// holds about half again the memory of the tensors it still uses (at least 16 MiB more), and pays
+// a collection each time the bound is passed; one that closes its tensors seldom or never
+// reaches it. Only storage the library allocated for a result counts: a view shares its tensor's
+// storage, and memory given to WrapC or FromDLPack is freed by its owner. Finalizers run one at a time on one goroutine: one that
 // blocks holds up the freeing of every dropped tensor.
 //
 // # Operations

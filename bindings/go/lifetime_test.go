@@ -30,6 +30,13 @@ func countFrees(t *testing.T) *frees {
 	return f
 }
 
+// count is how many times h was freed.
+func (f *frees) count(h uintptr) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n[h]
+}
+
 // check fails the test unless every handle in hs was freed exactly once, and nothing else was.
 func (f *frees) check(t *testing.T, hs []uintptr) {
 	t.Helper()

@@ -88,6 +88,10 @@ static gobc_dims dims_done(int32_t status, size_t ndim, gobc_dims *d) {
 
 void gobc_free(uintptr_t t) { bc_tensor_free(H(t)); }
 
+void gobc_free_n(const uintptr_t *hs, size_t n) {
+	for (size_t i = 0; i < n; i++) bc_tensor_free(H(hs[i]));
+}
+
 bool gobc_is_live(uintptr_t t) { return bc_tensor_is_live(H(t)); }
 
 gobc_res gobc_binary(int32_t op, uintptr_t a, uintptr_t b) {

@@ -43,6 +43,8 @@ typedef struct {
 } gobc_dims;
 
 void gobc_free(uintptr_t t);
+// Frees the n handles at hs, in one cgo call (the young list's closed tensors, young.go).
+void gobc_free_n(const uintptr_t *hs, size_t n);
 bool gobc_is_live(uintptr_t t);
 
 gobc_res gobc_binary(int32_t op, uintptr_t a, uintptr_t b);

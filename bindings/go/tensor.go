@@ -10,7 +10,8 @@ import (
 	"unsafe"
 )
 
-// Tensor owns one libbroadcast handle. Close frees it at once; a finalizer frees it too if a
+// Tensor owns one libbroadcast handle. Close frees it (a small result's a little later, with
+// others: see the package documentation, Memory); a finalizer frees it too if a
 // Tensor becomes unreachable while still open, after a garbage collection (the second one for a
 // small result, which gets its finalizer only if it outlives its first collection), which the
 // package brings about when the storage of open tensors grows (see the package documentation,
@@ -23,47 +24,61 @@ import (
 // accessors that return no error (DType, Shape, ...) each say what they return for one.
 type Tensor struct {
 	// The handle, as a number: it is a token the library checks, not an address, and
-	// may fall inside the Go heap's address range, so it is never held in a pointer type.
-	h atomic.Uintptr
+	// may fall inside the Go heap's address range, so it is never held in a pointer type. Set
+	// when the tensor is made and never changed: st tells whether it is still this tensor's.
+	h uintptr
 	// The bytes of storage the library allocated for this tensor (0 for a view), counted while
 	// it is open (unclosed.go).
 	nbytes int64
-	// armed is set once the finalizer is set: a small new tensor starts without one (young.go).
-	armed atomic.Bool
+	// st is where the tensor is in its life (young.go): stYoung, stYoungClosed, stArmed or
+	// stClosed. Changed only by compare-and-swap, so that exactly one party frees the handle.
+	st atomic.Int32
 }
 
-// newTensor owns the handle h, whose new storage takes nbytes.
+// newTensor owns the handle h, whose new storage takes nbytes (counted by adopt).
 func newTensor(h C.uintptr_t, nbytes int64) *Tensor {
-	t := &Tensor{nbytes: nbytes}
-	t.h.Store(uintptr(h))
+	t := &Tensor{h: uintptr(h), nbytes: nbytes}
 	adopt(t)
-	if nbytes > 0 {
-		opened(nbytes)
-	}
 	return t
 }
 
 // Close frees the handle. It may be called any number of times, from any goroutine; only the
-// first call frees.
+// first call frees. (The handle of a small result closed while on the young list is freed a
+// little later, with others in one cgo call: young.go. Nothing can use it meanwhile, and
+// LiveCount frees those first.)
 func (t *Tensor) Close() {
-	if t != nil && t.free() && t.armed.Load() {
-		runtime.SetFinalizer(t, nil)
+	if t == nil {
+		return
+	}
+	for {
+		switch t.st.Load() {
+		case stYoung:
+			if t.st.CompareAndSwap(stYoung, stYoungClosed) {
+				return // the young list frees it
+			}
+		case stArmed:
+			if t.free() {
+				runtime.SetFinalizer(t, nil)
+			}
+			return
+		default:
+			return // closed already
+		}
 	}
 }
 
-// free swaps the handle to 0 and frees the old one if it was live: Close and the finalizer can
-// never both free it.
+// free frees the handle of an armed tensor unless it is closed already (Close and the
+// finalizer: only one of them frees it), and reports whether it did.
 func (t *Tensor) free() bool {
-	h := t.h.Swap(0)
-	if h == 0 {
+	if !t.st.CompareAndSwap(stArmed, stClosed) {
 		return false
 	}
-	C.gobc_free(C.uintptr_t(h))
+	C.gobc_free(C.uintptr_t(t.h))
 	if t.nbytes > 0 {
 		closed(t.nbytes)
 	}
 	if hook := freeHook.Load(); hook != nil {
-		(*hook)(h)
+		(*hook)(t.h)
 	}
 	return true
 }
@@ -80,7 +95,10 @@ func (t *Tensor) handle() C.uintptr_t {
 	if debugGC {
 		runtime.GC() // -tags bcdebug: a missing keep shows up as a freed handle
 	}
-	return C.uintptr_t(t.h.Load())
+	if t.st.Load() >= stYoungClosed {
+		return 0
+	}
+	return C.uintptr_t(t.h)
 }
 
 // ref is the handle for one C call, or the *Error for a closed tensor. A nil *Tensor passes as
@@ -361,7 +379,12 @@ func checkElem[T Elem](t *Tensor) error {
 }
 
 // LiveCount is the number of live handles in the process (bc_tensor_live_count), for leak checks.
-func LiveCount() int { return int(C.bc_tensor_live_count()) }
+// The handles of closed tensors that wait on the young list (young.go) are freed first, so they
+// are not counted.
+func LiveCount() int {
+	sweepYoung()
+	return int(C.bc_tensor_live_count())
+}
 
 // IsLive is whether t's handle is live (false once closed, and for nil).
 func (t *Tensor) IsLive() bool {

@@ -5,6 +5,8 @@ package broadcast
 import "C"
 
 import (
+	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -67,4 +69,47 @@ func (t *Tensor) String() string {
 	}
 	return "<" + t.DType().String() + " tensor of shape (" + strings.Join(dims, ", ") + "): " +
 		err.Error() + ">"
+}
+
+// Format makes fmt print a tensor through the library's text (String): %v and %s print it, %q
+// quotes it, %x and %X print it in hex, each with fmt's width, precision and flags as for a
+// string; %#v prints GoString (fmt would otherwise show the struct's handle, a number of no use).
+// Another verb prints as fmt prints a wrong one: %!d(*broadcast.Tensor=tensor([1, 2])).
+func (t *Tensor) Format(f fmt.State, verb rune) {
+	switch {
+	case verb == 'v' && f.Flag('#'):
+		io.WriteString(f, t.GoString())
+	case verb == 'v' || verb == 's' || verb == 'q' || verb == 'x' || verb == 'X':
+		if verb == 'v' {
+			verb = 's'
+		}
+		directive := "%"
+		for _, flag := range "-+# 0" {
+			if f.Flag(int(flag)) {
+				directive += string(flag)
+			}
+		}
+		if w, ok := f.Width(); ok {
+			directive += strconv.Itoa(w)
+		}
+		if p, ok := f.Precision(); ok {
+			directive += "." + strconv.Itoa(p)
+		}
+		fmt.Fprintf(f, directive+string(verb), t.String())
+	default:
+		fmt.Fprintf(f, "%%!%c(*broadcast.Tensor=%s)", verb, t.String())
+	}
+}
+
+// GoString describes t by its type and shape, as &broadcast.Tensor{DType: float32, Shape: [2 3]}
+// ("&broadcast.Tensor{closed}" once closed, "(*broadcast.Tensor)(nil)" for nil): fmt's %#v.
+func (t *Tensor) GoString() string {
+	if t == nil {
+		return "(*broadcast.Tensor)(nil)"
+	}
+	d, shape := t.DType(), t.Shape()
+	if d < 0 || shape == nil {
+		return "&broadcast.Tensor{closed}"
+	}
+	return fmt.Sprintf("&broadcast.Tensor{DType: %s, Shape: %v}", d, shape)
 }

@@ -18,7 +18,9 @@ import (
 // Counted are the bytes of storage the library allocated for a result: numel times the element
 // size (8 bytes an element below 512 elements, see storage_bytes in shims.c). A view shares its
 // tensor's storage and counts nothing; memory given by WrapC or FromDLPack is its owner's to
-// free, and is not counted either.
+// free, and is not counted either. The young list's tensors (young.go) are counted youngMax at a
+// time, when the list is armed, and uncounted when the list frees them: the count lags by at most
+// youngMax*youngBytes (512 KiB), an atomic addition less for each small result.
 
 // minHeadroom is the least growth of the count between two collections the package starts.
 const minHeadroom = 16 << 20

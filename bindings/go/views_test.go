@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -98,6 +100,37 @@ func TestText(t *testing.T) {
 	}
 	if got, want := big.String(), "<float32 tensor of shape (6, 6, 6, 6, 6, 6, 6, 6): "+e.Message+">"; got != want {
 		t.Errorf("String of a large tensor %q, want %q", got, want)
+	}
+}
+
+// fmt prints a tensor through the library's text, with the flags and sizes it takes for a
+// string; %#v describes the type and shape instead of showing the handle.
+func TestFormat(t *testing.T) {
+	x := must(bc.FromSlice([]int{2}, []int32{1, 2}))(t)
+	text := "tensor([1, 2], dtype=torch.int32)"
+	for _, c := range []struct{ format, want string }{
+		{"%v", text},
+		{"%s", text},
+		{"%+v", text},
+		{"%q", strconv.Quote(text)},
+		{"%.6s", "tensor"},
+		{"%40v|", strings.Repeat(" ", 40-len(text)) + text + "|"},
+		{"%-40s|", text + strings.Repeat(" ", 40-len(text)) + "|"},
+		{"%x", fmt.Sprintf("%x", text)},
+		{"%d", "%!d(*broadcast.Tensor=" + text + ")"},
+		{"%#v", "&broadcast.Tensor{DType: int32, Shape: [2]}"},
+	} {
+		if got := fmt.Sprintf(c.format, x); got != c.want {
+			t.Errorf("Sprintf(%q) = %q, want %q", c.format, got, c.want)
+		}
+	}
+	x.Close()
+	if got := fmt.Sprintf("%v %#v", x, x); got != "<closed tensor> &broadcast.Tensor{closed}" {
+		t.Errorf("a closed tensor prints as %q", got)
+	}
+	var none *bc.Tensor
+	if got := fmt.Sprintf("%v %#v", none, none); got != "<nil> (*broadcast.Tensor)(nil)" {
+		t.Errorf("a nil tensor prints as %q", got)
 	}
 }
 

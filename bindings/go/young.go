@@ -1,5 +1,8 @@
 package broadcast
 
+// #include "shims.h"
+import "C"
+
 import (
 	"runtime"
 	"sync"
@@ -7,73 +10,155 @@ import (
 
 // A finalizer costs a Go value more than its cgo calls do: runtime.SetFinalizer when a tensor is
 // made and SetFinalizer(t, nil) when it is closed take as long together as one to two empty cgo
-// calls, most of an allocating call's cost beyond the C call for a small result (`make
-// go-bench`, BenchmarkOwnerFinalizer). Most small results are closed soon after they are made.
-// So a new tensor with a small storage of its own (below youngBytes) gets no finalizer at first:
-// it goes on the young list, which holds it, so that it cannot be collected without one. The
-// list is armed (each tensor on it still open gets its finalizer, and the list lets go of them)
-// when it is full, before each collection the package starts, and after each garbage
-// collection (a finalizer on a tick object tells when one has run). A tensor closed while young
-// never had a finalizer, and Close has none to clear.
+// calls (`make go-bench`, BenchmarkOwnerFinalizer); and a cgo call to free each result costs as
+// much as the library's whole work on a small operation. Most small results are closed soon after
+// they are made. So a new tensor with a small storage of its own (below youngBytes) gets no
+// finalizer at first: it goes on the young list, which holds it, so that it cannot be collected
+// without one. Closing a young tensor only marks it closed (one compare-and-swap, no lock, no cgo
+// call); the list frees the handles of its closed tensors together, in one cgo call, when it is
+// full (youngMax tensors), before LiveCount counts, before each collection the package starts and
+// after each garbage collection (a finalizer on a tick object tells when one has run). At the
+// same times but the second, it arms its tensors still open: each gets its finalizer, and the
+// list lets go of them; an armed tensor is freed by Close or its finalizer as any other.
 //
 // What it changes: a small tensor dropped unclosed is freed after the second garbage collection
-// at most (the first arms it) instead of the first, or when youngMax more small tensors have
-// been made; the young list holds at most youngMax tensors of less than youngBytes each (4 MiB
-// in all). Views (which share another tensor's storage, and may keep a large one alive), tensors
-// over memory the library did not allocate, and large results get their finalizer at once, as
-// every tensor does with -tags bcdebug.
+// at most (the first arms it) instead of the first, or once youngMax more small tensors have been
+// made; a small tensor's handle is freed up to youngMax results after its Close (the list holds
+// at most youngMax tensors of less than youngBytes each, 2 MiB in all). Nothing else can tell: a
+// closed tensor's handle is never used again. Views (which share another tensor's storage, and
+// may keep a large one alive), tensors over memory the library did not allocate (WrapC,
+// FromDLPack: their release callback runs on the thread of the Close that frees them), and large
+// results get their finalizer at once and are freed by Close itself, as every tensor is with
+// -tags bcdebug.
 
 const (
 	// youngMax is the most tensors on the young list.
-	youngMax = 64
+	youngMax = 8
 	// youngBytes is the storage below which a new tensor starts on the young list.
 	youngBytes = 64 << 10
+)
+
+// A tensor's states (Tensor.st). stYoung goes to stYoungClosed (Close) or stArmed (the list arms
+// it); stArmed to stClosed (Close or the finalizer); the young list frees the handles of the
+// stYoungClosed ones. The open states come first: a tensor is closed when st >= stYoungClosed
+// (one comparison, which keeps handle, and so open2, inlined).
+const (
+	stYoung int32 = iota
+	stArmed
+	stYoungClosed
+	stClosed
 )
 
 var (
 	youngMu sync.Mutex
 	young   = make([]*Tensor, 0, youngMax)
+	// youngOpen is the storage of the tensors put on the young list since it was last armed,
+	// not yet counted in openBytes (unclosed.go): counted when the list is armed, once for
+	// youngMax tensors, instead of by an atomic addition for each.
+	youngOpen int64
+	// dead holds the handles the young list frees in one cgo call (youngMu held).
+	dead [youngMax]C.uintptr_t
 )
 
-// adopt gives the new tensor t its finalizer, or puts it on the young list.
+// adopt gives the new tensor t its finalizer, or puts it on the young list, and counts its
+// storage.
 func adopt(t *Tensor) {
 	if debugGC || t.nbytes <= 0 || t.nbytes >= youngBytes {
 		arm(t)
+		if t.nbytes > 0 {
+			opened(t.nbytes)
+		}
 		return
 	}
 	youngMu.Lock()
 	young = append(young, t)
-	if len(young) == youngMax {
-		armYoung()
+	youngOpen += t.nbytes
+	if len(young) < youngMax {
+		youngMu.Unlock()
+		return
 	}
+	n := youngOpen
+	armYoung()
 	youngMu.Unlock()
+	opened(n) // outside the lock: it may collect, which arms the young list
 }
 
-// arm sets t's finalizer. A Close racing with it may have read armed as false and not cleared
-// the finalizer: it then runs on a closed tensor and finds nothing to free.
+// arm sets the finalizer of t, new or young. A Close racing with it may clear the finalizer
+// before it is set: it then runs on a closed tensor and finds nothing to free.
 func arm(t *Tensor) {
-	t.armed.Store(true)
+	t.st.Store(stArmed)
 	runtime.SetFinalizer(t, (*Tensor).free)
 }
 
-// armYoung arms the tensors on the young list that are still open and empties it. youngMu is
-// held.
+// armYoung frees the young list's closed tensors in one cgo call, arms those still open, empties
+// the list and clears youngOpen (the caller counts it). youngMu is held.
 func armYoung() {
-	for i, t := range young {
-		if t.h.Load() != 0 {
-			arm(t)
+	youngOpen = 0
+	n, bytes := 0, int64(0)
+	for _, t := range young {
+		// A closed one is seen by a plain load (a compare-and-swap that fails is a locked
+		// instruction all the same, a tenth of a small call's cost).
+		if t.st.Load() == stYoung && t.st.CompareAndSwap(stYoung, stArmed) {
+			runtime.SetFinalizer(t, (*Tensor).free)
+		} else { // stYoungClosed, for good: nothing else leaves it
+			dead[n] = C.uintptr_t(t.h)
+			n++
+			bytes += t.nbytes
 		}
+	}
+	freeDead(n, bytes)
+	for i := range young {
 		young[i] = nil
 	}
 	young = young[:0]
 }
 
-// flushYoung arms the young list: before a collection the package starts, so that it can find
-// the dropped ones unreachable.
+// sweepYoung frees the handles of the young list's closed tensors, takes them off the list, and
+// leaves the others young.
+func sweepYoung() {
+	youngMu.Lock()
+	n, kept, bytes := 0, 0, int64(0)
+	for _, t := range young {
+		if t.st.Load() == stYoungClosed { // for good: nothing else leaves it
+			dead[n] = C.uintptr_t(t.h)
+			n++
+			bytes += t.nbytes
+		} else {
+			young[kept] = t
+			kept++
+		}
+	}
+	freeDead(n, bytes)
+	for i := kept; i < len(young); i++ {
+		young[i] = nil
+	}
+	young = young[:kept]
+	youngMu.Unlock()
+}
+
+// freeDead frees the first n handles in dead in one cgo call, and uncounts their storage, bytes.
+// youngMu is held.
+func freeDead(n int, bytes int64) {
+	if n == 0 {
+		return
+	}
+	C.gobc_free_n(&dead[0], C.size_t(n))
+	closed(bytes)
+	if hook := freeHook.Load(); hook != nil {
+		for _, h := range dead[:n] {
+			(*hook)(uintptr(h))
+		}
+	}
+}
+
+// flushYoung frees the young list's closed tensors and arms the others: before a collection the
+// package starts, so that it can find the dropped ones unreachable, and after each collection.
 func flushYoung() {
 	youngMu.Lock()
+	n := youngOpen
 	armYoung()
 	youngMu.Unlock()
+	openBytes.Add(n) // counted without a check of the bound: collect calls this
 }
 
 // tick's finalizer runs after each garbage collection (one that found the tick unreachable):
