@@ -1,7 +1,7 @@
 //! `a op b` between tensors: the entry points, and how the result is written once the checks have
 //! passed.
 
-use super::decide::{decide, result_layout, steps, BinaryDecision, BinaryTypes};
+use super::decide::{decide, result_layout, steps, BinaryDecision, BinaryTypes, Steps};
 use super::operand::{Geometry, Operand as _};
 use super::walk::{run_elementwise_rows, Walk};
 use super::{Dest, Options, Warnings};
@@ -25,9 +25,9 @@ pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, opts: Options) -> Result<(Te
         strides: &strides,
         wrapped: false,
     };
-    check_sizes(op, result, true, a, b, d.types)?;
+    let steps = check_sizes(op, result, true, a, b, d.types)?;
     let out = Tensor::new_dense(d.types.result, &d.shape, strides, Init::Uninit)?;
-    write_result(op, &out, a, b, d.types)?;
+    run_steps(op, &out, a, b, d.types, steps)?;
     Ok((out, d.warnings))
 }
 
@@ -87,8 +87,20 @@ pub(super) fn write_result(
     b: &Tensor,
     types: BinaryTypes,
 ) -> Result<()> {
-    check_sizes(op, dest.geometry(), false, a, b, types)?;
-    let steps = steps(op, dest.geometry(), a.geometry(), b.geometry(), types);
+    let steps = check_sizes(op, dest.geometry(), false, a, b, types)?;
+    run_steps(op, dest, a, b, types, steps)
+}
+
+/// [`write_result`] once its `steps` are decided and their sizes checked ([`check_sizes`]):
+/// a new result's call decides them once, for its result's geometry, before making it.
+fn run_steps(
+    op: BinaryOp,
+    dest: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    types: BinaryTypes,
+    steps: Steps,
+) -> Result<()> {
     let tmp = match steps.temp {
         true => Some(Tensor::new(types.result, dest.shape(), Init::Uninit)?),
         false => None,
@@ -115,7 +127,8 @@ pub(super) fn write_result(
 /// Refuses, before anything is allocated, what [`write_result`] would allocate (the new result
 /// when `new_result`, the temporary, the converted inputs) whose bytes do not fit, in that order:
 /// the planner counts every allocation before any is made, so a result that fails for want of
-/// memory must not hide a converted copy too large to exist.
+/// memory must not hide a converted copy too large to exist. Gives the steps, decided here once
+/// for the computation that follows.
 fn check_sizes(
     op: BinaryOp,
     dest: Geometry<'_>,
@@ -123,7 +136,7 @@ fn check_sizes(
     a: &Tensor,
     b: &Tensor,
     types: BinaryTypes,
-) -> Result<()> {
+) -> Result<Steps> {
     let bytes = |shape: &[usize], dtype: DType| checked_nbytes(checked_numel(shape)?, dtype.size());
     if new_result {
         bytes(dest.shape, types.result)?;
@@ -138,7 +151,7 @@ fn check_sizes(
             bytes(t.shape(), types.compute)?;
         }
     }
-    Ok(())
+    Ok(steps)
 }
 
 /// The one element of `t`, read as a float32.
