@@ -6,8 +6,8 @@
 //! unversioned export refuses with `BC_ERR_READ_ONLY`); then either the deleter called directly,
 //! or the struct imported back (`bc_tensor_from_dlpack_versioned` / `bc_tensor_from_dlpack`): the
 //! import has the same type, shape and strides (but a negative stride that addresses nothing, on
-//! a dimension of size 1 or of an empty tensor, is 0; any other negative one is refused), offset 0, the same data address and the same
-//! elements, and freeing it calls the deleter exactly once (the fuzzer puts a counting deleter
+//! a dimension of size 1 or of an empty tensor, is 0; any other negative one is refused), offset
+//! 0, the same data address and the same elements, and freeing it calls the deleter exactly once (the fuzzer puts a counting deleter
 //! in front of the library's). Nothing is left behind, so the model is unchanged by the step.
 use super::*;
 

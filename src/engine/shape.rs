@@ -125,6 +125,12 @@ pub fn fill_contiguous_strides(strides: &mut [isize], shape: &[usize]) {
     }
 }
 
+/// Whether a stride of a dimension of size `n` addresses no element, in a shape that is `empty`
+/// (holds a size 0): such a stride may be anything, even negative.
+pub fn addresses_nothing(n: usize, empty: bool) -> bool {
+    n == 1 || empty
+}
+
 /// Whether `strides` are exactly [`contiguous_strides`] of `shape`, size-1 dimensions included.
 pub fn is_row_major(shape: &[usize], strides: &[isize]) -> bool {
     let mut acc: isize = 1;

@@ -574,8 +574,9 @@ fn view_end(
         return Err(Error::invalid("shape and strides differ in length"));
     }
     let empty = shape.contains(&0);
-    let refused =
-        |(&n, &s): (&usize, &isize)| s < 0 && !(unaddressed_may_be_negative && (n == 1 || empty));
+    let refused = |(&n, &s): (&usize, &isize)| {
+        s < 0 && !(unaddressed_may_be_negative && shape::addresses_nothing(n, empty))
+    };
     if let Some((_, s)) = shape.iter().zip(strides).find(|&d| refused(d)) {
         return Err(Error::invalid(format_args!(
             "negative strides are not supported (got {s})"

@@ -415,11 +415,11 @@ unsafe fn import<M: 'static>(
         // A stride that addresses no element (of a dimension of size 1, or of a tensor with no
         // elements) may be anything, as in a PyTorch view whose stride wrapped past `i64::MAX`
         // or NumPy's reversed single element: a negative one is taken as 0.
-        let addresses = !shape.contains(&0);
+        let empty = shape.contains(&0);
         let mut out: Strides = try_small_with_capacity(ndim)?;
         for (&s, &n) in raw.iter().zip(&shape) {
             let s = match isize::try_from(s) {
-                Ok(s) if s < 0 && (n == 1 || !addresses) => 0,
+                Ok(s) if s < 0 && crate::engine::shape::addresses_nothing(n, empty) => 0,
                 Ok(s) if s >= 0 => s,
                 _ => {
                     return Err(FfiError::invalid(format_args!(
