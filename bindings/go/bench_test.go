@@ -74,6 +74,7 @@ func BenchmarkAdd(b *testing.B) {
 		sa, sb []int
 	}{
 		{"tiny(4)+(4)", []int{4}, []int{4}},
+		{"small(3,1)+(1,3)", []int{3, 1}, []int{1, 3}},
 		{"large(1024,1024)+(1024)", []int{1024, 1024}, []int{1024}},
 	} {
 		x := must(bc.Full(bc.Float32, 1.5, c.sa...))(b)
