@@ -24,7 +24,7 @@ import (
 // What it changes: a small tensor dropped unclosed is freed after the second garbage collection
 // at most (the first arms it) instead of the first, or once youngMax more small tensors have been
 // made; a small tensor's handle is freed up to youngMax results after its Close (the list holds
-// at most youngMax tensors of less than youngBytes each, 2 MiB in all). Nothing else can tell: a
+// at most youngMax tensors of less than youngBytes each, 512 KiB in all). Nothing else can tell: a
 // closed tensor's handle is never used again. Views (which share another tensor's storage, and
 // may keep a large one alive), tensors over memory the library did not allocate (WrapC,
 // FromDLPack: their release callback runs on the thread of the Close that frees them), and large
