@@ -130,10 +130,16 @@ func BenchmarkAdd(b *testing.B) {
 // (alloc-c-as-go: the results freed YoungMax at a time; a result of operands this small has its
 // element count bounded, not read), which tells the library's share of the difference from the
 // package's and cgo's.
-func BenchmarkAddTinyAlternating(b *testing.B) {
+func BenchmarkAddTinyAlternating(b *testing.B) { addAlternating(b, []int{4}, []int{4}) }
+
+// BenchmarkAddTinyAlternating for float32 (3,1)+(1,3), a broadcast whose C call costs a little
+// more (`go test -bench AddSmallAlternating`; `make go-bench` runs the other).
+func BenchmarkAddSmallAlternating(b *testing.B) { addAlternating(b, []int{3, 1}, []int{1, 3}) }
+
+func addAlternating(b *testing.B, sa, sb []int) {
 	const chunk = 2000
-	x := must(bc.Full(bc.Float32, 1.5, 4))(b)
-	y := must(bc.Full(bc.Float32, 2.25, 4))(b)
+	x := must(bc.Full(bc.Float32, 1.5, sa...))(b)
+	y := must(bc.Full(bc.Float32, 2.25, sb...))(b)
 	out := must(bc.Add.Apply(x, y))(b)
 	hx, hy, ho := bc.Handle(x), bc.Handle(y), bc.Handle(out)
 	perCall := func(f func()) float64 {
