@@ -74,6 +74,7 @@ func BenchmarkAdd(b *testing.B) {
 		sa, sb []int
 	}{
 		{"tiny(4)+(4)", []int{4}, []int{4}},
+		{"small(3,1)+(1,3)", []int{3, 1}, []int{1, 3}},
 		{"large(1024,1024)+(1024)", []int{1024, 1024}, []int{1024}},
 	} {
 		x := must(bc.Full(bc.Float32, 1.5, c.sa...))(b)
@@ -126,12 +127,19 @@ func BenchmarkAdd(b *testing.B) {
 // of chunk calls, for b.N chunks each: the median CPU time per call of each, and their ratio. A
 // shared machine's load changes over seconds; alternating every fraction of a millisecond gives
 // both sides nearly the same machine. Also timed: the C calls as the package makes them
-// (alloc-c-as-go: each result's element count read, the results freed YoungMax at a time), which
-// tells the library's share of the difference from the package's and cgo's.
-func BenchmarkAddTinyAlternating(b *testing.B) {
+// (alloc-c-as-go: the results freed YoungMax at a time; a result of operands this small has its
+// element count bounded, not read), which tells the library's share of the difference from the
+// package's and cgo's.
+func BenchmarkAddTinyAlternating(b *testing.B) { addAlternating(b, []int{4}, []int{4}) }
+
+// BenchmarkAddTinyAlternating for float32 (3,1)+(1,3), a broadcast whose C call costs a little
+// more (`go test -bench AddSmallAlternating`; `make go-bench` runs the other).
+func BenchmarkAddSmallAlternating(b *testing.B) { addAlternating(b, []int{3, 1}, []int{1, 3}) }
+
+func addAlternating(b *testing.B, sa, sb []int) {
 	const chunk = 2000
-	x := must(bc.Full(bc.Float32, 1.5, 4))(b)
-	y := must(bc.Full(bc.Float32, 2.25, 4))(b)
+	x := must(bc.Full(bc.Float32, 1.5, sa...))(b)
+	y := must(bc.Full(bc.Float32, 2.25, sb...))(b)
 	out := must(bc.Add.Apply(x, y))(b)
 	hx, hy, ho := bc.Handle(x), bc.Handle(y), bc.Handle(out)
 	perCall := func(f func()) float64 {
@@ -152,7 +160,7 @@ func BenchmarkAddTinyAlternating(b *testing.B) {
 			}
 		}))
 		allocC = append(allocC, perCall(func() { cbench.AddAlloc(hx, hy, chunk) }))
-		allocCB = append(allocCB, perCall(func() { cbench.AddAllocBatch(hx, hy, chunk, bc.YoungMax) }))
+		allocCB = append(allocCB, perCall(func() { cbench.AddAllocBatch(hx, hy, chunk, bc.YoungMax, false) }))
 		outGo = append(outGo, perCall(func() {
 			for k := 0; k < chunk; k++ {
 				if err := bc.Add.Out(out, x, y); err != nil {

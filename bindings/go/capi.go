@@ -17,6 +17,24 @@ func check(r C.gobc_res) error {
 	return newError(Status(r.status), r.err)
 }
 
+// failure turns a hot shim's failure record (shims.h) into an *Error, or nil for none. (A
+// separate function from failed, so that the check for nil is inlined.)
+func failure(rec *C.gobc_err) error {
+	if rec == nil {
+		return nil
+	}
+	return failed(rec)
+}
+
+// failed turns a hot shim's failure record into an *Error and frees it; one without a message is
+// a static record of the status alone (no memory to capture the failure), not freed.
+func failed(rec *C.gobc_err) *Error {
+	if rec.msg == nil {
+		return newError(Status(rec.status), nil)
+	}
+	return newError(Status(rec.status), rec)
+}
+
 // owned turns a shim's outcome into a new owned tensor.
 func owned(r C.gobc_res) (*Tensor, error) {
 	if err := check(r); err != nil {

@@ -29,7 +29,7 @@
 // but for small results: below).
 // A tensor dropped without Close is freed by its finalizer, which runs only after a collection
 // has found the tensor unreachable (a result of less than 64 KiB gets its finalizer only if it is
-// still open at the next collection, or after 7 more such results: setting and clearing a
+// still open at the next collection, or after at most 8 more such results: setting and clearing a
 // finalizer would cost a short-lived result more than its cgo calls; so a small one dropped
 // unclosed waits for a second collection). Such a small result's handle is also freed a little
 // after its Close, with up to 7 others in one cgo call, and always before LiveCount counts: a cgo
@@ -39,8 +39,9 @@
 // more than) what its previous collection left. A program that drops its results unclosed thus
 // holds about half again the memory of the tensors it still uses (at least 16 MiB more), and pays
 // a collection each time the bound is passed; one that closes its tensors seldom or never
-// reaches it. Only storage the library allocated for a result counts: a view shares its tensor's
-// storage, and memory given to WrapC or FromDLPack is freed by its owner. Finalizers run one at a time on one goroutine: one that
+// reaches it. Only storage the library allocated for a result counts (for a binary operation on
+// two operands of a few elements, a bound of it: 8 bytes times the product of their element
+// counts, known without asking the library): a view shares its tensor's storage, and memory given to WrapC or FromDLPack is freed by its owner. Finalizers run one at a time on one goroutine: one that
 // blocks holds up the freeing of every dropped tensor.
 //
 // # Operations

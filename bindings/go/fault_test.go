@@ -52,3 +52,34 @@ func TestShimAllocFailureInText(t *testing.T) {
 		t.Errorf("String %q, want %q", s, want)
 	}
 }
+
+// The hot shims (a binary operation's three forms) return a static record of the status alone
+// when there is no memory to capture a failure: the error is the status's own, and the record is
+// not freed (a free of it would crash the test).
+func TestShimAllocFailureInBinaryCalls(t *testing.T) {
+	x := must(bc.Ones(bc.Float32, 4))(t)
+	y := must(bc.Ones(bc.Float32, 3))(t)
+	calls := map[string]func() error{
+		"Apply":   func() error { _, err := bc.Add.Apply(x, y); return err },
+		"InPlace": func() error { return bc.Add.InPlace(x, y) },
+		"Out":     func() error { return bc.Add.Out(x, x, y) },
+	}
+	for name, call := range calls {
+		for round := 0; round < 2; round++ { // the same static record twice
+			bc.FailShimAlloc(1)
+			err := call()
+			bc.FailShimAlloc(0)
+			var be *bc.Error
+			if !errors.As(err, &be) || be.Status != bc.ErrShape || be.Message != bc.ErrShape.Error() {
+				t.Errorf("%s: got %#v, want ErrShape with the message %q", name, err, bc.ErrShape.Error())
+			}
+		}
+		// With memory, the library's own message and details.
+		var be *bc.Error
+		if err := call(); !errors.As(err, &be) || be.Status != bc.ErrShape || be.Message == bc.ErrShape.Error() || be.SizeA != 4 {
+			t.Errorf("%s with memory: got %#v, want ErrShape with the library's message", name, err)
+		}
+	}
+	x.Close()
+	y.Close()
+}

@@ -33,6 +33,21 @@ static gobc_err *capture(void) {
 	return e;
 }
 
+/* The failure of a hot shim: the captured record with its status, or, with no memory to capture
+ * it, a static record of the status alone (msg NULL). */
+#define BARE(s) [s] = {.status = s}
+static gobc_err bare[16] = {BARE(0),  BARE(1),  BARE(2),  BARE(3),  BARE(4),  BARE(5),
+                            BARE(6),  BARE(7),  BARE(8),  BARE(9),  BARE(10), BARE(11),
+                            BARE(12), BARE(13), BARE(14), BARE(15)};
+static gobc_err *failed(int32_t status) {
+	gobc_err *e = capture();
+	if (e != NULL) {
+		e->status = status;
+		return e;
+	}
+	return &bare[status >= 0 && status < 16 ? status : BC_ERR_INTERNAL];
+}
+
 static gobc_res done(int32_t status, bc_tensor *out, int64_t val) {
 	gobc_res r;
 	r.status = status;
@@ -100,13 +115,27 @@ gobc_res gobc_binary(int32_t op, uintptr_t a, uintptr_t b) {
 	return made(s, o);
 }
 
-gobc_res gobc_binary_inplace(int32_t op, uintptr_t target, uintptr_t other) {
-	return done(bc_binary_inplace(op, H(target), H(other)), NULL, 0);
+gobc_made gobc_binary_made(int32_t op, uintptr_t a, uintptr_t b) {
+	bc_tensor *o = NULL;
+	int32_t s = bc_binary(op, H(a), H(b), &o);
+	gobc_made r = {(uintptr_t)o, NULL};
+	if (s != BC_OK) {
+		r.out = 0;
+		r.err = failed(s);
+	}
+	return r;
 }
 
-gobc_res gobc_binary_out(int32_t op, uintptr_t a, uintptr_t b, uintptr_t out) {
-	return done(bc_binary_out(op, H(a), H(b), H(out)), NULL, 0);
+gobc_err *gobc_binary_inplace_err(int32_t op, uintptr_t target, uintptr_t other) {
+	int32_t s = bc_binary_inplace(op, H(target), H(other));
+	return s == BC_OK ? NULL : failed(s);
 }
+
+gobc_err *gobc_binary_out_err(int32_t op, uintptr_t a, uintptr_t b, uintptr_t out) {
+	int32_t s = bc_binary_out(op, H(a), H(b), H(out));
+	return s == BC_OK ? NULL : failed(s);
+}
+
 
 gobc_res gobc_binary_scalar(int form, int32_t op, uintptr_t t, bc_scalar s) {
 	bc_tensor *o = NULL;

@@ -14,8 +14,10 @@
 #include "broadcast.h"
 
 // A failure as data, malloc'd by the shim (the message follows the struct in the same block);
-// the Go side frees it.
+// the Go side frees it. (The hot shims below return one with only status set, and msg NULL, when
+// there was no memory to capture the failure: a static record, not to be freed.)
 typedef struct {
+	int32_t status;
 	bc_error_info info;
 	int64_t ndim_a, ndim_b;
 	int64_t shape_a[BC_MAX_NDIM], shape_b[BC_MAX_NDIM];
@@ -42,14 +44,25 @@ typedef struct {
 	gobc_err *err;
 } gobc_dims;
 
+// The outcome of a hot call that makes a new handle, in two words, which C returns in registers:
+// the new handle (0 on failure) and the failure (NULL on success). (gobc_res is returned through
+// memory, and copying it into the cgo call's frame stalled each call on its stores.)
+typedef struct {
+	uintptr_t out;
+	gobc_err *err;
+} gobc_made;
+
 void gobc_free(uintptr_t t);
 // Frees the n handles at hs, in one cgo call (the young list's closed tensors, young.go).
 void gobc_free_n(const uintptr_t *hs, size_t n);
 bool gobc_is_live(uintptr_t t);
 
 gobc_res gobc_binary(int32_t op, uintptr_t a, uintptr_t b);
-gobc_res gobc_binary_inplace(int32_t op, uintptr_t target, uintptr_t other);
-gobc_res gobc_binary_out(int32_t op, uintptr_t a, uintptr_t b, uintptr_t out);
+// gobc_binary without the storage bytes (the caller knows a bound of them).
+gobc_made gobc_binary_made(int32_t op, uintptr_t a, uintptr_t b);
+// In place and into out: the failure alone, NULL on success.
+gobc_err *gobc_binary_inplace_err(int32_t op, uintptr_t target, uintptr_t other);
+gobc_err *gobc_binary_out_err(int32_t op, uintptr_t a, uintptr_t b, uintptr_t out);
 
 // With a number: form 0 is t op s, 1 is s op t, 2 is t op= s (no new handle).
 gobc_res gobc_binary_scalar(int form, int32_t op, uintptr_t t, bc_scalar s);

@@ -16,11 +16,19 @@ import (
 // over and over.
 //
 // Counted are the bytes of storage the library allocated for a result: numel times the element
-// size (8 bytes an element below 512 elements, see storage_bytes in shims.c). A view shares its
+// size (8 bytes an element below smallElems elements, see storage_bytes in shims.c); for a binary
+// operation's result on two operands of a few elements, 8 bytes times the product of their
+// element counts, a bound known without asking the library for the result's (fewElems in ops.go).
+// Either way, a tensor counting fewer than 8*smallElems bytes has at most an eighth that many
+// elements. A view shares its
 // tensor's storage and counts nothing; memory given by WrapC or FromDLPack is its owner's to
 // free, and is not counted either. The young list's tensors (young.go) are counted youngMax at a
 // time, when the list is armed, and uncounted when the list frees them: the count lags by at most
 // youngMax*youngBytes (512 KiB), an atomic addition less for each small result.
+
+// smallElems is the element count below which a result counts 8 bytes an element (storage_bytes
+// in shims.c).
+const smallElems = 512
 
 // minHeadroom is the least growth of the count between two collections the package starts.
 const minHeadroom = 16 << 20

@@ -142,6 +142,52 @@ func TestStorageBytesCounted(t *testing.T) {
 	runtime.KeepAlive(x)
 }
 
+// A binary operation's result on two operands of a few elements counts a bound of its storage,
+// 8 bytes times the product of their element counts, without asking the library; and whatever
+// made a tensor, when it counts fewer than 8*512 bytes it has at most an eighth that many elements
+// (the package takes that for a bound of the next result's). Chains of small results, broadcasts
+// that multiply the elements, views, empty tensors and results past the bound are checked.
+func TestSmallResultsCountABound(t *testing.T) {
+	var all []*bc.Tensor
+	keep := func(r *bc.Tensor) *bc.Tensor { all = append(all, r); return r }
+	col := keep(must(bc.Ones(bc.Float32, 3, 1))(t))
+	row := keep(must(bc.Ones(bc.Int8, 1, 3))(t))
+	sq := keep(must(bc.Add.Apply(col, row))(t)) // (3,3), 9 elements: the bound is exact
+	if got := bc.StorageBytes(sq); got != 9*8 {
+		t.Errorf("(3,1)+(1,3) counts %d bytes, want %d", got, 9*8)
+	}
+	v4 := keep(must(bc.Ones(bc.Float64, 4))(t))
+	if got := bc.StorageBytes(keep(must(bc.Mul.Apply(v4, v4))(t))); got != 16*8 {
+		t.Errorf("(4)*(4) counts %d bytes, want the bound %d", got, 16*8)
+	}
+	// (3,3)+(3,1)+... : each result's bound multiplies, until it passes 512 elements and the
+	// library is asked.
+	x := sq
+	for i := 0; i < 4; i++ {
+		x = keep(must(bc.Add.Apply(x, col))(t))
+	}
+	big := keep(must(bc.Ones(bc.Float32, 1, 40, 1))(t))
+	wide := keep(must(bc.Ones(bc.Float32, 40))(t))
+	outer := keep(must(bc.Mul.Apply(big, wide))(t)) // (1,40,40), 1600 elements: asked
+	if got := bc.StorageBytes(outer); got != 1600*4 {
+		t.Errorf("(1,40,1)*(40) counts %d bytes, want %d", got, 1600*4)
+	}
+	view := keep(must(row.Expand(3, 3))(t))
+	keep(must(bc.Sub.Apply(view, col))(t)) // a view's element count is not known: asked
+	keep(must(bc.Sub.Apply(col, view))(t))
+	empty := keep(must(bc.Zeros(bc.Float32, 0, 3))(t))
+	keep(must(bc.Add.Apply(empty, row))(t))
+	keep(must(bc.Lt.Apply(sq, sq))(t))
+	keep(must(bc.Add.Apply(keep(must(bc.Scalar[int64](7))(t)), sq))(t))
+	for _, r := range all {
+		n, b := int64(r.Numel()), bc.StorageBytes(r)
+		if b > 0 && b < 8*512 && 8*n > b {
+			t.Errorf("%v %v counts %d bytes for %d elements: fewer than 8 an element", r.DType(), r.Shape(), b, n)
+		}
+		r.Close()
+	}
+}
+
 // Several goroutines dropping results at once cross the bound together: the collections they
 // start (one at a time) must neither deadlock nor free a handle twice, and every dropped handle
 // is freed once.

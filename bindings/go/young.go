@@ -15,8 +15,8 @@ import (
 // they are made. So a new tensor with a small storage of its own (below youngBytes) gets no
 // finalizer at first: it goes on the young list, which holds it, so that it cannot be collected
 // without one. Closing a young tensor only marks it closed (one compare-and-swap, no lock, no cgo
-// call); the list frees the handles of its closed tensors together, in one cgo call, when it is
-// full (youngMax tensors), before LiveCount counts, before each collection the package starts and
+// call); the list frees the handles of its closed tensors together, in one cgo call, when a new
+// tensor finds it full (youngMax tensors), before LiveCount counts, before each collection the package starts and
 // after each garbage collection (a finalizer on a tick object tells when one has run). At the
 // same times but the second, it arms its tensors still open: each gets its finalizer, and the
 // list lets go of them; an armed tensor is freed by Close or its finalizer as any other.
@@ -24,7 +24,7 @@ import (
 // What it changes: a small tensor dropped unclosed is freed after the second garbage collection
 // at most (the first arms it) instead of the first, or once youngMax more small tensors have been
 // made; a small tensor's handle is freed up to youngMax results after its Close (the list holds
-// at most youngMax tensors of less than youngBytes each, 2 MiB in all). Nothing else can tell: a
+// at most youngMax tensors of less than youngBytes each, 512 KiB in all). Nothing else can tell: a
 // closed tensor's handle is never used again. Views (which share another tensor's storage, and
 // may keep a large one alive), tensors over memory the library did not allocate (WrapC,
 // FromDLPack: their release callback runs on the thread of the Close that frees them), and large
@@ -71,14 +71,19 @@ func adopt(t *Tensor) {
 		return
 	}
 	youngMu.Lock()
-	young = append(young, t)
-	youngOpen += t.nbytes
 	if len(young) < youngMax {
+		young = append(young, t)
+		youngOpen += t.nbytes
 		youngMu.Unlock()
 		return
 	}
+	// The list is full: it is armed before t joins it, not after, so that t (open, and most
+	// likely closed soon) is not armed the moment it is made: that would cost it a finalizer set
+	// and cleared, one result in youngMax.
 	n := youngOpen
 	armYoung()
+	young = append(young, t)
+	youngOpen = t.nbytes
 	youngMu.Unlock()
 	opened(n) // outside the lock: it may collect, which arms the young list
 }

@@ -37,8 +37,8 @@ func TestYoungTensors(t *testing.T) {
 	kept := make([]*bc.Tensor, 2*bc.YoungMax)
 	for i := range kept {
 		kept[i] = must(bc.Mul.Apply(x, x))(t)
-		if n := bc.YoungLen(); n >= bc.YoungMax {
-			t.Fatalf("the young list holds %d tensors, more than %d", n, bc.YoungMax-1)
+		if n := bc.YoungLen(); n > bc.YoungMax {
+			t.Fatalf("the young list holds %d tensors, more than %d", n, bc.YoungMax)
 		}
 	}
 	armed := 0
@@ -77,8 +77,10 @@ func TestYoungClosedFreedTogether(t *testing.T) {
 	x := must(bc.Ones(bc.Float32, 4))(t)
 	bytes := bc.OpenBytes()
 	r := must(bc.Add.Apply(x, x))(t)
-	if got := bc.OpenBytes() - bytes; got != bc.StorageBytes(r) || got != 32 {
-		t.Errorf("a 4-element result counts %d bytes, want 32", got)
+	// (The sum of two 4-element tensors counts 8 bytes for each of 4*4 elements, the bound the
+	// package knows without asking the library: see TestSmallResultsCountABound.)
+	if got := bc.OpenBytes() - bytes; got != bc.StorageBytes(r) || got != 128 {
+		t.Errorf("a 4-element result counts %d bytes, want 128", got)
 	}
 	h := bc.Handle(r)
 	r.Close()
@@ -100,14 +102,19 @@ func TestYoungClosedFreedTogether(t *testing.T) {
 		t.Errorf("%d bytes counted after the result was freed, want %d", got, bytes)
 	}
 
-	// The list (x and YoungMax-1 results) fills: the results closed so far are freed, x and the
-	// last result (still open then) are armed, and the last one's Close frees it at once.
+	// The list fills (x and YoungMax-1 results, closed); the next result finds it full: the
+	// results closed so far are freed and x (open) is armed, but the new result, made open,
+	// stays young, without a finalizer.
 	var hs []uintptr
 	for i := 0; i < bc.YoungMax-1; i++ {
 		r := must(bc.Mul.Apply(x, x))(t)
 		hs = append(hs, bc.Handle(r))
 		r.Close()
 	}
+	if n := bc.YoungLen(); n != bc.YoungMax {
+		t.Errorf("the young list holds %d tensors, want %d (x and %d closed results)", n, bc.YoungMax, bc.YoungMax-1)
+	}
+	last := must(bc.Mul.Apply(x, x))(t)
 	for _, h := range hs {
 		if n := f.count(h); n != 1 {
 			t.Errorf("handle %#x freed %d times once the young list filled, want 1", h, n)
@@ -116,7 +123,11 @@ func TestYoungClosedFreedTogether(t *testing.T) {
 	if !bc.Armed(x) {
 		t.Errorf("x, open when the young list filled, was not armed")
 	}
-	hs = append(hs, h, bc.Handle(x))
+	if bc.Armed(last) || bc.YoungLen() != 1 {
+		t.Errorf("the result that found the list full: armed %v, young list of %d; want young, alone on it", bc.Armed(last), bc.YoungLen())
+	}
+	hs = append(hs, h, bc.Handle(x), bc.Handle(last))
+	last.Close()
 	x.Close()
 	waitLive(t, base)
 	f.check(t, hs)

@@ -26,17 +26,18 @@ static int32_t add_out(uintptr_t a, uintptr_t b, uintptr_t out, long n) {
 	return BC_OK;
 }
 
-// As add_alloc, but as the Go package calls the library: the result's element count read after
-// each addition (its storage count, unclosed.go), and the results freed `batch` (at most 64) at a
-// time (young.go).
-static int32_t add_alloc_batch(uintptr_t a, uintptr_t b, long n, int batch) {
+// As add_alloc, but as the Go package calls the library: the results freed `batch` (at most 64)
+// at a time (young.go), and, when numel is true, each result's element count read after the
+// addition (its storage count, unclosed.go: the package reads it unless both operands have fewer
+// than 64 elements and the product of their counts is below 512).
+static int32_t add_alloc_batch(uintptr_t a, uintptr_t b, long n, int batch, _Bool numel) {
 	bc_tensor *rs[64];
 	int k = 0;
 	for (long i = 0; i < n; i++) {
-		int64_t numel = 0;
+		int64_t count = 0;
 		int32_t s = bc_add((const bc_tensor *)a, (const bc_tensor *)b, &rs[k]);
 		if (s != BC_OK) return s;
-		if (bc_tensor_numel(rs[k], &numel) != BC_OK) return -1;
+		if (numel && bc_tensor_numel(rs[k], &count) != BC_OK) return -1;
 		if (++k == batch) {
 			for (int j = 0; j < k; j++) bc_tensor_free(rs[j]);
 			k = 0;
@@ -56,10 +57,10 @@ func AddAlloc(a, b uintptr, n int) int32 {
 	return int32(C.add_alloc(C.uintptr_t(a), C.uintptr_t(b), C.long(n)))
 }
 
-// AddAllocBatch is AddAlloc with each result's element count read, and the results freed batch
-// (1 to 64) at a time, as the Go package does.
-func AddAllocBatch(a, b uintptr, n, batch int) int32 {
-	return int32(C.add_alloc_batch(C.uintptr_t(a), C.uintptr_t(b), C.long(n), C.int(batch)))
+// AddAllocBatch is AddAlloc with the results freed batch (1 to 64) at a time and, when numel is
+// true, each result's element count read, as the Go package calls the library.
+func AddAllocBatch(a, b uintptr, n, batch int, numel bool) int32 {
+	return int32(C.add_alloc_batch(C.uintptr_t(a), C.uintptr_t(b), C.long(n), C.int(batch), C._Bool(numel)))
 }
 
 // AddOut runs n additions of a and b into out.
