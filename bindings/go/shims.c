@@ -136,7 +136,6 @@ gobc_err *gobc_binary_out_err(int32_t op, uintptr_t a, uintptr_t b, uintptr_t ou
 	return s == BC_OK ? NULL : failed(s);
 }
 
-
 gobc_res gobc_binary_scalar(int form, int32_t op, uintptr_t t, bc_scalar s) {
 	bc_tensor *o = NULL;
 	int32_t st;
