@@ -21,9 +21,13 @@ demo:
 # (its own tests when julia is installed, the column-major proxy always), the static checks, the
 # install check, and the benchmark's verification of every case (a short smoke run).
 test: prereqs data-check
+	@date -u +'== %T cargo test'
 	BC_FUZZ_SECONDS=20 cargo test
+	@date -u +'== %T sanitizers'
 	bash scripts/sanitizers.sh
+	@date -u +'== %T the rest'
 	$(MAKE) test-python go-test julia check install-check bench-smoke
+	@date -u +'== %T make test done'
 
 # The C-API fuzzer (fuzz/README.md) for an hour instead of `make test`'s 20 seconds: random and
 # mutated programs from a clock seed (a debug build: overflow checks stay on), the per-family call
