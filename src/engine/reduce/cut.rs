@@ -98,7 +98,7 @@ mod tests {
     use super::super::geometry::tests::geometry;
     use super::super::geometry::ReduceCursor;
     use super::*;
-    use crate::engine::plan::broadcast_strides;
+    use crate::engine::iter::broadcast_strides;
     use crate::engine::shape::contiguous_strides;
     use crate::engine::shape::Strides;
 
