@@ -1,4 +1,4 @@
-//! The one iterator of elementwise work, in the spirit of PyTorch's TensorIterator and ndarray's
+//! The one iterator of elementwise work and reductions, in the spirit of PyTorch's TensorIterator and ndarray's
 //! `Zip`: from the operands' geometries alone (any count: operand 0 the written one, the others
 //! read and broadcast to its shape), the iteration shape and each operand's strides (0 on
 //! broadcast dimensions), with size-1 dimensions dropped, dimensions ordered by the written
@@ -16,7 +16,10 @@
 //! The reductions take their iteration space from the same builder given a mask of reduced
 //! dimensions ([`Iter::with_reduced`], in [`reduced`]): the kept dimensions outermost in the
 //! result's order, the reduced ones innermost in the order they are summed, the two groups never
-//! merged with each other; the reductions walk it with the same cursor ([`Iter::for_each_run`]).
+//! merged with each other. Row-major order over it is output after output, each output's elements
+//! in the order they are summed, and the reductions walk it with the same cursor
+//! ([`Iter::for_each_run_inline`]): an output's stream is a range of positions, and the rows of
+//! a group of columns are the positions of its first column's stream.
 mod reduced;
 mod tile;
 mod walk;
@@ -45,7 +48,7 @@ pub struct Iter<const N: usize> {
     small: bool,
     /// A reduction's iterator ([`Iter::with_reduced`]): how many of the dimensions, the innermost
     /// ones, are reduced (0 for elementwise work).
-    reduced: usize,
+    reduced_ndim: usize,
     /// A reduction's kept dimension innermost by its order, and whether the innermost reduced
     /// dimension lies inside it (see [`Iter::inner_kept`]).
     inner_kept: Option<(usize, bool)>,
@@ -99,7 +102,7 @@ impl<const N: usize> Iter<N> {
             strides: SmallVec::new(),
             numel: 0,
             small: false,
-            reduced: 0,
+            reduced_ndim: 0,
             inner_kept: None,
         }
     }
@@ -144,7 +147,7 @@ impl<const N: usize> Iter<N> {
         iter.strides.clear();
         iter.numel = shape.iter().product();
         iter.small = small;
-        iter.reduced = 0;
+        iter.reduced_ndim = 0;
         iter.inner_kept = None;
         // The dimensions that iterate, outermost first.
         let mut dims = [0u8; MAX_NDIM];

@@ -72,7 +72,7 @@ impl<const N: usize> Iter<N> {
             it.push_dim(1, [0; N], kept);
             weight[kept] = 0;
         }
-        it.reduced = it.ndim() - kept;
+        it.reduced_ndim = it.ndim() - kept;
         // The last of equally light kept dimensions: the innermost in logical order.
         it.inner_kept = (0..kept)
             .rev()
@@ -84,13 +84,13 @@ impl<const N: usize> Iter<N> {
     /// The kept dimensions of a reduction's iterator (all of them for elementwise work): the
     /// outputs, row-major.
     pub fn kept_shape(&self) -> &[usize] {
-        &self.shape[..self.ndim() - self.reduced]
+        &self.shape[..self.ndim() - self.reduced_ndim]
     }
 
     /// The reduced dimensions of a reduction's iterator (none for elementwise work): each
     /// output's elements, row-major in the order they are summed.
     pub fn reduced_shape(&self) -> &[usize] {
-        &self.shape[self.ndim() - self.reduced..]
+        &self.shape[self.ndim() - self.reduced_ndim..]
     }
 
     /// The kept dimension of a reduction's iterator innermost in the order it was built with

@@ -86,6 +86,25 @@ impl<const N: usize> Iter<N> {
         end: usize,
         inner: &mut impl FnMut([*mut u8; N], [isize; N], usize),
     ) {
+        // SAFETY: forwarded.
+        unsafe { self.for_each_run_inline(base, itemsize, start, end, inner) }
+    }
+
+    /// [`Iter::for_each_run`] inlined into its caller, kernel and all: for a caller compiled for
+    /// wider vector instructions than the crate's baseline (the reductions' AVX2 clone), which a
+    /// walk compiled on its own would not use.
+    ///
+    /// # Safety
+    /// As [`Iter::for_each_run`].
+    #[inline(always)]
+    pub unsafe fn for_each_run_inline(
+        &self,
+        base: [*mut u8; N],
+        itemsize: [usize; N],
+        start: usize,
+        end: usize,
+        inner: &mut impl FnMut([*mut u8; N], [isize; N], usize),
+    ) {
         if start >= end {
             return;
         }

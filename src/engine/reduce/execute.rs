@@ -236,7 +236,9 @@ unsafe fn accumulate<R: Reducer, const N: usize>(
     lanes: &mut Lanes<R>,
     stage: &mut [MaybeUninit<u64>],
 ) {
-    // The iterator walked from null pointers: its pointers are the operands' byte offsets.
+    // The iterator walked from null pointers: its pointers are the operands' byte offsets. The
+    // walk is inlined, so that the lanes' loops in its kernel are compiled for this clone's
+    // instructions.
     let (from, itemsize) = ([std::ptr::null_mut::<u8>(); N], [src.itemsize(); N]);
     let offsets = |p: [*mut u8; N]| -> [isize; N] { std::array::from_fn(|k| p[k] as isize) };
     // The group's first output's elements start here in row-major order over the iterator.
@@ -251,7 +253,7 @@ unsafe fn accumulate<R: Reducer, const N: usize>(
                 unsafe { src.tile(&[offsets(p)], st, len, stage, &mut sink) }
             };
             // SAFETY: only offsets are formed from the pointers.
-            unsafe { it.for_each_run(from, itemsize, first + p0, first + p1, &mut run) };
+            unsafe { it.for_each_run_inline(from, itemsize, first + p0, first + p1, &mut run) };
         }
         Some(col) => {
             // Rows are the group's columns at one reduced index (each element of the first
@@ -278,7 +280,7 @@ unsafe fn accumulate<R: Reducer, const N: usize>(
             };
             // SAFETY: only offsets are formed from the pointers.
             unsafe {
-                it.for_each_run(
+                it.for_each_run_inline(
                     from,
                     itemsize,
                     first + rows.start,
