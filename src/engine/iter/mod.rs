@@ -18,13 +18,14 @@
 //! result's order, the reduced ones innermost in the order they are summed, the two groups never
 //! merged with each other. Row-major order over it is output after output, each output's elements
 //! in the order they are summed, and the reductions walk it with the same cursor
-//! ([`Iter::for_each_run_inline`]): an output's stream is a range of positions, and the rows of
+//! ([`Iter::run_walk`]): an output's stream is a range of positions, and the rows of
 //! a group of columns are the positions of its first column's stream.
 mod reduced;
 mod tile;
 mod walk;
 
 pub use tile::Tiling;
+pub use walk::RunWalk;
 
 use super::alloc::{alloc_error, try_small_elem};
 use super::error::{Error, Result};

@@ -237,60 +237,57 @@ unsafe fn accumulate<R: Reducer, const N: usize>(
     stage: &mut [MaybeUninit<u64>],
 ) {
     // The iterator walked from null pointers: its pointers are the operands' byte offsets. The
-    // walk is inlined, so that the lanes' loops in its kernel are compiled for this clone's
-    // instructions.
+    // walk hands out its runs to this loop (no closure), so that the lanes' loops are compiled
+    // into it, for this clone's instructions.
     let (from, itemsize) = ([std::ptr::null_mut::<u8>(); N], [src.itemsize(); N]);
-    let offsets = |p: [*mut u8; N]| -> [isize; N] { std::array::from_fn(|k| p[k] as isize) };
     // The group's first output's elements start here in row-major order over the iterator.
     let first = at.first * cut.n;
     match cut.col {
         None => {
             // Stream elements [p0, p1) of one output, in runs along the innermost dimension.
             let (p0, p1) = (rows.start * cut.w, (rows.end * cut.w).min(cut.n));
+            let mut walk = it.run_walk(from, itemsize, first + p0, first + p1);
             let mut sink = StreamSink { lanes, lane: 0 };
-            let mut run = |p: [*mut u8; N], st: [isize; N], len: usize| {
+            while let Some((p, st, len)) = walk.next_run() {
                 // SAFETY: the caller's contract.
-                unsafe { src.tile(&[offsets(p)], st, len, stage, &mut sink) }
-            };
-            // SAFETY: only offsets are formed from the pointers.
-            unsafe { it.for_each_run_inline(from, itemsize, first + p0, first + p1, &mut run) };
+                unsafe { src.tile(&[offsets(p)], st, len, stage, &mut sink) };
+            }
         }
         Some(col) => {
             // Rows are the group's columns at one reduced index (each element of the first
             // column's stream starts one), taken a leaf at a time.
             let st = std::array::from_fn(|k| it.stride(k, col) * itemsize[k] as isize);
+            let mut walk = it.run_walk(from, itemsize, first + rows.start, first + rows.end);
+            // The next row's offsets, the step to the one after, and rows left in this run.
+            let (mut next, mut step, mut left) = ([0isize; N], [0isize; N], 0);
             let mut offs = [[0isize; N]; LEAF];
-            let mut k = 0;
-            let mut tile = |offs: &[[isize; N]], lanes: &mut Lanes<R>| {
-                let mut sink = TileSink { lanes, j: 0 };
-                // SAFETY: the caller's contract.
-                unsafe { src.tile(offs, st, at.w, stage, &mut sink) };
-                lanes.end_rows(offs.len());
-            };
-            let mut run = |p: [*mut u8; N], rs: [isize; N], len: usize| {
-                let p = offsets(p);
-                for i in 0..len as isize {
-                    offs[k] = std::array::from_fn(|q| p[q] + i * rs[q]);
-                    k += 1;
-                    if lanes.rows + k == LEAF {
-                        tile(&offs[..k], lanes);
-                        k = 0;
+            let mut r = rows.start;
+            while r < rows.end {
+                let k = (LEAF - lanes.rows).min(rows.end - r);
+                for off in &mut offs[..k] {
+                    if left == 0 {
+                        let (p, s, len) = walk.next_run().expect("a run for every row");
+                        (next, step, left) = (offsets(p), s, len);
                     }
+                    *off = next;
+                    next = std::array::from_fn(|q| next[q] + step[q]);
+                    left -= 1;
                 }
-            };
-            // SAFETY: only offsets are formed from the pointers.
-            unsafe {
-                it.for_each_run_inline(
-                    from,
-                    itemsize,
-                    first + rows.start,
-                    first + rows.end,
-                    &mut run,
-                )
-            };
-            if k > 0 {
-                tile(&offs[..k], lanes);
+                let mut sink = TileSink {
+                    lanes: &mut *lanes,
+                    j: 0,
+                };
+                // SAFETY: the caller's contract.
+                unsafe { src.tile(&offs[..k], st, at.w, stage, &mut sink) };
+                lanes.end_rows(k);
+                r += k;
             }
         }
     }
+}
+
+/// The byte offsets a walk from null pointers stands at.
+#[inline(always)]
+fn offsets<const N: usize>(p: [*mut u8; N]) -> [isize; N] {
+    std::array::from_fn(|k| p[k] as isize)
 }
