@@ -2,8 +2,8 @@
 //! it (a worker that waited for the job after the one it was started for left the first
 //! computation of a short program to the calling thread alone). Its own test binary: the pool of
 //! this process has not started before this test.
+use broadcast::engine::iter::Iter;
 use broadcast::engine::parallel;
-use broadcast::engine::plan::Plan;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ fn workers_started_for_a_computation_join_it() {
     parallel::set_num_threads(2);
     parallel::set_threshold(1000);
     let n = 1usize << 18;
-    let plan = Plan::new(&[n], [&[1isize][..], &[1isize][..]]).unwrap();
+    let plan = Iter::new(&[n], [&[1isize][..], &[1isize][..]]).unwrap();
     let me = std::thread::current().id();
     let (calls, elsewhere) = (AtomicUsize::new(0), AtomicUsize::new(0));
     parallel::run(&plan, [std::ptr::null_mut(); 2], [1, 1], |_, _, _| {

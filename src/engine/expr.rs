@@ -1357,7 +1357,7 @@ impl FusedPass {
                 Leaf::Made(_) => next.next().expect("made above"),
             };
             let g = ops::Operand::geometry(t);
-            let mut s = crate::engine::plan::broadcast_strides(g.shape, g.strides, &pass.shape)?;
+            let mut s = crate::engine::iter::broadcast_strides(g.shape, g.strides, &pass.shape)?;
             for x in &mut s {
                 *x *= g.dtype.size() as isize;
             }

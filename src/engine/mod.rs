@@ -15,7 +15,6 @@ pub mod layout;
 pub mod ops;
 pub mod overlap;
 pub mod parallel;
-pub mod plan;
 pub mod reduce;
 pub mod reshape;
 pub mod shape;

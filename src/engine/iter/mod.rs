@@ -1,4 +1,4 @@
-//! The one iterator of elementwise work, in the spirit of PyTorch's TensorIterator and ndarray's
+//! The one iterator of elementwise work and reductions, in the spirit of PyTorch's TensorIterator and ndarray's
 //! `Zip`: from the operands' geometries alone (any count: operand 0 the written one, the others
 //! read and broadcast to its shape), the iteration shape and each operand's strides (0 on
 //! broadcast dimensions), with size-1 dimensions dropped, dimensions ordered by the written
@@ -13,12 +13,19 @@
 //! of runs, or in 2-D tiles when an input is transposed ([`tile`]), shared among threads by
 //! [`parallel::run_rows`](super::parallel::run_rows).
 //!
-//! The reductions still walk with their own geometry (`reduce::geometry`); they move onto this
-//! builder next, as a mask of reduced dimensions kept apart from the others when merging.
+//! The reductions take their iteration space from the same builder given a mask of reduced
+//! dimensions ([`Iter::with_reduced`], in [`reduced`]): the kept dimensions outermost in the
+//! result's order, the reduced ones innermost in the order they are summed, the two groups never
+//! merged with each other. Row-major order over it is output after output, each output's elements
+//! in the order they are summed, and the reductions walk it with the same cursor
+//! ([`Iter::run_walk`]): an output's stream is a range of positions, and the rows of
+//! a group of columns are the positions of its first column's stream.
+mod reduced;
 mod tile;
 mod walk;
 
 pub use tile::Tiling;
+pub use walk::RunWalk;
 
 use super::alloc::{alloc_error, try_small_elem};
 use super::error::{Error, Result};
@@ -40,6 +47,12 @@ pub struct Iter<const N: usize> {
     numel: usize,
     /// Built in logical order for work that stays on the calling thread, run by run.
     small: bool,
+    /// A reduction's iterator ([`Iter::with_reduced`]): how many of the dimensions, the innermost
+    /// ones, are reduced (0 for elementwise work).
+    reduced_ndim: usize,
+    /// A reduction's kept dimension innermost by its order, and whether the innermost reduced
+    /// dimension lies inside it (see [`Iter::inner_kept`]).
+    inner_kept: Option<(usize, bool)>,
 }
 
 /// Strides of an operand of shape `shape`/`strides` broadcast to `target` (right-aligned):
@@ -90,6 +103,8 @@ impl<const N: usize> Iter<N> {
             strides: SmallVec::new(),
             numel: 0,
             small: false,
+            reduced_ndim: 0,
+            inner_kept: None,
         }
     }
 
@@ -133,6 +148,8 @@ impl<const N: usize> Iter<N> {
         iter.strides.clear();
         iter.numel = shape.iter().product();
         iter.small = small;
+        iter.reduced_ndim = 0;
+        iter.inner_kept = None;
         // The dimensions that iterate, outermost first.
         let mut dims = [0u8; MAX_NDIM];
         let mut n = 0;
@@ -163,21 +180,29 @@ impl<const N: usize> Iter<N> {
             .try_reserve_exact(n)
             .map_err(|_| alloc_error::<[isize; N]>(n))?;
         for &d in dims.iter() {
-            let (size, d) = (shape[d as usize], d as usize);
-            let strides: [isize; N] = std::array::from_fn(|k| stride(k, d));
-            // Wrapping: a product that overflows cannot equal a real stride anyway.
-            let merges = iter.strides.last().is_some_and(|outer| {
-                (0..N).all(|k| outer[k] == strides[k].wrapping_mul(size as isize))
-            });
-            if merges {
-                *iter.shape.last_mut().unwrap() *= size;
-                *iter.strides.last_mut().unwrap() = strides;
-            } else {
-                iter.shape.push(size);
-                iter.strides.push(strides);
-            }
+            let d = d as usize;
+            iter.push_dim(shape[d], std::array::from_fn(|k| stride(k, d)), 0);
         }
         Ok(())
+    }
+
+    /// Appends a dimension of `size` with these strides, merged into the last one when that one
+    /// is not among the first `floor` dimensions and steps exactly `size` times as far for every
+    /// operand. Within the room reserved, never allocates.
+    #[inline(always)]
+    fn push_dim(&mut self, size: usize, strides: [isize; N], floor: usize) {
+        // Wrapping: a product that overflows cannot equal a real stride anyway.
+        let merges = self.strides.len() > floor
+            && self.strides.last().is_some_and(|outer| {
+                (0..N).all(|k| outer[k] == strides[k].wrapping_mul(size as isize))
+            });
+        if merges {
+            *self.shape.last_mut().unwrap() *= size;
+            *self.strides.last_mut().unwrap() = strides;
+        } else {
+            self.shape.push(size);
+            self.strides.push(strides);
+        }
     }
 
     /// The iteration sizes, outermost first (none for a single element).

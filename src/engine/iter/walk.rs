@@ -125,6 +125,35 @@ impl<const N: usize> Iter<N> {
         }
     }
 
+    /// The runs [`Iter::for_each_run`] calls its kernel with, handed out one at a time by
+    /// [`RunWalk::next_run`] instead: for a caller whose kernel must be compiled into it (the
+    /// reductions' AVX2 clone, whose loops a closure compiled on its own would not have).
+    #[inline(always)]
+    pub fn run_walk(
+        &self,
+        base: [*mut u8; N],
+        itemsize: [usize; N],
+        start: usize,
+        end: usize,
+    ) -> RunWalk<'_, N> {
+        let nd = self.ndim();
+        let row_stride = match nd {
+            0 | 1 => [0; N],
+            _ => std::array::from_fn(|k| self.byte_stride(k, nd - 2, itemsize)),
+        };
+        let Cursor { idx, ptrs } = self.cursor_at(start, base, itemsize);
+        RunWalk {
+            iter: self,
+            idx,
+            ptrs,
+            inner_stride: self.inner_byte_strides(itemsize),
+            row_stride,
+            itemsize,
+            pos: start,
+            end,
+        }
+    }
+
     /// The position of element `start` (in row-major order of the iteration shape).
     pub(super) fn cursor_at(
         &self,
@@ -146,6 +175,57 @@ impl<const N: usize> Iter<N> {
             }
         }
         Cursor { idx, ptrs }
+    }
+}
+
+/// A walk over the runs covering a range of an iterator's elements (see [`Iter::run_walk`]).
+pub struct RunWalk<'i, const N: usize> {
+    iter: &'i Iter<N>,
+    idx: [usize; MAX_NDIM],
+    ptrs: [*mut u8; N],
+    inner_stride: [isize; N],
+    row_stride: [isize; N],
+    itemsize: [usize; N],
+    pos: usize,
+    end: usize,
+}
+
+impl<const N: usize> RunWalk<'_, N> {
+    /// The next run: each operand's pointer at its start, their byte strides along it, and its
+    /// length (as [`Iter::for_each_run`] hands them to its kernel); `None` past the range.
+    #[inline(always)]
+    pub fn next_run(&mut self) -> Option<([*mut u8; N], [isize; N], usize)> {
+        if self.pos >= self.end {
+            return None;
+        }
+        let (shape, nd) = (&self.iter.shape[..], self.iter.ndim());
+        if nd == 0 {
+            self.pos = self.end;
+            return Some((self.ptrs, [0; N], 1));
+        }
+        let len = (shape[nd - 1] - self.idx[nd - 1]).min(self.end - self.pos);
+        let run = (self.ptrs, self.inner_stride, len);
+        self.pos += len;
+        if self.pos < self.end {
+            // On to the next row's start (the run ended at its row's end, so there are two
+            // dimensions or more).
+            let back = self.idx[nd - 1] as isize;
+            for (k, p) in self.ptrs.iter_mut().enumerate() {
+                *p = p.wrapping_offset(self.row_stride[k] - back * self.inner_stride[k]);
+            }
+            self.idx[nd - 1] = 0;
+            self.idx[nd - 2] += 1;
+            let strides = &self.iter.strides[..];
+            carry(
+                shape,
+                strides,
+                &mut self.idx,
+                &mut self.ptrs,
+                nd - 2,
+                self.itemsize,
+            );
+        }
+        Some(run)
     }
 }
 
@@ -195,6 +275,25 @@ mod tests {
             );
         }
         assert_eq!(seen, vec![(2, 2), (4, 4), (8, 3)]);
+    }
+
+    /// A walk hands out the runs the kernel of `for_each_run` gets.
+    #[test]
+    fn a_run_walk_gives_the_same_runs() {
+        let p = iter3(&[3, 4, 5], [&[20, 5, 1], &[0, 5, 1], &[20, 0, 1]]);
+        let base = [std::ptr::null_mut(); 3];
+        for (start, end) in [(0, 60), (2, 58), (5, 40), (7, 8), (13, 47), (9, 9)] {
+            let mut want = Vec::new();
+            // SAFETY: the kernel only records offsets; no memory is touched.
+            unsafe {
+                p.for_each_run(base, [4; 3], start, end, &mut |q, s, n| {
+                    want.push((q, s, n))
+                })
+            };
+            let mut walk = p.run_walk(base, [4; 3], start, end);
+            let got: Vec<_> = std::iter::from_fn(|| walk.next_run()).collect();
+            assert_eq!(got, want, "{start}..{end}");
+        }
     }
 
     /// Blocks cover exactly the elements of a range, in order, with full runs grouped.

@@ -1,9 +1,13 @@
 //! How a reduction's work is cut into groups of outputs and ranges of rows and shared among
 //! threads: a function of the shapes only, so it fixes the summation order.
 
-use super::geometry::ReduceGeometry;
 use super::lanes::{BLOCK_LEAVES, LEAF, MAX_BLOCKS, STREAM_LANES};
+use crate::engine::iter::Iter;
 use crate::engine::parallel;
+
+/// Below this many elements per output, an output's stream is too short for lanes to pay: the
+/// kept dimension is taken as the lanes instead (when there is one).
+const MIN_STREAM: usize = 64;
 
 /// Split the rows of each group into ranges until there are about this many work units, so that
 /// a few large outputs still spread over the threads. A function of the shapes only.
@@ -23,7 +27,11 @@ const fn column_lanes(acc_size: usize) -> usize {
 /// lanes, or a block of columns), each with `rows` rows cut into `ranges` ranges of `range_rows`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Cut {
-    /// The kept dimension giving the lanes, if any.
+    /// Outputs, and elements each reduces.
+    pub(super) m: usize,
+    pub(super) n: usize,
+    /// The kept dimension giving the lanes (the innermost by the iterator's order), if any; else
+    /// each output's own stream does.
     pub(super) col: Option<usize>,
     /// Lanes per group.
     pub(super) w: usize,
@@ -34,17 +42,22 @@ pub(super) struct Cut {
 }
 
 impl Cut {
-    pub(super) fn new<const N: usize>(
-        g: &ReduceGeometry<N>,
-        stream_w: usize,
-        column_w: usize,
-    ) -> Cut {
-        let col = g.column();
+    /// The cut of the reduction iterated by `it` ([`Iter::with_reduced`]), with `stream_w`
+    /// lanes for a stream and at most `column_w` for columns.
+    pub(super) fn new<const N: usize>(it: &Iter<N>, stream_w: usize, column_w: usize) -> Cut {
+        let kept = it.kept_shape();
+        let (m, n) = (
+            kept.iter().product::<usize>(),
+            it.reduced_shape().iter().product::<usize>(),
+        );
+        let col = it
+            .inner_kept()
+            .and_then(|(c, stream_inside)| (n < MIN_STREAM || !stream_inside).then_some(c));
         let (w, groups, rows) = match col {
-            None => (stream_w, g.m, g.n.div_ceil(stream_w)),
+            None => (stream_w, m, n.div_ceil(stream_w)),
             Some(c) => {
-                let w = g.kept[c].min(column_w);
-                (w, g.m / g.kept[c] * g.kept[c].div_ceil(w), g.n)
+                let w = kept[c].min(column_w);
+                (w, m / kept[c] * kept[c].div_ceil(w), n)
             }
         };
         let block = LEAF * BLOCK_LEAVES;
@@ -52,14 +65,16 @@ impl Cut {
         // From the outputs' count only (not from how the kept dimensions merged), so that the
         // fused form cuts its rows as the two calls do.
         let outputs = if col.is_some() {
-            g.m.div_ceil(column_w)
+            m.div_ceil(column_w)
         } else {
-            g.m
+            m
         };
         let want = TARGET_UNITS.div_ceil(outputs);
         let per_range = blocks.div_ceil(want).clamp(1, MAX_BLOCKS);
         let range_rows = per_range * block;
         Cut {
+            m,
+            n,
             col,
             w,
             groups,
@@ -79,31 +94,52 @@ pub(super) struct Work {
     pub(super) threads: usize,
 }
 
-impl<const N: usize> ReduceGeometry<N> {
-    /// How the work is cut and shared among threads, for accumulators of `acc_size` bytes.
-    pub(super) fn work(&self, acc_size: usize) -> Work {
-        let cut = Cut::new(self, STREAM_LANES, column_lanes(acc_size));
-        let (units, work) = (cut.groups * cut.ranges, self.m.saturating_mul(self.n));
-        Work {
-            cut,
-            units,
-            work,
-            threads: parallel::unit_threads(units, work),
-        }
+/// How the work of the reduction iterated by `it` is cut and shared among threads, for
+/// accumulators of `acc_size` bytes.
+pub(super) fn work<const N: usize>(it: &Iter<N>, acc_size: usize) -> Work {
+    let cut = Cut::new(it, STREAM_LANES, column_lanes(acc_size));
+    let (units, work) = (cut.groups * cut.ranges, cut.m.saturating_mul(cut.n));
+    Work {
+        cut,
+        units,
+        work,
+        threads: parallel::unit_threads(units, work),
     }
+}
+
+/// The operands' byte strides (elements of `itemsize` bytes) along the rows every tile of `cut`
+/// has: the kept dimension's that gives the lanes, or the stream's (the innermost).
+pub(super) fn row_strides<const N: usize>(it: &Iter<N>, cut: &Cut, itemsize: usize) -> [isize; N] {
+    let d = cut.col.unwrap_or(it.ndim() - 1);
+    std::array::from_fn(|k| it.stride(k, d) * itemsize as isize)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::geometry::tests::geometry;
-    use super::super::geometry::ReduceCursor;
     use super::*;
-    use crate::engine::plan::broadcast_strides;
+    use crate::engine::iter::broadcast_strides;
     use crate::engine::shape::contiguous_strides;
-    use crate::engine::shape::Strides;
 
-    fn cut(g: &ReduceGeometry<1>) -> Cut {
+    /// The iterator of a reduction of a view of these strides.
+    fn geometry(shape: &[usize], strides: &[isize], reduced: &[bool]) -> Iter<1> {
+        Iter::with_reduced(shape, [strides], strides, reduced).unwrap()
+    }
+
+    fn cut(g: &Iter<1>) -> Cut {
         Cut::new(g, STREAM_LANES, column_lanes(4))
+    }
+
+    /// Operand `k`'s offsets (in elements) of the elements the first output reduces, in order.
+    fn sequence<const N: usize>(it: &Iter<N>, k: usize) -> Vec<isize> {
+        let n = it.reduced_shape().iter().product::<usize>();
+        let mut seen = Vec::new();
+        // SAFETY: the walk only records offsets; no memory is touched.
+        unsafe {
+            it.for_each_run([std::ptr::null_mut(); N], [1; N], 0, n, &mut |p, s, len| {
+                seen.extend((0..len as isize).map(|i| p[k] as isize + i * s[k]))
+            })
+        };
+        seen
     }
 
     #[test]
@@ -136,23 +172,9 @@ mod tests {
         let order = contiguous_strides(&shape).unwrap();
         // The row-major result as a third operand, to read the order the elements come in.
         let fused =
-            ReduceGeometry::new(&shape, [&a[..], &b[..], &order[..]], &order, &reduced, 4).unwrap();
+            Iter::with_reduced(&shape, [&a[..], &b[..], &order[..]], &order, &reduced).unwrap();
         let two = geometry(&shape, &order, &reduced);
-        let sequence = |red: &[usize], st: &[Strides; 1]| {
-            let mut c = ReduceCursor::at(red, st, 0);
-            (0..red.iter().product::<usize>())
-                .map(|_| {
-                    let off = c.off[0];
-                    c.advance(red, st, 1);
-                    off
-                })
-                .collect::<Vec<_>>()
-        };
-        let fused_red = [fused.red_st[2].clone()];
-        assert_eq!(
-            sequence(&fused.red, &fused_red),
-            sequence(&two.red, &two.red_st)
-        );
+        assert_eq!(sequence(&fused, 2), sequence(&two, 0));
         let cf = Cut::new(&fused, STREAM_LANES, column_lanes(4));
         let c2 = cut(&two);
         assert_eq!(

@@ -1,14 +1,14 @@
 //! Running a reduction: each unit of work accumulates its range of rows on some thread, and the
 //! ranges' totals combine pairwise into the outputs.
 
-use super::cut::{Cut, Work};
-use super::geometry::{ReduceCursor, ReduceGeometry};
+use super::cut::{row_strides, work, Cut, Work};
 use super::lanes::{fold_lanes, Lanes, LEAF};
 use super::reducer::Reducer;
 use super::scratch::Scratch;
 use super::source::{Source, StreamSink, TileSink};
 use crate::engine::alloc::{try_small_elem, try_vec};
 use crate::engine::error::Result;
+use crate::engine::iter::Iter;
 use crate::engine::kernels;
 use crate::engine::parallel;
 use crate::engine::shape::Strides;
@@ -33,59 +33,49 @@ impl<T> DisjointPtr<T> {
     }
 }
 
-/// Where one group's outputs are: their first element in each operand (byte offsets), in `out`
-/// (elements), how many there are, and their stride in `out` (columns only).
-struct Place<const N: usize> {
-    base: [isize; N],
-    out_at: isize,
+/// Where one group's outputs are: the first one's index (row-major over the kept dimensions,
+/// which is its place in `out`), how many there are, and their stride in `out` (columns only).
+struct Place {
+    first: usize,
     w: usize,
     out_stride: isize,
 }
 
-fn place<const N: usize>(
-    g: &ReduceGeometry<N>,
-    cut: &Cut,
-    out_st: &[isize],
-    group: usize,
-) -> Place<N> {
+fn place(kept: &[usize], cut: &Cut, out_st: &[isize], group: usize) -> Place {
     match cut.col {
         None => Place {
-            base: ReduceCursor::at(&g.kept, &g.kept_st, group).off,
-            out_at: group as isize,
+            first: group,
             w: 1,
             out_stride: 0,
         },
         Some(col) => {
             // `group` counts column blocks within the other kept dimensions, row-major.
-            let blocks = g.kept[col].div_ceil(cut.w);
+            let blocks = kept[col].div_ceil(cut.w);
             let (mut outer, c0) = (group / blocks, group % blocks * cut.w);
-            let (mut base, mut out_at) = ([0isize; N], 0isize);
-            for d in (0..g.kept.len()).rev() {
+            let mut first = 0;
+            for d in (0..kept.len()).rev() {
                 let i = if d == col {
                     c0
                 } else {
-                    let i = outer % g.kept[d];
-                    outer /= g.kept[d];
+                    let i = outer % kept[d];
+                    outer /= kept[d];
                     i
                 };
-                for (b, s) in base.iter_mut().zip(&g.kept_st) {
-                    *b += i as isize * s[d];
-                }
-                out_at += i as isize * out_st[d];
+                first += i * out_st[d] as usize;
             }
             Place {
-                base,
-                out_at,
-                w: cut.w.min(g.kept[col] - c0),
+                first,
+                w: cut.w.min(kept[col] - c0),
                 out_stride: out_st[col],
             }
         }
     }
 }
 
-/// Runs the reduction described by `g` over `src` into `out` (row-major, the kept shape).
+/// Runs the reduction iterated by `it` ([`Iter::with_reduced`]) over `src` into `out` (row-major,
+/// the kept shape).
 pub(super) fn execute<R: Reducer, const N: usize>(
-    g: &ReduceGeometry<N>,
+    it: &Iter<N>,
     src: &impl Source<N, T = R::In>,
     out: &Tensor,
     mean: bool,
@@ -95,7 +85,8 @@ pub(super) fn execute<R: Reducer, const N: usize>(
         units,
         work,
         threads,
-    } = g.work(size_of::<R::Acc>());
+    } = work(it, size_of::<R::Acc>());
+    let kept = it.kept_shape();
     // Totals of each range when a group has several, combined afterwards in range order.
     let mut partial: Vec<R::Acc> = Vec::new();
     if cut.ranges > 1 {
@@ -104,19 +95,20 @@ pub(super) fn execute<R: Reducer, const N: usize>(
         partial.resize(len, R::identity());
     }
     // Row-major strides of the kept dimensions in `out`, in elements.
-    let mut out_st: Strides = try_small_elem(1, g.kept.len())?;
-    for d in (0..g.kept.len().saturating_sub(1)).rev() {
-        out_st[d] = out_st[d + 1] * g.kept[d + 1] as isize;
+    let mut out_st: Strides = try_small_elem(1, kept.len())?;
+    for d in (0..kept.len().saturating_sub(1)).rev() {
+        out_st[d] = out_st[d + 1] * kept[d + 1] as isize;
     }
-    let outputs = |at: &Place<N>, total: &mut [R::Acc], out: *mut R::Out| {
-        let finish = |a| R::finish(a, g.n, mean);
+    let outputs = |at: &Place, total: &mut [R::Acc], out: *mut R::Out| {
+        let finish = |a| R::finish(a, cut.n, mean);
+        let first = at.first as isize;
         // SAFETY (both): the group's outputs lie within `out`.
         match cut.col {
-            None => unsafe { out.offset(at.out_at).write(finish(fold_lanes::<R>(total))) },
+            None => unsafe { out.offset(first).write(finish(fold_lanes::<R>(total))) },
             Some(_) => {
                 for (j, &t) in total[..at.w].iter().enumerate() {
                     unsafe {
-                        out.offset(at.out_at + j as isize * at.out_stride)
+                        out.offset(first + j as isize * at.out_stride)
                             .write(finish(t))
                     };
                 }
@@ -131,7 +123,9 @@ pub(super) fn execute<R: Reducer, const N: usize>(
     // Scratch space for each thread that may run chunks, made here (on the calling thread,
     // fallibly) so that the work itself never allocates.
     let lanes_len = if cut.w <= STACK_LANES { 0 } else { 3 * cut.w };
-    let stage_len = src.stage_bytes(g.row_strides(&cut)).div_ceil(8);
+    let stage_len = src
+        .stage_bytes(row_strides(it, &cut, src.itemsize()))
+        .div_ceil(8);
     let scratch = Scratch::<R::Acc>::new(threads, lanes_len, stage_len)?;
     let body = |lo: usize, hi: usize| {
         let mut slot = scratch.claim();
@@ -141,12 +135,12 @@ pub(super) fn execute<R: Reducer, const N: usize>(
         let space: &mut [MaybeUninit<R::Acc>] = if lanes_len == 0 { &mut stack } else { heap };
         for unit in lo..hi {
             let (group, range) = (unit / cut.ranges, unit % cut.ranges);
-            let at = place(g, &cut, &out_st, group);
+            let at = place(kept, &cut, &out_st, group);
             let mut lanes = Lanes::<R>::new(space, cut.w);
             let r0 = range * cut.range_rows;
             let r1 = (r0 + cut.range_rows).min(cut.rows);
-            // SAFETY: the geometry covers exactly the operands' elements.
-            unsafe { accumulate_on(simd, g, &cut, src, &at, r0..r1, &mut lanes, stage) };
+            // SAFETY: the iterator covers exactly the operands' elements.
+            unsafe { accumulate_on(simd, it, &cut, src, &at, r0..r1, &mut lanes, stage) };
             let total = lanes.finish();
             if cut.ranges > 1 {
                 // SAFETY: each unit has its own `cut.w` slots of `partial`.
@@ -174,7 +168,7 @@ pub(super) fn execute<R: Reducer, const N: usize>(
                 step *= 2;
             }
             outputs(
-                &place(g, &cut, &out_st, group),
+                &place(kept, &cut, &out_st, group),
                 &mut slots[..cut.w],
                 outp.get(),
             );
@@ -193,10 +187,10 @@ pub(super) fn execute<R: Reducer, const N: usize>(
 #[inline]
 unsafe fn accumulate_on<R: Reducer, const N: usize>(
     level: kernels::SimdLevel,
-    g: &ReduceGeometry<N>,
+    it: &Iter<N>,
     cut: &Cut,
     src: &impl Source<N, T = R::In>,
-    at: &Place<N>,
+    at: &Place,
     rows: std::ops::Range<usize>,
     lanes: &mut Lanes<R>,
     stage: &mut [MaybeUninit<u64>],
@@ -207,70 +201,77 @@ unsafe fn accumulate_on<R: Reducer, const N: usize>(
         #[target_feature(enable = "avx2")]
         #[allow(clippy::too_many_arguments)]
         unsafe fn avx2<R: Reducer, const N: usize>(
-            g: &ReduceGeometry<N>,
+            it: &Iter<N>,
             cut: &Cut,
             src: &impl Source<N, T = R::In>,
-            at: &Place<N>,
+            at: &Place,
             rows: std::ops::Range<usize>,
             lanes: &mut Lanes<R>,
             stage: &mut [MaybeUninit<u64>],
         ) {
             // SAFETY: the caller's contract.
-            unsafe { accumulate(g, cut, src, at, rows, lanes, stage) }
+            unsafe { accumulate(it, cut, src, at, rows, lanes, stage) }
         }
         if level == kernels::SimdLevel::Avx2 {
             // SAFETY: the CPU has AVX2 (the caller's contract); the rest is forwarded.
-            return unsafe { avx2(g, cut, src, at, rows, lanes, stage) };
+            return unsafe { avx2(it, cut, src, at, rows, lanes, stage) };
         }
     }
     let _ = level;
     // SAFETY: forwarded.
-    unsafe { accumulate(g, cut, src, at, rows, lanes, stage) }
+    unsafe { accumulate(it, cut, src, at, rows, lanes, stage) }
 }
 
 /// Feeds rows `rows` of one group into `lanes`.
 ///
 /// # Safety
-/// `g` must describe the operands of `src` (every offset it forms addresses an element).
+/// `it` must iterate the operands of `src` (every offset it forms addresses an element).
 #[inline(always)]
 unsafe fn accumulate<R: Reducer, const N: usize>(
-    g: &ReduceGeometry<N>,
+    it: &Iter<N>,
     cut: &Cut,
     src: &impl Source<N, T = R::In>,
-    at: &Place<N>,
+    at: &Place,
     rows: std::ops::Range<usize>,
     lanes: &mut Lanes<R>,
     stage: &mut [MaybeUninit<u64>],
 ) {
-    let here = |c: &ReduceCursor<N>| std::array::from_fn(|k| at.base[k] + c.off[k]);
+    // The iterator walked from null pointers: its pointers are the operands' byte offsets. The
+    // walk hands out its runs to this loop (no closure), so that the lanes' loops are compiled
+    // into it, for this clone's instructions.
+    let (from, itemsize) = ([std::ptr::null_mut::<u8>(); N], [src.itemsize(); N]);
+    // The group's first output's elements start here in row-major order over the iterator.
+    let first = at.first * cut.n;
     match cut.col {
         None => {
             // Stream elements [p0, p1) of one output, in runs along the innermost dimension.
-            let inner = g.red.len() - 1;
-            let (len, st) = (g.red[inner], std::array::from_fn(|k| g.red_st[k][inner]));
-            let (p0, p1) = (rows.start * cut.w, (rows.end * cut.w).min(g.n));
-            let mut c = ReduceCursor::at(&g.red, &g.red_st, p0);
-            let mut pos = p0;
+            let (p0, p1) = (rows.start * cut.w, (rows.end * cut.w).min(cut.n));
+            let mut walk = it.run_walk(from, itemsize, first + p0, first + p1);
             let mut sink = StreamSink { lanes, lane: 0 };
-            while pos < p1 {
-                let run = (len - c.idx[inner]).min(p1 - pos);
+            while let Some((p, st, len)) = walk.next_run() {
                 // SAFETY: the caller's contract.
-                unsafe { src.tile(&[here(&c)], st, run, stage, &mut sink) };
-                pos += run;
-                c.advance(&g.red, &g.red_st, run);
+                unsafe { src.tile(&[offsets(p)], st, len, stage, &mut sink) };
             }
         }
         Some(col) => {
-            // Rows are the group's columns at one reduced index, taken a leaf at a time.
-            let st = std::array::from_fn(|k| g.kept_st[k][col]);
-            let mut c = ReduceCursor::at(&g.red, &g.red_st, rows.start);
+            // Rows are the group's columns at one reduced index (each element of the first
+            // column's stream starts one), taken a leaf at a time.
+            let st = std::array::from_fn(|k| it.stride(k, col) * itemsize[k] as isize);
+            let mut walk = it.run_walk(from, itemsize, first + rows.start, first + rows.end);
+            // The next row's offsets, the step to the one after, and rows left in this run.
+            let (mut next, mut step, mut left) = ([0isize; N], [0isize; N], 0);
             let mut offs = [[0isize; N]; LEAF];
             let mut r = rows.start;
             while r < rows.end {
                 let k = (LEAF - lanes.rows).min(rows.end - r);
                 for off in &mut offs[..k] {
-                    *off = here(&c);
-                    c.advance(&g.red, &g.red_st, 1);
+                    if left == 0 {
+                        let (p, s, len) = walk.next_run().expect("a run for every row");
+                        (next, step, left) = (offsets(p), s, len);
+                    }
+                    *off = next;
+                    next = std::array::from_fn(|q| next[q] + step[q]);
+                    left -= 1;
                 }
                 let mut sink = TileSink {
                     lanes: &mut *lanes,
@@ -283,4 +284,10 @@ unsafe fn accumulate<R: Reducer, const N: usize>(
             }
         }
     }
+}
+
+/// The byte offsets a walk from null pointers stands at.
+#[inline(always)]
+fn offsets<const N: usize>(p: [*mut u8; N]) -> [isize; N] {
+    std::array::from_fn(|k| p[k] as isize)
 }

@@ -35,7 +35,6 @@
 
 mod cut;
 mod execute;
-mod geometry;
 mod lanes;
 mod reducer;
 mod report;
@@ -51,12 +50,12 @@ use super::alloc::{try_small_elem, try_small_with_capacity};
 use super::dtype::DType;
 use super::error::{Error, Result};
 use super::expr::{self, Step};
+use super::iter::Iter;
 use super::ops::{self, Operand as _};
 use super::shape::{numel, Dims};
 use super::tensor::{wrap_dim, Init, Tensor};
 use crate::with_elem;
 use execute::execute;
-use geometry::ReduceGeometry;
 use reducer::{ExtremeR, ProdR, SumR};
 use smallvec::SmallVec;
 use source::View;
@@ -197,8 +196,8 @@ fn reduce_into(
 ) -> Result<Tensor> {
     let (out, pending) = result_for(op, dtype, out_shape, t.shape(), reduced)?;
     if pending {
-        let geo = view_geometry(t.geometry(), reduced)?;
-        execute_view(op, t.dtype(), &geo, t.data_ptr(), None, &out)?;
+        let it = view_iter(t.geometry(), reduced)?;
+        execute_view(op, t.dtype(), &it, t.data_ptr(), None, &out)?;
     }
     Ok(out)
 }
@@ -226,12 +225,12 @@ fn result_for(
     Ok((out, pending))
 }
 
-/// Runs `op` over `geo` into `out`, reading elements of type `item` from memory at `base` or, with
+/// Runs `op` over `it` into `out`, reading elements of type `item` from memory at `base` or, with
 /// `runs`, from an expression's fused pass.
 fn execute_view(
     op: ReduceOp,
     item: DType,
-    geo: &ReduceGeometry<1>,
+    it: &Iter<1>,
     base: *mut u8,
     runs: Option<&expr::Runs<'_>>,
     out: &Tensor,
@@ -240,10 +239,10 @@ fn execute_view(
     with_elem!(item, T => {
         let src = View::<T> { base, runs, elem: PhantomData };
         match op {
-            ReduceOp::Sum | ReduceOp::Mean => execute::<SumR<T>, 1>(geo, &src, out, mean),
-            ReduceOp::Prod => execute::<ProdR<T>, 1>(geo, &src, out, false),
-            ReduceOp::Amax => execute::<ExtremeR<T, true>, 1>(geo, &src, out, false),
-            ReduceOp::Amin => execute::<ExtremeR<T, false>, 1>(geo, &src, out, false),
+            ReduceOp::Sum | ReduceOp::Mean => execute::<SumR<T>, 1>(it, &src, out, mean),
+            ReduceOp::Prod => execute::<ProdR<T>, 1>(it, &src, out, false),
+            ReduceOp::Amax => execute::<ExtremeR<T, true>, 1>(it, &src, out, false),
+            ReduceOp::Amin => execute::<ExtremeR<T, false>, 1>(it, &src, out, false),
         }
     })
 }
@@ -278,14 +277,9 @@ pub fn expr_reduce(
     if pending {
         let item = pass.dtype();
         let runs = pass.ready(steps, inputs, opts)?;
-        let geo = ReduceGeometry::new(
-            runs.shape(),
-            [runs.strides()],
-            runs.strides(),
-            &r.reduced,
-            item.size(),
-        )?;
-        execute_view(op, item, &geo, std::ptr::null_mut(), Some(&runs), &out)?;
+        let (shape, strides) = (runs.shape(), runs.strides());
+        let it = Iter::with_reduced(shape, [strides], strides, &r.reduced)?;
+        execute_view(op, item, &it, std::ptr::null_mut(), Some(&runs), &out)?;
     }
     Ok(out)
 }
@@ -296,8 +290,9 @@ fn reduces_nothing(shape: &[usize], reduced: &[bool]) -> bool {
     (0..shape.len()).any(|d| reduced[d] && shape[d] == 0)
 }
 
-/// The iteration of a reduction of `t` over the dimensions marked in `reduced`, when it has
-/// outputs and none reduces nothing (so `t` has elements, and their count fits).
-fn view_geometry(t: ops::Geometry<'_>, reduced: &[bool]) -> Result<ReduceGeometry<1>> {
-    ReduceGeometry::new(t.shape, [t.strides], t.strides, reduced, t.dtype.size())
+/// The iterator of a reduction of `t` over the dimensions marked in `reduced`, in the order of
+/// `t`'s own strides, when it has outputs and none reduces nothing (so `t` has elements, and
+/// their count fits).
+fn view_iter(t: ops::Geometry<'_>, reduced: &[bool]) -> Result<Iter<1>> {
+    Iter::with_reduced(t.shape, [t.strides], t.strides, reduced)
 }

@@ -1,14 +1,15 @@
 //! The planner's reports: what a reduction would do, from its operands' types and geometry alone.
 
-use super::geometry::ReduceGeometry;
+use super::cut::{row_strides, work};
 use super::lanes::Mode;
-use super::sum_to::{as_sizes, decide_fused, decide_sum_to_size, fused_geometry};
-use super::{decide, reduces_nothing, view_geometry, ReduceOp, Reduction};
+use super::sum_to::{as_sizes, decide_fused, decide_sum_to_size, fused_iter};
+use super::{decide, reduces_nothing, view_iter, ReduceOp, Reduction};
 use crate::engine::alloc::try_small;
 use crate::engine::binary_ops::BinaryOp;
 use crate::engine::dtype::DType;
 use crate::engine::error::Result;
 use crate::engine::expr::{self, Step};
+use crate::engine::iter::Iter;
 use crate::engine::ops::{self, LoopKind, Report};
 use crate::engine::shape::{
     checked_nbytes, checked_numel, contiguous_strides, numel, Dims, Strides,
@@ -89,7 +90,7 @@ pub fn plan_binary_sum_to(
         true => None,
         false => {
             let order = ops::binary_layout(&d.shape, compute, [a, b])?;
-            Some(fused_geometry(&d.shape, inputs, &order, &reduced, compute)?)
+            Some(fused_iter(&d.shape, inputs, &order, &reduced)?)
         }
     };
     let acc = ReduceOp::Sum.accumulator(d.types.result);
@@ -154,21 +155,21 @@ fn plan_view(op: ReduceOp, t: ops::Geometry<'_>, r: Reduction) -> Result<Report>
     let outputs = checked_numel(&r.shape)?;
     let geo = match reduces_nothing(t.shape, &r.reduced) || outputs == 0 {
         true => None,
-        false => Some(view_geometry(t, &r.reduced)?),
+        false => Some(view_iter(t, &r.reduced)?),
     };
     let acc = op.accumulator(t.dtype);
     report(r.dtype, acc, acc, r.shape, geo.as_ref(), t.dtype.size())
 }
 
 /// The report of a reduction into a new row-major result of `dtype` and `shape`, accumulating in
-/// `acc` over `geo` (elements of `itemsize` bytes; `None`: every output reduces nothing and
+/// `acc` over the iterator `geo` (elements of `itemsize` bytes; `None`: every output reduces nothing and
 /// takes the identity, written in one contiguous loop).
 fn report<const N: usize>(
     dtype: DType,
     compute: DType,
     acc: DType,
     shape: Dims,
-    geo: Option<&ReduceGeometry<N>>,
+    geo: Option<&Iter<N>>,
     itemsize: usize,
 ) -> Result<Report> {
     let outputs = checked_numel(&shape)?;
@@ -176,13 +177,13 @@ fn report<const N: usize>(
         _ if outputs == 0 => (Dims::new(), LoopKind::None, 1),
         None => (try_small(&[outputs, 0])?, LoopKind::Contiguous, 1),
         Some(g) => {
-            let w = g.work(acc.size());
-            let kind = match Mode::of_size(itemsize, g.row_strides(&w.cut)) {
+            let w = work(g, acc.size());
+            let kind = match Mode::of_size(itemsize, row_strides(g, &w.cut, itemsize)) {
                 Some(Mode(mask)) if mask == (1 << N) - 1 => LoopKind::Contiguous,
                 Some(_) => LoopKind::Broadcast,
                 None => LoopKind::Strided,
             };
-            (try_small(&[g.m, g.n])?, kind, w.threads)
+            (try_small(&[w.cut.m, w.cut.n])?, kind, w.threads)
         }
     };
     Ok(Report {

@@ -33,6 +33,9 @@ pub(super) trait Sink {
 pub(super) trait Source<const N: usize>: Sync {
     type T: Elem;
 
+    /// Bytes of each operand's elements as they are read (the iterator's strides are in them).
+    fn itemsize(&self) -> usize;
+
     /// Bytes of staging space the source needs for rows of byte strides `st` (none when it
     /// hands out its operands' own elements).
     fn stage_bytes(&self, st: [isize; N]) -> usize;
@@ -86,6 +89,10 @@ const EXPR_STAGE_BYTES: usize = 64 * 1024;
 
 impl<T: Elem> Source<1> for View<'_, T> {
     type T = T;
+
+    fn itemsize(&self) -> usize {
+        size_of::<T>()
+    }
 
     fn stage_bytes(&self, _st: [isize; 1]) -> usize {
         match self.runs {
@@ -175,6 +182,10 @@ impl<T> Fused<T> {
 
 impl<T: Elem> Source<2> for Fused<T> {
     type T = T;
+
+    fn itemsize(&self) -> usize {
+        self.compute.size()
+    }
 
     fn stage_bytes(&self, st: [isize; 2]) -> usize {
         if self.direct(st) {

@@ -2,7 +2,6 @@
 //! checks, decisions and entry points.
 
 use super::execute::execute;
-use super::geometry::ReduceGeometry;
 use super::reducer::SumR;
 use super::source::Fused;
 use super::{reduce_into, ReduceOp, Reduction};
@@ -11,9 +10,9 @@ use crate::engine::binary_ops::BinaryOp;
 use crate::engine::dtype::DType;
 use crate::engine::error::{Error, Result};
 use crate::engine::fast;
+use crate::engine::iter::{broadcast_strides, Iter};
 use crate::engine::kernels;
 use crate::engine::ops::{self, Operand as _};
-use crate::engine::plan::broadcast_strides;
 use crate::engine::shape::{broadcast_shapes, checked_numel, numel, Dims};
 use crate::engine::tensor::{Init, Tensor};
 use crate::with_elem;
@@ -86,13 +85,7 @@ pub fn binary_sum_to(op: BinaryOp, a: &Tensor, b: &Tensor, size: &[i64]) -> Resu
     if out.numel() == 0 || d.empty {
         return Ok(out); // nothing to write, or every sum is empty (0)
     }
-    let geo = fused_geometry(
-        shape,
-        [a.geometry(), b.geometry()],
-        &order,
-        &reduced,
-        types.compute,
-    )?;
+    let it = fused_iter(shape, [a.geometry(), b.geometry()], &order, &reduced)?;
     let (base, simd) = ([a.data_ptr(), b.data_ptr()], kernels::simd_level());
     with_elem!(types.result, T => {
         let src = Fused::<T> {
@@ -103,7 +96,7 @@ pub fn binary_sum_to(op: BinaryOp, a: &Tensor, b: &Tensor, size: &[i64]) -> Resu
             simd,
             elem: PhantomData,
         };
-        execute::<SumR<T>, 2>(&geo, &src, &out, false)
+        execute::<SumR<T>, 2>(&it, &src, &out, false)
     })?;
     Ok(out)
 }
@@ -168,19 +161,18 @@ pub(super) fn decide_fused(
     })
 }
 
-/// The fused form's iteration over `a op b` of `shape` (`order`: the strides of its layout),
-/// summing the dimensions marked in `reduced`, from the operands as they are read (of the
-/// computation type `compute`).
-pub(super) fn fused_geometry(
+/// The fused form's iterator over `a op b` of `shape` (`order`: the strides of its layout),
+/// summing the dimensions marked in `reduced`, over the operands as they are read (of the
+/// computation type).
+pub(super) fn fused_iter(
     shape: &[usize],
     ab: [ops::Geometry<'_>; 2],
     order: &[isize],
     reduced: &[bool],
-    compute: DType,
-) -> Result<ReduceGeometry<2>> {
+) -> Result<Iter<2>> {
     let sa = broadcast_strides(ab[0].shape, ab[0].strides, shape)?;
     let sb = broadcast_strides(ab[1].shape, ab[1].strides, shape)?;
-    ReduceGeometry::new(shape, [&sa, &sb], order, reduced, compute.size())
+    Iter::with_reduced(shape, [&sa, &sb], order, reduced)
 }
 
 /// Which dimensions of `shape` `sum_to_size(size)` sums, or `None` when it sums nothing (PyTorch
