@@ -176,6 +176,7 @@ fn install_quiet_hook() {
 }
 
 /// Runs `body` under `catch_unwind`, marking the thread as inside the boundary.
+#[inline(always)]
 fn guarded<T>(body: impl FnOnce() -> T) -> std::thread::Result<T> {
     quiet_panics_inside_boundary();
     INSIDE.with(|d| d.set(d.get() + 1));
@@ -185,6 +186,11 @@ fn guarded<T>(body: impl FnOnce() -> T) -> std::thread::Result<T> {
 }
 
 /// Runs an export's body: the status it returns is `BC_OK` or the failure's code.
+///
+/// Always inlined, so that each export is one function whatever the compiler's partitioning
+/// of the crate: left to it, a change elsewhere can turn the exports' bodies into out-of-line
+/// copies of this function (240 KB more, and a call more per export).
+#[inline(always)]
 pub(crate) fn call(body: impl FnOnce() -> Result<(), FfiError>) -> i32 {
     match guarded(body) {
         Ok(Ok(())) => BC_OK,
@@ -194,6 +200,7 @@ pub(crate) fn call(body: impl FnOnce() -> Result<(), FfiError>) -> i32 {
 }
 
 /// For exports that cannot report a status: the body's value, or `fallback` on a panic.
+#[inline(always)]
 pub(crate) fn call_or<T>(fallback: T, body: impl FnOnce() -> T) -> T {
     guarded(body).unwrap_or(fallback)
 }
