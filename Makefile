@@ -5,7 +5,7 @@ RELEASE := target/release
 
 .PHONY: demo test prereqs generate test-python check bench bench-smoke header-drift data-check go-test go-env go-bench \
 	julia-proxy-test julia-test julia self-contained release-lib install install-files uninstall \
-	install-check size-check fuzz
+	install-check size-check fuzz test-release-expr
 
 # Build the library and run the C tour of the documented examples.
 demo:
@@ -19,15 +19,23 @@ demo:
 # tests (oracle conformance, property, C suite, reliability, bounded fuzzing), the C suite under
 # valgrind and under AddressSanitizer/UBSan, DLPack with NumPy, the Go package, the Julia package
 # (its own tests when julia is installed, the column-major proxy always), the static checks, the
-# install check, and the benchmark's verification of every case (a short smoke run).
+# install check, the benchmark's verification of every case (a short smoke run), and the fused
+# expressions' tests in a release build.
 test: prereqs data-check
 	@date -u +'== %T cargo test'
 	BC_FUZZ_SECONDS=20 cargo test
 	@date -u +'== %T sanitizers'
 	bash scripts/sanitizers.sh
 	@date -u +'== %T the rest'
-	$(MAKE) test-python go-test julia check install-check bench-smoke
+	$(MAKE) test-python go-test julia check install-check bench-smoke test-release-expr
 	@date -u +'== %T make test done'
+
+# The fused expressions' tests built with optimisation too (after bench-smoke's release build,
+# only this test binary is compiled: about a minute): release codegen is where a fused loop
+# may differ from the kernels' (a NaN's sign and payload, which the tests allow, and nothing
+# else, which they check).
+test-release-expr:
+	cargo test --release --test expr
 
 # The C-API fuzzer (fuzz/README.md) for an hour instead of `make test`'s 20 seconds: random and
 # mutated programs from a clock seed (a debug build: overflow checks stay on), the per-family call

@@ -1640,11 +1640,16 @@ int32_t bc_expr_eval_out(const struct bc_expr_step *steps,
  * expression's pass computes each tile (a few thousand elements) into a stage that stays in the
  * cache, which the reduction then reads as it would read the value. So only the result is written,
  * and the inputs are read once (a column reduction of a row-major value reads each row as one
- * piece). Expressions the single pass does not take (see `bc_expr_eval`: an error, a warning, an
- * integer divisor, more than 8 distinct tensors, an empty value) are evaluated whole and then
- * reduced, with the same results; `bc_plan_expr_reduce` says which way a call runs. The accuracy
- * contract is `bc_reduce`'s. The one difference from the two calls: the value is never allocated,
- * so a value too large for memory does not fail with `BC_ERR_ALLOC` on the fused path.
+ * piece). A sum or mean of a float32 value whose last step is `where` (at most one of its
+ * operands computed), or `square` of a difference of inputs, goes further: the reduction
+ * applies that step itself as it reads its operands (inputs and constants where they are, a
+ * computed one from the stage), so a masked sum or a mean squared difference of inputs is one
+ * loop over them. Expressions the single pass does not take (see `bc_expr_eval`: an error, a
+ * warning, an integer divisor, more than 8 distinct tensors, an empty value) are evaluated
+ * whole and then reduced, with the same results; `bc_plan_expr_reduce` says which way a call
+ * runs. The accuracy contract is `bc_reduce`'s. The one difference from the two calls: the
+ * value is never allocated, so a value too large for memory does not fail with
+ * `BC_ERR_ALLOC` on the fused path.
  * On success the caller owns `*out` (free it with `bc_tensor_free`); on failure `*out` is NULL.
  *
  * Arguments are checked in order: `out` (NULL), `steps` (NULL, then the program), `inputs`

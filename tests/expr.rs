@@ -1628,7 +1628,7 @@ fn fused_reduction_tails_match_the_calls() {
         let wide = payload_tensor(&mut r, dtype, &[rows, 2 * cols]);
         let every_other = wide.slice(1, 0, 2 * cols, 2).unwrap();
         let inputs = [&a, &b, &c, &m, &z, &at, &every_other];
-        let programs: [&[bc_expr_step]; 9] = [
+        let programs: [&[bc_expr_step]; 10] = [
             // square of a difference or a product computed first, of inputs in place
             &[
                 input(0),
@@ -1649,6 +1649,15 @@ fn fused_reduction_tails_match_the_calls() {
             &[input(3), input(5), constant(dtype, 0, -2.5), where_step()],
             &[input(3), input(2), input(1), where_step()],
             &[input(3), input(6), input(5), where_step()],
+            // where of a computed condition, of inputs in place
+            &[
+                input(0),
+                input(1),
+                op(BC_OP_LT),
+                input(5),
+                input(2),
+                where_step(),
+            ],
             // where of a computed condition and a computed value
             &[
                 input(0),

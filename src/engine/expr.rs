@@ -1377,6 +1377,7 @@ impl FusedPass {
             base,
             st,
             order,
+            tail: None,
             _inputs: std::marker::PhantomData,
         })
     }
@@ -1393,7 +1394,53 @@ pub(crate) struct Runs<'a> {
     st: SmallVec<[Strides; MAX_FUSED_OPERANDS]>,
     /// The result's dimensions of more than one element, by stride, innermost first.
     order: SmallVec<[usize; 6]>,
+    /// The last operation, when the reader computes it (see [`Runs::take_tail`]); the tape then
+    /// computes only its staged operand.
+    tail: Option<Tail>,
     _inputs: std::marker::PhantomData<&'a Tensor>,
+}
+
+/// The last operation of a pass, computed by the reader of the result as it reads the
+/// operation's operands (see [`Runs::take_tail`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum TailOp {
+    /// `where(cond, a, b)`: the condition (one byte: bool or uint8), then `a` and `b` in the
+    /// result type.
+    Where,
+    /// `square(x)` of float32 (only while a tail is sought: see [`Runs::take_tail`]).
+    Square,
+    /// `square(x - y)` of float32, the difference computed in float32: the two kernels'
+    /// formulas, `(x - y) * (x - y)`.
+    SquareOf(BinaryOp),
+}
+
+/// Where an operand of the tail is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum TailArg {
+    /// The pass's operand `k` (an input, or an operation computed first) or a constant:
+    /// located by [`Runs::locate`].
+    Direct,
+    /// The value the tape computes (see [`Runs::compute`]), of `size`-byte elements.
+    Staged { size: usize },
+}
+
+/// See [`Runs::take_tail`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Tail {
+    pub(crate) op: TailOp,
+    /// The operation's operands, in its order ([`TailOp`]); `Src` for [`Runs::locate`].
+    pub(crate) args: [TailArg; 3],
+    srcs: [Src; 3],
+}
+
+impl Tail {
+    /// The staged operand's element size and position, if one is.
+    pub(crate) fn staged(&self) -> Option<(usize, usize)> {
+        self.args.iter().enumerate().find_map(|(k, a)| match *a {
+            TailArg::Staged { size } => Some((size, k)),
+            TailArg::Direct => None,
+        })
+    }
 }
 
 // SAFETY: the operands are only read (the inputs outlive `'a`, the made tensors are owned), and
@@ -1413,13 +1460,17 @@ impl Runs<'_> {
     /// Computes the result's elements at element offsets `v, v + st, ..., v + (n - 1) st` of its
     /// layout ([`Runs::strides`]) into `dst` (`n` contiguous elements of the result type),
     /// the same bits as [`eval`] writes there: the same tape on the same operands, in pieces along
-    /// one dimension at a time.
+    /// one dimension at a time. After [`Runs::take_tail`], the tail's staged operand instead.
     ///
     /// # Safety
     /// The offsets must lie within the result; `dst` valid for `n` element writes.
     pub(crate) unsafe fn compute(&self, mut v: usize, st: usize, n: usize, dst: *mut u8) {
         let (shape, strides) = (&self.pass.shape, &self.pass.strides);
-        let size = self.pass.dtype.size() as isize;
+        // With a tail, the tape computes its staged operand.
+        let size = match self.tail.as_ref().and_then(Tail::staged) {
+            Some((size, _)) => size as isize,
+            None => self.pass.dtype.size() as isize,
+        };
         let along = self
             .order
             .iter()
@@ -1458,5 +1509,165 @@ impl Runs<'_> {
             done += piece;
             v += piece * st;
         }
+    }
+
+    /// Leaves the pass's last operation to the reader, when it is `where` and at most one of its
+    /// operands is computed by the pass (the others are the pass's own operands, or constants),
+    /// or the square of a float32 difference of the pass's own operands: the tape then computes
+    /// only that one operand, if any (into what [`Runs::compute`] is given), and the reader
+    /// applies the operation to the operands as it reads them ([`Runs::tail`],
+    /// [`Runs::locate`]). Whether it did.
+    pub(crate) fn take_tail(&mut self) -> bool {
+        let root = &self.pass.nodes[self.pass.nodes.len() - 1];
+        let tape = &self.pass.tape;
+        let Some(&last) = tape.instrs.last() else {
+            return false;
+        };
+        let (op, srcs, n) = match (last, root.kind) {
+            (
+                Instr::Where {
+                    cond,
+                    a,
+                    b,
+                    dst: Dst::Out,
+                    ..
+                },
+                NodeKind::Where { .. },
+            ) => (TailOp::Where, [cond, a, b], 3),
+            (
+                Instr::Unary {
+                    a, dst: Dst::Out, ..
+                },
+                NodeKind::Unary { op, compute, .. },
+            ) if op == UnaryOp::Square && compute == root.dtype && compute == DType::F32 => {
+                (TailOp::Square, [a, a, a], 1)
+            }
+            _ => return false,
+        };
+        let mut args = [TailArg::Direct; 3];
+        let mut staged = None;
+        for (arg, src) in args.iter_mut().zip(&srcs).take(n) {
+            if let Src::Buf { index, size } = *src {
+                if staged.is_some_and(|i| i != index) {
+                    return false;
+                }
+                staged = Some(index);
+                *arg = TailArg::Staged { size };
+            }
+        }
+        let head = tape.instrs.len() - 1;
+        match staged {
+            // Nothing else to compute (the tape's instructions all feed the last).
+            None if head > 0 => return false,
+            None => {}
+            // The staged operand is the last value the tape computes before the operation.
+            Some(index) => match tape.instrs[..head].last() {
+                Some(
+                    Instr::Cast { dst, .. }
+                    | Instr::Binary { dst, .. }
+                    | Instr::Where { dst, .. }
+                    | Instr::Unary { dst, .. }
+                    | Instr::Ternary { dst, .. },
+                ) if matches!(*dst, Dst::Buf { index: i, .. } if i == index) => {}
+                _ => return false,
+            },
+        }
+        // A square is taken only of a difference of operands the pass reads, when that is all
+        // the tape computes: `square(x - y)` in one loop over x and y.
+        if op == TailOp::Square {
+            let operand = |s: &Src| matches!(s, Src::Operand(_) | Src::Const(_));
+            let (&[Instr::Binary { a, b, .. }, _], NodeKind::Unary { x, .. }) =
+                (&tape.instrs[..], root.kind)
+            else {
+                return false;
+            };
+            let NodeKind::Binary {
+                op: bop, kernel, ..
+            } = self.pass.nodes[x].kind
+            else {
+                return false;
+            };
+            if bop != BinaryOp::Sub || kernel != root.dtype || !operand(&a) || !operand(&b) {
+                return false;
+            }
+            self.pass.tape.instrs.clear();
+            self.tail = Some(Tail {
+                op: TailOp::SquareOf(bop),
+                args: [TailArg::Direct; 3],
+                srcs: [a, b, b],
+            });
+            return true;
+        }
+        let instrs = &mut self.pass.tape.instrs;
+        instrs.pop();
+        if let Some(
+            Instr::Cast { dst, .. }
+            | Instr::Binary { dst, .. }
+            | Instr::Where { dst, .. }
+            | Instr::Unary { dst, .. }
+            | Instr::Ternary { dst, .. },
+        ) = instrs.last_mut()
+        {
+            *dst = Dst::Out;
+        }
+        self.tail = Some(Tail { op, args, srcs });
+        true
+    }
+
+    /// The last operation, when the reader computes it ([`Runs::take_tail`]).
+    pub(crate) fn tail(&self) -> Option<&Tail> {
+        self.tail.as_ref()
+    }
+
+    /// The tail's [`TailArg::Direct`] operands at the result's elements `v, v + st, ...` (element
+    /// offsets in its layout): their first elements into `p` and byte strides into `s` (those
+    /// of staged operands are left as they are). Returns how many of the `n` elements from `v`
+    /// they describe (at least one: the elements along one dimension).
+    pub(crate) fn locate<const K: usize>(
+        &self,
+        v: usize,
+        st: usize,
+        n: usize,
+        p: &mut [*const u8; K],
+        s: &mut [isize; K],
+    ) -> usize {
+        let Some(tail) = &self.tail else {
+            return n;
+        };
+        if tail.args[..K].iter().all(|a| *a != TailArg::Direct) {
+            return n;
+        }
+        let (shape, strides) = (&self.pass.shape, &self.pass.strides);
+        let along = self
+            .order
+            .iter()
+            .copied()
+            .find(|&d| st > 0 && strides[d] as usize == st);
+        let mut idx = [0usize; crate::engine::shape::MAX_NDIM + 1];
+        let mut rest = v;
+        for &d in self.order.iter().rev() {
+            idx[d] = rest / strides[d] as usize;
+            rest %= strides[d] as usize;
+        }
+        let piece = match along {
+            Some(a) => n.min(shape[a] - idx[a]),
+            None => 1,
+        };
+        for k in 0..K {
+            match (tail.args[k], tail.srcs[k]) {
+                (TailArg::Direct, Src::Operand(j)) => {
+                    let sj = &self.st[j - 1];
+                    let off: isize = self.order.iter().map(|&d| idx[d] as isize * sj[d]).sum();
+                    p[k] = self.base[j - 1].wrapping_offset(off) as *const u8;
+                    s[k] = along.map_or(0, |a| sj[a]);
+                }
+                (TailArg::Direct, Src::Const(c)) => {
+                    p[k] = self.pass.tape.consts[c].ptr() as *const u8;
+                    s[k] = 0;
+                }
+                _ => {}
+            }
+        }
+        piece
     }
 }

@@ -185,11 +185,11 @@ pub(super) fn execute<R: Reducer, const N: usize>(
 /// As [`accumulate`]; `level` must be supported by this CPU.
 #[allow(clippy::too_many_arguments)]
 #[inline]
-unsafe fn accumulate_on<R: Reducer, const N: usize>(
+unsafe fn accumulate_on<R: Reducer, S: Source<N, T = R::In>, const N: usize>(
     level: kernels::SimdLevel,
     it: &Iter<N>,
     cut: &Cut,
-    src: &impl Source<N, T = R::In>,
+    src: &S,
     at: &Place,
     rows: std::ops::Range<usize>,
     lanes: &mut Lanes<R>,
@@ -218,6 +218,7 @@ unsafe fn accumulate_on<R: Reducer, const N: usize>(
         }
     }
     let _ = level;
+    assert!(!S::AVX2_ONLY, "a source read only with AVX2");
     // SAFETY: forwarded.
     unsafe { accumulate(it, cut, src, at, rows, lanes, stage) }
 }

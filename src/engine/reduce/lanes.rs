@@ -20,8 +20,18 @@ pub(super) const STREAM_LANES: usize = 32;
 pub(super) struct Mode(pub(super) u8);
 
 impl Mode {
-    fn of<T, const K: usize>(es: [isize; K]) -> Option<Mode> {
-        Mode::of_size(size_of::<T>(), es)
+    fn of<P: Pack<K>, const K: usize>(es: [isize; K]) -> Option<Mode> {
+        let mut mask = 0;
+        for (k, (&s, &size)) in es.iter().zip(&P::SIZES).enumerate() {
+            match s {
+                0 => {}
+                s if s == size as isize => mask |= 1 << k,
+                _ => return None,
+            }
+        }
+        // Some operand kinds have loops of their own for only some modes (fewer loops
+        // compiled); other rows go element by element.
+        (P::MODES & (1 << mask) != 0).then_some(Mode(mask))
     }
 
     /// [`Mode::of`] for elements of `size` bytes.
@@ -39,9 +49,9 @@ impl Mode {
     }
 }
 
-/// Calls `$call` with the const `M` of a [`Mode`] (operands: at most two).
+/// Calls `$call` with the const `M` of a [`Mode`] (two operands, or three: see [`Pack::MODES`]).
 macro_rules! with_mode {
-    ($mode:expr, $M:ident => $call:expr) => {
+    ($mode:expr, $K:expr, $M:ident => $call:expr) => {
         match $mode.0 {
             0 => {
                 const $M: u8 = 0;
@@ -55,6 +65,10 @@ macro_rules! with_mode {
                 const $M: u8 = 2;
                 $call
             }
+            7 if $K > 2 => {
+                const $M: u8 = 7;
+                $call
+            }
             _ => {
                 const $M: u8 = 3;
                 $call
@@ -63,42 +77,109 @@ macro_rules! with_mode {
     };
 }
 
-/// Element `i` of a row of mode `M`, combined by `f`.
-///
-/// # Safety
-/// The element must be readable.
-#[inline(always)]
-unsafe fn read<X: Elem, T: Elem, const K: usize, const M: u8>(
-    p: &[*const u8; K],
-    i: usize,
-    f: impl Fn([X; K]) -> T,
-) -> T {
-    // SAFETY: the caller's contract.
-    f(std::array::from_fn(|k| unsafe {
-        let p = p[k] as *const X;
-        if M & (1 << k) != 0 {
-            p.add(i).read()
-        } else {
-            p.read()
-        }
-    }))
+/// The operands of one element: `K` elements read from `K` rows (each its own type), which a
+/// function combines into the element.
+pub(super) trait Pack<const K: usize>: Copy {
+    /// Bytes of each operand's elements.
+    const SIZES: [usize; K];
+
+    /// The [`Mode`]s with loops of their own (bit `m` for the mode whose mask is `m`).
+    const MODES: u8 = 0xFF;
+
+    /// Element `i` of rows of mode `M` (operands whose bit is clear are read at `i = 0`).
+    ///
+    /// # Safety
+    /// The elements must be readable.
+    unsafe fn load<const M: u8>(p: &[*const u8; K], i: usize) -> Self;
+
+    /// Element `i` of rows of byte strides `es`.
+    ///
+    /// # Safety
+    /// The elements must be readable.
+    unsafe fn load_strided(p: &[*const u8; K], es: [isize; K], i: usize) -> Self;
 }
 
-/// Element `i` of a row of any strides, combined by `f`.
-///
-/// # Safety
-/// The element must be readable.
-#[inline(always)]
-unsafe fn read_strided<X: Elem, T: Elem, const K: usize>(
-    p: &[*const u8; K],
-    es: [isize; K],
-    i: usize,
-    f: impl Fn([X; K]) -> T,
-) -> T {
-    // SAFETY: the caller's contract.
-    f(std::array::from_fn(|k| unsafe {
-        (p[k].offset(i as isize * es[k]) as *const X).read()
-    }))
+impl<X: Elem, const K: usize> Pack<K> for [X; K] {
+    const SIZES: [usize; K] = [size_of::<X>(); K];
+
+    #[inline(always)]
+    unsafe fn load<const M: u8>(p: &[*const u8; K], i: usize) -> Self {
+        // SAFETY: the caller's contract.
+        std::array::from_fn(|k| unsafe {
+            let p = p[k] as *const X;
+            if M & (1 << k) != 0 {
+                p.add(i).read()
+            } else {
+                p.read()
+            }
+        })
+    }
+
+    #[inline(always)]
+    unsafe fn load_strided(p: &[*const u8; K], es: [isize; K], i: usize) -> Self {
+        // SAFETY: the caller's contract.
+        std::array::from_fn(|k| unsafe { (p[k].offset(i as isize * es[k]) as *const X).read() })
+    }
+}
+
+/// Two operands of one type, with a loop of their own only when both are contiguous.
+#[derive(Clone, Copy)]
+pub(super) struct Pair<T>(pub(super) T, pub(super) T);
+
+impl<T: Elem> Pack<2> for Pair<T> {
+    const SIZES: [usize; 2] = [size_of::<T>(); 2];
+    // Both contiguous.
+    const MODES: u8 = 1 << 0b11;
+
+    #[inline(always)]
+    unsafe fn load<const M: u8>(p: &[*const u8; 2], i: usize) -> Self {
+        // SAFETY: forwarded.
+        let [x, y] = unsafe { <[T; 2]>::load::<M>(p, i) };
+        Pair(x, y)
+    }
+
+    #[inline(always)]
+    unsafe fn load_strided(p: &[*const u8; 2], es: [isize; 2], i: usize) -> Self {
+        // SAFETY: forwarded.
+        let [x, y] = unsafe { <[T; 2]>::load_strided(p, es, i) };
+        Pair(x, y)
+    }
+}
+
+/// A selection's operands: the condition (one byte, bool or uint8) and the two values.
+#[derive(Clone, Copy)]
+pub(super) struct Select<T>(pub(super) u8, pub(super) T, pub(super) T);
+
+impl<T: Elem> Pack<3> for Select<T> {
+    const SIZES: [usize; 3] = [1, size_of::<T>(), size_of::<T>()];
+    // The condition and `a` contiguous, `b` one element (a masked sum).
+    const MODES: u8 = 1 << 0b011;
+
+    #[inline(always)]
+    unsafe fn load<const M: u8>(p: &[*const u8; 3], i: usize) -> Self {
+        let at = |k: usize| if M & (1 << k) != 0 { i } else { 0 };
+        // SAFETY: the caller's contract.
+        unsafe {
+            Select(
+                p[0].add(at(0)).read(),
+                (p[1] as *const T).add(at(1)).read(),
+                (p[2] as *const T).add(at(2)).read(),
+            )
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn load_strided(p: &[*const u8; 3], es: [isize; 3], i: usize) -> Self {
+        let i = i as isize;
+        // SAFETY: the caller's contract.
+        unsafe {
+            Select(
+                p[0].offset(i * es[0]).read(),
+                (p[1].offset(i * es[1]) as *const T).read(),
+                (p[2].offset(i * es[2]) as *const T).read(),
+            )
+        }
+    }
 }
 
 /// Three rows of `w` lanes: leaf, block and total (see the `reduce` module's docs).
@@ -139,18 +220,18 @@ impl<'s, R: Reducer> Lanes<'s, R> {
     /// # Safety
     /// The elements must be readable.
     #[inline(always)]
-    unsafe fn add<X: Elem, const K: usize>(
+    unsafe fn add<P: Pack<K>, const K: usize>(
         &mut self,
         j0: usize,
         p: [*const u8; K],
         es: [isize; K],
         n: usize,
-        f: impl Fn([X; K]) -> R::In + Copy,
+        f: impl Fn(P) -> R::In + Copy,
     ) {
         let leaf = &mut self.leaf[j0..j0 + n];
         for (j, a) in leaf.iter_mut().enumerate() {
             // SAFETY: the caller's contract.
-            *a = R::combine(*a, R::lift(unsafe { read_strided(&p, es, j, f) }));
+            *a = R::combine(*a, R::lift(unsafe { f(P::load_strided(&p, es, j)) }));
         }
     }
 
@@ -177,17 +258,17 @@ impl<'s, R: Reducer> Lanes<'s, R> {
     /// # Safety
     /// As [`Lanes::add`].
     #[inline(always)]
-    pub(super) unsafe fn add_tile<X: Elem, const K: usize>(
+    pub(super) unsafe fn add_tile<P: Pack<K>, const K: usize>(
         &mut self,
         j0: usize,
         rows: &[[*const u8; K]],
         es: [isize; K],
         n: usize,
-        f: impl Fn([X; K]) -> R::In + Copy,
+        f: impl Fn(P) -> R::In + Copy,
     ) {
         let mut j = 0;
-        if let Some(mode) = Mode::of::<X, K>(es) {
-            with_mode!(mode, M => {
+        if let Some(mode) = Mode::of::<P, K>(es) {
+            with_mode!(mode, K, M => {
                 while j + STREAM_LANES <= n {
                     let lanes: &mut [R::Acc; STREAM_LANES] = (&mut self.leaf[j0 + j..]
                         [..STREAM_LANES])
@@ -198,7 +279,7 @@ impl<'s, R: Reducer> Lanes<'s, R> {
                         let p = advance::<K, M>(row, es, j);
                         for (i, a) in acc.iter_mut().enumerate() {
                             // SAFETY: the caller's contract.
-                            *a = R::combine(*a, R::lift(unsafe { read::<X, _, K, M>(&p, i, f) }));
+                            *a = R::combine(*a, R::lift(unsafe { f(P::load::<M>(&p, i)) }));
                         }
                     }
                     *lanes = acc;
@@ -236,19 +317,19 @@ impl<'s, R: Reducer> Lanes<'s, R> {
     /// # Safety
     /// As [`Lanes::add`].
     #[inline(always)]
-    pub(super) unsafe fn feed<X: Elem, const K: usize>(
+    pub(super) unsafe fn feed<P: Pack<K>, const K: usize>(
         &mut self,
         lane: &mut usize,
         mut p: [*const u8; K],
         es: [isize; K],
         mut n: usize,
-        f: impl Fn([X; K]) -> R::In + Copy,
+        f: impl Fn(P) -> R::In + Copy,
     ) {
         let w = self.leaf.len();
-        if let Some(mode) = Mode::of::<X, K>(es).filter(|_| *lane == 0 && w == STREAM_LANES) {
+        if let Some(mode) = Mode::of::<P, K>(es).filter(|_| *lane == 0 && w == STREAM_LANES) {
             let rows = n / w;
             // SAFETY: the caller's contract.
-            with_mode!(mode, M => unsafe { self.add_rows::<X, K, M>(p, rows, f) });
+            with_mode!(mode, K, M => unsafe { self.add_rows::<P, K, M>(p, rows, f) });
             p = advance::<K, 0b11>(&p, es, rows * w);
             n -= rows * w;
         }
@@ -272,13 +353,13 @@ impl<'s, R: Reducer> Lanes<'s, R> {
     /// # Safety
     /// As [`Lanes::add`]; the lanes are [`STREAM_LANES`] wide.
     #[inline(always)]
-    unsafe fn add_rows<X: Elem, const K: usize, const M: u8>(
+    unsafe fn add_rows<P: Pack<K>, const K: usize, const M: u8>(
         &mut self,
         mut p: [*const u8; K],
         mut rows: usize,
-        f: impl Fn([X; K]) -> R::In + Copy,
+        f: impl Fn(P) -> R::In + Copy,
     ) {
-        let size = size_of::<X>() as isize;
+        let es = P::SIZES.map(|s| s as isize);
         while rows > 0 {
             let take = rows.min(LEAF - self.rows);
             let leaf: &mut [R::Acc; STREAM_LANES] =
@@ -287,9 +368,9 @@ impl<'s, R: Reducer> Lanes<'s, R> {
             for _ in 0..take {
                 for (j, a) in acc.iter_mut().enumerate() {
                     // SAFETY: the caller's contract.
-                    *a = R::combine(*a, R::lift(unsafe { read::<X, _, K, M>(&p, j, f) }));
+                    *a = R::combine(*a, R::lift(unsafe { f(P::load::<M>(&p, j)) }));
                 }
-                p = advance::<K, M>(&p, [size; K], STREAM_LANES);
+                p = advance::<K, M>(&p, es, STREAM_LANES);
             }
             *leaf = acc;
             rows -= take;

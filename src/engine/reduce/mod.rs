@@ -31,7 +31,9 @@
 //! reductions, so the leaf is read and written once per 16 rows), with an AVX2 clone of the loops
 //! chosen at run time. The fused form applies the operation's scalar function to operands that
 //! are contiguous or repeated along a row as it reads them; operands of other layouts are first
-//! computed into a small stage by the elementwise kernel (which serves any operation).
+//! computed into a small stage by the elementwise kernel (which serves any operation). A fused
+//! expression's sum or mean of float32 applies a last `where`, or square of a difference, itself
+//! in the same loops (`source::Tailed`), its operands read in place.
 
 mod cut;
 mod execute;
@@ -51,6 +53,7 @@ use super::dtype::DType;
 use super::error::{Error, Result};
 use super::expr::{self, Step};
 use super::iter::Iter;
+use super::kernels;
 use super::ops::{self, Operand as _};
 use super::shape::{numel, Dims};
 use super::tensor::{wrap_dim, Init, Tensor};
@@ -58,7 +61,7 @@ use crate::with_elem;
 use execute::execute;
 use reducer::{ExtremeR, ProdR, SumR};
 use smallvec::SmallVec;
-use source::View;
+use source::{Tailed, View};
 use std::marker::PhantomData;
 
 /// The five reductions.
@@ -276,10 +279,26 @@ pub fn expr_reduce(
     let (out, pending) = result_for(op, r.dtype, &r.shape, pass.shape(), &r.reduced)?;
     if pending {
         let item = pass.dtype();
-        let runs = pass.ready(steps, inputs, opts)?;
-        let (shape, strides) = (runs.shape(), runs.strides());
-        let it = Iter::with_reduced(shape, [strides], strides, &r.reduced)?;
-        execute_view(op, item, &it, std::ptr::null_mut(), Some(&runs), &out)?;
+        let mut runs = pass.ready(steps, inputs, opts)?;
+        let it = Iter::with_reduced(runs.shape(), [runs.strides()], runs.strides(), &r.reduced)?;
+        // Sums and means of float32 compute a last `where` or square of a difference themselves
+        // (other reductions and types: each would be loops of its own, over the size budget).
+        let mean = op == ReduceOp::Mean;
+        // (Only on CPUs with AVX2: the loops are compiled for it alone.)
+        let tailed = matches!(op, ReduceOp::Sum | ReduceOp::Mean)
+            && item == DType::F32
+            && kernels::simd_level() == kernels::SimdLevel::Avx2
+            && runs.take_tail();
+        match item {
+            DType::F32 if tailed => {
+                let src = Tailed::<f32> {
+                    runs: &runs,
+                    elem: PhantomData,
+                };
+                execute::<SumR<f32>, 1>(&it, &src, &out, mean)?;
+            }
+            _ => execute_view(op, item, &it, std::ptr::null_mut(), Some(&runs), &out)?,
+        }
     }
     Ok(out)
 }

@@ -1,12 +1,12 @@
 //! Where the elements come from: a view's own, or `a op b` computed as it is read; handed to the
 //! lanes a tile of rows at a time.
 
-use super::lanes::{Lanes, Mode, LEAF};
+use super::lanes::{Lanes, Mode, Pack, Pair, Select, LEAF};
 use super::reducer::Reducer;
 use crate::engine::binary_ops::{BinaryOp, ElemFn, Visit};
 use crate::engine::dtype::DType;
-use crate::engine::elem::Elem;
-use crate::engine::expr::Runs;
+use crate::engine::elem::{Elem, Float};
+use crate::engine::expr::{Runs, Tail, TailOp};
 use crate::engine::kernels;
 use std::marker::PhantomData;
 use std::mem::{size_of, MaybeUninit};
@@ -16,16 +16,16 @@ use std::mem::{size_of, MaybeUninit};
 pub(super) trait Sink {
     type In: Elem;
     /// The next `n` columns of each row of `rows` (row `r`'s operand `k` at `rows[r][k]`, byte
-    /// stride `es[k]`), combined by `f`.
+    /// stride `es[k]`, read as `P` says), combined by `f`.
     ///
     /// # Safety
     /// The elements must be readable.
-    unsafe fn take<X: Elem, const K: usize>(
+    unsafe fn take<P: Pack<K>, const K: usize>(
         &mut self,
         rows: &[[*const u8; K]],
         es: [isize; K],
         n: usize,
-        f: impl Fn([X; K]) -> Self::In + Copy,
+        f: impl Fn(P) -> Self::In + Copy,
     );
 }
 
@@ -35,6 +35,10 @@ pub(super) trait Source<const N: usize>: Sync {
 
     /// Bytes of each operand's elements as they are read (the iterator's strides are in them).
     fn itemsize(&self) -> usize;
+
+    /// Whether the source is only read through the AVX2 clone of the reductions' loops (no
+    /// other clone is compiled for it; its user checks the CPU first).
+    const AVX2_ONLY: bool = false;
 
     /// Bytes of staging space the source needs for rows of byte strides `st` (none when it
     /// hands out its operands' own elements).
@@ -136,11 +140,140 @@ impl<T: Elem> Source<1> for View<'_, T> {
                 }
             };
             // SAFETY: the caller's contract (or just written).
-            unsafe { sink.take(&rows[..k], es, len, |[x]| x) };
+            unsafe { sink.take(&rows[..k], es, len, |[x]: [T; 1]| x) };
             done += len;
             if done >= n {
                 break;
             }
+        }
+    }
+}
+
+/// An expression's result whose last operation the reduction computes as it reads the
+/// operation's operands ([`Runs::take_tail`]): the operands the pass reads (inputs, operations
+/// computed first, constants) straight from memory, and at most one computed by the pass into
+/// the stage a piece of rows at a time. The elements are those [`View`] would hand out (the
+/// operation's own formula on the same operands), in the same order, so the sums are the same
+/// bits but for a NaN's sign and payload (the loops are compiled apart from the kernels').
+pub(super) struct Tailed<'r, T> {
+    pub(super) runs: &'r Runs<'r>,
+    pub(super) elem: PhantomData<T>,
+}
+
+// SAFETY: as for `View`.
+unsafe impl<T> Sync for Tailed<'_, T> {}
+
+impl<T: Float> Tailed<'_, T> {
+    fn tail(&self) -> Tail {
+        *self.runs.tail().expect("a tail taken")
+    }
+
+    /// [`Source::tile`] for a tail of `K` operands read as `P` and combined by `f`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile_with<P: Pack<K>, const K: usize>(
+        &self,
+        offs: &[[isize; 1]],
+        st: [isize; 1],
+        n: usize,
+        stage: &mut [MaybeUninit<u64>],
+        sink: &mut impl Sink<In = T>,
+        f: impl Fn(P) -> T + Copy,
+    ) {
+        let (k, size) = (offs.len(), size_of::<T>());
+        let staged = self.tail().staged();
+        let cols = staged.map_or(n, |(ss, _)| EXPR_STAGE_BYTES / ss / k);
+        let base = stage.as_mut_ptr() as *mut u8;
+        // Offsets and strides in the result's layout, in elements (never negative).
+        let step = st[0] as usize / size;
+        let at = |r: usize, i: usize| offs[r][0] as usize / size + i * step;
+        let mut done = 0;
+        while done < n {
+            let len = cols.min(n - done);
+            if let Some((ss, _)) = staged {
+                for r in 0..k {
+                    // SAFETY: row r of the stage holds `cols` elements of `ss` bytes; the
+                    // positions are the caller's.
+                    unsafe {
+                        self.runs
+                            .compute(at(r, done), step, len, base.wrapping_add(r * cols * ss))
+                    };
+                }
+            }
+            // In pieces along which every row's operands have one stride.
+            let mut j = 0;
+            while j < len {
+                let mut m = len - j;
+                let mut rows = [[std::ptr::null::<u8>(); K]; LEAF];
+                let mut es = [0isize; K];
+                for (r, row) in rows.iter_mut().enumerate().take(k) {
+                    m = self.runs.locate(at(r, done + j), step, m, row, &mut es);
+                    if let Some((ss, pos)) = staged {
+                        row[pos] = base.wrapping_add((r * cols + j) * ss);
+                        es[pos] = ss as isize;
+                    }
+                }
+                // SAFETY: within the operands (located) or the stage (just written).
+                unsafe { sink.take(&rows[..k], es, m, f) };
+                j += m;
+            }
+            done += len;
+        }
+    }
+}
+
+impl<T: Float> Source<1> for Tailed<'_, T> {
+    type T = T;
+    // (For the size budget.)
+    const AVX2_ONLY: bool = true;
+
+    fn itemsize(&self) -> usize {
+        // Positions in the expression's result layout, as `View` of the same runs reads them.
+        size_of::<T>()
+    }
+
+    fn stage_bytes(&self, _st: [isize; 1]) -> usize {
+        match self.tail().staged() {
+            Some(_) => EXPR_STAGE_BYTES,
+            None => 0,
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn tile(
+        &self,
+        offs: &[[isize; 1]],
+        st: [isize; 1],
+        n: usize,
+        stage: &mut [MaybeUninit<u64>],
+        sink: &mut impl Sink<In = T>,
+    ) {
+        // SAFETY (both): forwarded.
+        match self.tail().op {
+            TailOp::Where => unsafe {
+                self.tile_with(
+                    offs,
+                    st,
+                    n,
+                    stage,
+                    sink,
+                    |Select(c, x, y): Select<T>| {
+                        if c != 0 {
+                            x
+                        } else {
+                            y
+                        }
+                    },
+                )
+            },
+            // (Only a square of a difference, never a square alone: each tail is a set of
+            // loops per type and reduction, within the library's size budget.)
+            TailOp::Square | TailOp::SquareOf(_) => unsafe {
+                self.tile_with(offs, st, n, stage, sink, |Pair(x, y): Pair<T>| {
+                    let d = x.sub(y);
+                    d.mul(d)
+                })
+            },
         }
     }
 }
@@ -326,12 +459,12 @@ impl<R: Reducer> Sink for StreamSink<'_, '_, R> {
     type In = R::In;
 
     #[inline(always)]
-    unsafe fn take<X: Elem, const K: usize>(
+    unsafe fn take<P: Pack<K>, const K: usize>(
         &mut self,
         rows: &[[*const u8; K]],
         es: [isize; K],
         n: usize,
-        f: impl Fn([X; K]) -> R::In + Copy,
+        f: impl Fn(P) -> R::In + Copy,
     ) {
         // SAFETY: the caller's contract.
         unsafe { self.lanes.feed(&mut self.lane, rows[0], es, n, f) }
@@ -349,12 +482,12 @@ impl<R: Reducer> Sink for TileSink<'_, '_, R> {
     type In = R::In;
 
     #[inline(always)]
-    unsafe fn take<X: Elem, const K: usize>(
+    unsafe fn take<P: Pack<K>, const K: usize>(
         &mut self,
         rows: &[[*const u8; K]],
         es: [isize; K],
         n: usize,
-        f: impl Fn([X; K]) -> R::In + Copy,
+        f: impl Fn(P) -> R::In + Copy,
     ) {
         // SAFETY: the caller's contract.
         unsafe { self.lanes.add_tile(self.j, rows, es, n, f) };
