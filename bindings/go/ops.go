@@ -45,22 +45,28 @@ func (op Op) Apply(a, b *Tensor) (*Tensor, error) {
 
 // fewElems is, when a and b are small enough to tell without asking the library, a bound of the
 // elements of their broadcast result below smallElems (the product of theirs: a broadcast
-// dimension is the larger of two sizes, each at least 1, or 0), else 0. A tensor counting fewer
-// than 8*smallElems bytes of storage has at most an eighth that many elements (unclosed.go); a
-// result counted from the bound, 8 bytes an element, counts no less than the library's own
-// element count would (below smallElems elements) and is a small one (young.go). That spares the
-// smallest results a second call into the library, for their element count, which cost them
-// about a tenth of their time.
+// dimension is the larger of two sizes, each at least 1, or 0), else 0. Only a count under
+// fewBytes tells a tensor's elements: it is 8 bytes an element (unclosed.go), where a larger
+// count may be the element size times 512 elements or more. A result counted from the bound,
+// 8 bytes an element, counts no less than the library's own element count would (below
+// smallElems elements) and is a small one (young.go). That spares the smallest results a second
+// call into the library, for their element count, which cost them about a tenth of their time.
 func fewElems(a, b *Tensor) int64 {
 	if a == nil || b == nil {
 		return 0
 	}
+	if a.nbytes <= 0 || a.nbytes >= fewBytes || b.nbytes <= 0 || b.nbytes >= fewBytes {
+		return 0
+	}
 	na, nb := a.nbytes/8, b.nbytes/8
-	if na <= 0 || na >= smallElems || nb <= 0 || nb >= smallElems || na*nb >= smallElems {
+	if na*nb >= smallElems {
 		return 0
 	}
 	return na * nb
 }
+
+// fewBytes is the least count that is not surely 8 bytes an element: 512 elements of one byte.
+const fewBytes = smallElems
 
 // InPlace computes target op= other into target's elements. It is allowed exactly when other
 // broadcasts to target's shape and the result type can be cast to target's; when it fails,

@@ -19,8 +19,8 @@ import (
 // size (8 bytes an element below smallElems elements, see storage_bytes in shims.c); for a binary
 // operation's result on two operands of a few elements, 8 bytes times the product of their
 // element counts, a bound known without asking the library for the result's (fewElems in ops.go).
-// Either way, a tensor counting fewer than 8*smallElems bytes has at most an eighth that many
-// elements. A view shares its
+// Either way, a tensor counting fewer than smallElems bytes has at most an eighth that many
+// elements (from smallElems elements up, a count is at least that many bytes). A view shares its
 // tensor's storage and counts nothing; memory given by WrapC or FromDLPack is its owner's to
 // free, and is not counted either. The young list's tensors (young.go) are counted youngMax at a
 // time, when the list is armed, and uncounted when the list frees them: the count lags by at most

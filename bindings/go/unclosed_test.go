@@ -178,11 +178,23 @@ func TestSmallResultsCountABound(t *testing.T) {
 	empty := keep(must(bc.Zeros(bc.Float32, 0, 3))(t))
 	keep(must(bc.Add.Apply(empty, row))(t))
 	keep(must(bc.Lt.Apply(sq, sq))(t))
+	// 600 int8 elements count 600 bytes (numel times the element size, from 512 elements up): a
+	// count that is no eighth of the element count.
+	bytes600 := keep(must(bc.Ones(bc.Int8, 600))(t))
+	one := keep(must(bc.Ones(bc.Float32, 1))(t))
+	keep(must(bc.Add.Apply(bytes600, one))(t))
+	keep(must(bc.Add.Apply(one, bytes600))(t))
 	keep(must(bc.Add.Apply(keep(must(bc.Scalar[int64](7))(t)), sq))(t))
 	for _, r := range all {
+		// No fewer bytes than the library's own count gives: 8 an element below 512 elements,
+		// the element size from there.
 		n, b := int64(r.Numel()), bc.StorageBytes(r)
-		if b > 0 && b < 8*512 && 8*n > b {
-			t.Errorf("%v %v counts %d bytes for %d elements: fewer than 8 an element", r.DType(), r.Shape(), b, n)
+		least := 8 * n
+		if n >= 512 {
+			least = n * int64(r.DType().Size())
+		}
+		if b > 0 && b < least {
+			t.Errorf("%v %v counts %d bytes for %d elements, fewer than %d", r.DType(), r.Shape(), b, n, least)
 		}
 		r.Close()
 	}
