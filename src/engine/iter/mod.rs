@@ -75,6 +75,19 @@ fn broadcast_stride(shape: &[usize], strides: &[isize], target: &[usize], d: usi
     }
 }
 
+/// Sorts dimension indices by `key`, largest first, keeping equal keys in their order: an
+/// insertion sort (at most 64 dimensions, usually already in order, and no buffer to allocate).
+#[inline]
+fn sort_outermost_first(dims: &mut [u8], key: impl Fn(usize) -> usize) {
+    for i in 1..dims.len() {
+        let mut j = i;
+        while j > 0 && key(dims[j - 1] as usize) < key(dims[j] as usize) {
+            dims.swap(j - 1, j);
+            j -= 1;
+        }
+    }
+}
+
 impl<const N: usize> Iter<N> {
     /// The iterator over `shape` for operands whose strides (`strides[k]`) are already aligned to
     /// it, walked as large work (sorted, possibly tiled or shared among threads). At most
@@ -161,28 +174,25 @@ impl<const N: usize> Iter<N> {
         }
         let dims = &mut dims[..n];
         if !small {
-            // A stable insertion sort by the written operand's stride, largest first: at most
-            // 64 dimensions, usually already in order, and no buffer to allocate.
-            let key = |d: u8| stride(0, d as usize).unsigned_abs();
-            for i in 1..dims.len() {
-                let mut j = i;
-                while j > 0 && key(dims[j - 1]) < key(dims[j]) {
-                    dims.swap(j - 1, j);
-                    j -= 1;
-                }
-            }
+            // By the written operand's stride, largest first.
+            sort_outermost_first(dims, |d| stride(0, d).unsigned_abs());
         }
-        // Room for every dimension up front: the pushes below then never allocate.
-        iter.shape
-            .try_reserve_exact(n)
-            .map_err(|_| alloc_error::<usize>(n))?;
-        iter.strides
-            .try_reserve_exact(n)
-            .map_err(|_| alloc_error::<[isize; N]>(n))?;
+        iter.reserve(n)?;
         for &d in dims.iter() {
             let d = d as usize;
             iter.push_dim(shape[d], std::array::from_fn(|k| stride(k, d)), 0);
         }
+        Ok(())
+    }
+
+    /// Room for `n` dimensions up front, fallibly: pushes within it then never allocate.
+    fn reserve(&mut self, n: usize) -> Result<()> {
+        self.shape
+            .try_reserve_exact(n)
+            .map_err(|_| alloc_error::<usize>(n))?;
+        self.strides
+            .try_reserve_exact(n)
+            .map_err(|_| alloc_error::<[isize; N]>(n))?;
         Ok(())
     }
 

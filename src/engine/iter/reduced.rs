@@ -2,8 +2,7 @@
 //! others when merging and placed innermost (as PyTorch's TensorIterator places them), so that
 //! row-major order over the iterator is output after output, each output's elements in the order
 //! they are summed.
-use super::Iter;
-use crate::engine::alloc::alloc_error;
+use super::{sort_outermost_first, Iter};
 use crate::engine::error::{Error, Result};
 use crate::engine::shape::MAX_NDIM;
 
@@ -32,12 +31,7 @@ impl<const N: usize> Iter<N> {
         let mut it = Iter::empty();
         // At most one dimension more than the shape has (the reduced one of size 1).
         let cap = shape.len() + 1;
-        it.shape
-            .try_reserve_exact(cap)
-            .map_err(|_| alloc_error::<usize>(cap))?;
-        it.strides
-            .try_reserve_exact(cap)
-            .map_err(|_| alloc_error::<[isize; N]>(cap))?;
+        it.reserve(cap)?;
         it.numel = shape.iter().product();
         // Each dimension's weight in `order`: that of its innermost part when merged.
         let mut weight = [0usize; MAX_NDIM + 1];
@@ -48,8 +42,7 @@ impl<const N: usize> Iter<N> {
             weight[it.ndim() - 1] = key(d);
         }
         let kept = it.ndim();
-        // The reduced dimensions, outermost first: a stable insertion sort by weight, largest
-        // first (no buffer to allocate).
+        // The reduced dimensions, outermost first: by weight, largest first, stably.
         let mut dims = [0u8; MAX_NDIM];
         let mut n = 0;
         for d in (0..shape.len()).filter(|&d| shape[d] != 1 && reduced[d]) {
@@ -57,13 +50,7 @@ impl<const N: usize> Iter<N> {
             n += 1;
         }
         let dims = &mut dims[..n];
-        for i in 1..dims.len() {
-            let mut j = i;
-            while j > 0 && key(dims[j - 1] as usize) < key(dims[j] as usize) {
-                dims.swap(j - 1, j);
-                j -= 1;
-            }
-        }
+        sort_outermost_first(dims, key);
         for &d in dims.iter() {
             it.push_dim(shape[d as usize], at(d as usize), kept);
             weight[it.ndim() - 1] = key(d as usize);
