@@ -141,17 +141,20 @@ impl<const N: usize> Iter<N> {
             0 | 1 => [0; N],
             _ => std::array::from_fn(|k| self.byte_stride(k, nd - 2, itemsize)),
         };
-        let Cursor { idx, ptrs } = self.cursor_at(start, base, itemsize);
-        RunWalk {
+        // Built in place: the reductions make a walk per output, and moving its multi-index
+        // (MAX_NDIM words) from a returned cursor cost two copies of it each time.
+        let mut walk = RunWalk {
             iter: self,
-            idx,
-            ptrs,
+            idx: [0; MAX_NDIM],
+            ptrs: base,
             inner_stride: self.inner_byte_strides(itemsize),
             row_stride,
             itemsize,
             pos: start,
             end,
-        }
+        };
+        self.seek(start, &mut walk.idx, &mut walk.ptrs, itemsize);
+        walk
     }
 
     /// The position of element `start` (in row-major order of the iteration shape).
@@ -161,8 +164,24 @@ impl<const N: usize> Iter<N> {
         base: [*mut u8; N],
         itemsize: [usize; N],
     ) -> Cursor<N> {
-        let mut idx = [0usize; MAX_NDIM];
-        let mut ptrs = base;
+        let mut cursor = Cursor {
+            idx: [0; MAX_NDIM],
+            ptrs: base,
+        };
+        self.seek(start, &mut cursor.idx, &mut cursor.ptrs, itemsize);
+        cursor
+    }
+
+    /// Moves a cursor at element 0 (`idx` all zero, `ptrs` at the operands' bases) to element
+    /// `start`.
+    #[inline]
+    fn seek(
+        &self,
+        start: usize,
+        idx: &mut [usize; MAX_NDIM],
+        ptrs: &mut [*mut u8; N],
+        itemsize: [usize; N],
+    ) {
         let mut rem = start;
         for d in (0..self.ndim()).rev() {
             if rem == 0 {
@@ -174,7 +193,6 @@ impl<const N: usize> Iter<N> {
                 *p = p.wrapping_offset(idx[d] as isize * self.byte_stride(k, d, itemsize));
             }
         }
-        Cursor { idx, ptrs }
     }
 }
 
