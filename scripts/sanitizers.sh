@@ -73,7 +73,7 @@ run_asan() {
         ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:abort_on_error=0:exitcode=98}" \
         LSAN_OPTIONS="${LSAN_OPTIONS:-exitcode=97}" \
         UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
-        cargo test "$@" --test c_suite -- --test-threads=1; then
+        cargo test "$@" --test c_suite -- --test-threads=2; then
         if check_asan_linked; then pass "$name"; else fail "$name" "programs not instrumented"; fi
     else
         fail "$name" "c_suite reported errors"
