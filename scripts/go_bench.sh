@@ -3,10 +3,11 @@
 # each round runs every case through the Go package and from C, one after the other, and an empty
 # cgo call; the table gives the median ns per call of each, their ratio, and what the package
 # adds beyond the C call and the empty cgo call (the floor of any call from Go); and the floor of
-# each case: the C call and an empty cgo call (the package frees small results in batches). It
+# each case: the C call and an empty cgo call (a small result's handle is freed without a cgo
+# call of its own: in the cgo call of a later one, or with others). It
 # also prints what a Go object with its finalizer set and cleared costs
 # (BenchmarkOwnerFinalizer): a Tensor would pay that on top for each result, but a small one
-# closed while on the young list (bindings/go/young.go) never gets a finalizer.
+# closed while young (bindings/go/young.go) never gets a finalizer.
 # ROUNDS (default 9) and BENCHTIME (default 300ms) tune it. The machine's load is printed before
 # and after: timings on a shared machine move.
 set -euo pipefail
@@ -50,9 +51,9 @@ awk '
       name = order[i]; if (name !~ /\/go$/) continue
       base = substr(name, 1, length(name) - 3); g = median(v[name]); c = median(v[base "/c"])
       # The least the call can cost from Go: the C call and one cgo call (a small result is freed
-      # with others, YoungMax to a cgo call: bindings/go/young.go). (A finalizer set and cleared
-      # for each result, which the young list spares short-lived small results, would add the
-      # figure printed above.)
+      # in the cgo call of a later one: bindings/go/young.go). (A finalizer set and cleared for
+      # each result, which the young ring spares short-lived small results, would add the figure
+      # printed above.)
       floor = c + cgo
       printf "%-36s %12.1f %12.1f %8.2f %14.1f %12.1f %8.2f %7s\n", base, g, c, g / c, g - c - cgo, floor, floor / c, allocs[name]
     }
@@ -65,10 +66,10 @@ awk '{ for (i = 5; i < NF; i += 2) v[$(i + 1)] = v[$(i + 1)] " " $i }
     return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
   }
   END {
-    g = median(v["alloc-go-cpu-ns"]); c = median(v["alloc-c-cpu-ns"]); ca = median(v["alloc-c-as-go-cpu-ns"])
+    g = median(v["alloc-go-cpu-ns"]); c = median(v["alloc-c-cpu-ns"]); fl = median(v["alloc-floor-cpu-ns"])
     og = median(v["out-go-cpu-ns"]); oc = median(v["out-c-cpu-ns"]); e = median(v["empty-cgo-cpu-ns"])
     printf "CPU time per call, alternating chunks (medians of 3 runs):\n"
-    printf "  tiny allocating addition: %.1f ns from Go, %.1f ns from C (%.2fx; target 2x); %.1f ns from C as the package calls it (frees batched)\n", g, c, g / c, ca
+    printf "  tiny allocating addition: %.1f ns from Go, %.1f ns from C (%.2fx; target 2x); floor %.1f ns (%.2fx: the C call in one cgo call that frees the previous result)\n", g, c, g / c, fl, fl / c
     printf "  into out: %.1f ns from Go, %.1f ns from C; Go - C - empty cgo call = %.1f ns (target 10 ns)\n", og, oc, og - oc - e
     printf "  empty cgo call: %.1f ns\n", e
   }' "$out.cpu"

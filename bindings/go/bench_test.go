@@ -51,10 +51,10 @@ func (o *owner) free() { o.h.Store(0) }
 
 // What an owning Go value with a finalizer costs beside its C calls, without any C call: a new
 // object on Go's heap, runtime.SetFinalizer to free it if it is dropped, and SetFinalizer(nil)
-// when it is closed. Every result paid this before the young list (young.go); a small result
+// when it is closed. Every result paid this before the young ring (young.go); a small result
 // closed while young now pays only the allocation. An allocating call cannot cost less than the
-// C call plus an empty cgo call (the frees of small results are batched, YoungMax to a cgo call):
-// `make go-bench` prints that floor.
+// C call plus an empty cgo call (a small result is freed in the cgo call of a later one): `make
+// go-bench` prints that floor.
 func BenchmarkOwnerFinalizer(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
@@ -126,10 +126,10 @@ func BenchmarkAdd(b *testing.B) {
 // The tiny allocating addition (and the same into out) from Go and from C in alternating chunks
 // of chunk calls, for b.N chunks each: the median CPU time per call of each, and their ratio. A
 // shared machine's load changes over seconds; alternating every fraction of a millisecond gives
-// both sides nearly the same machine. Also timed: the C calls as the package makes them
-// (alloc-c-as-go: the results freed YoungMax at a time; a result of operands this small has its
-// element count bounded, not read), which tells the library's share of the difference from the
-// package's and cgo's.
+// both sides nearly the same machine. Also timed: the floor of the allocating call from Go
+// (alloc-floor: the C call in one cgo call, which frees the previous result first, as the
+// package frees a closed small result in the cgo call of a later one), which tells cgo's share of
+// the difference from the package's.
 func BenchmarkAddTinyAlternating(b *testing.B) { addAlternating(b, []int{4}, []int{4}) }
 
 // BenchmarkAddTinyAlternating for float32 (3,1)+(1,3), a broadcast whose C call costs a little
@@ -147,7 +147,7 @@ func addAlternating(b *testing.B, sa, sb []int) {
 		f()
 		return float64(cpuTime()-start) / chunk
 	}
-	var allocGo, allocC, allocCB, outGo, outC, empty []float64
+	var allocGo, allocC, allocFloor, outGo, outC, empty []float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		allocGo = append(allocGo, perCall(func() {
@@ -160,7 +160,15 @@ func addAlternating(b *testing.B, sa, sb []int) {
 			}
 		}))
 		allocC = append(allocC, perCall(func() { cbench.AddAlloc(hx, hy, chunk) }))
-		allocCB = append(allocCB, perCall(func() { cbench.AddAllocBatch(hx, hy, chunk, bc.YoungMax, false) }))
+		allocFloor = append(allocFloor, perCall(func() {
+			prev := uintptr(0)
+			for k := 0; k < chunk; k++ {
+				if prev = cbench.AddFreePrev(hx, hy, prev); prev == 0 {
+					b.Fatal("add_free_prev failed")
+				}
+			}
+			cbench.FreeHandle(prev)
+		}))
 		outGo = append(outGo, perCall(func() {
 			for k := 0; k < chunk; k++ {
 				if err := bc.Add.Out(out, x, y); err != nil {
@@ -179,7 +187,7 @@ func addAlternating(b *testing.B, sa, sb []int) {
 	b.ReportMetric(ag, "alloc-go-cpu-ns")
 	b.ReportMetric(ac, "alloc-c-cpu-ns")
 	b.ReportMetric(ag/ac, "alloc-go/c")
-	b.ReportMetric(median(allocCB), "alloc-c-as-go-cpu-ns")
+	b.ReportMetric(median(allocFloor), "alloc-floor-cpu-ns")
 	b.ReportMetric(og, "out-go-cpu-ns")
 	b.ReportMetric(oc, "out-c-cpu-ns")
 	b.ReportMetric(e, "empty-cgo-cpu-ns")

@@ -29,11 +29,12 @@
 // but for small results: below).
 // A tensor dropped without Close is freed by its finalizer, which runs only after a collection
 // has found the tensor unreachable (a result of less than 64 KiB gets its finalizer only if it is
-// still open at the next collection, or after at most 8 more such results: setting and clearing a
+// still open at the next collection, or about 8 such results later: setting and clearing a
 // finalizer would cost a short-lived result more than its cgo calls; so a small one dropped
 // unclosed waits for a second collection). Such a small result's handle is also freed a little
-// after its Close, with up to 7 others in one cgo call, and always before LiveCount counts: a cgo
-// call to free each would cost as much as the operation. So that dropped tensors cannot pile up
+// after its Close, and always before LiveCount counts: a cgo call to free each would cost as much
+// as the operation. A binary operation on operands of a few elements frees it inside its own cgo
+// call, about 8 such results later; other results are freed with up to 7 others in one cgo call. So that dropped tensors cannot pile up
 // while Go's own allocations bring no collection, the package counts the bytes of storage behind
 // its open tensors and calls runtime.GC itself when they pass half again (and at least 16 MiB
 // more than) what its previous collection left. A program that drops its results unclosed thus

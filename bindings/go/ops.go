@@ -6,6 +6,8 @@ import "C"
 import (
 	"runtime"
 	"strconv"
+	"sync/atomic"
+	"unsafe"
 )
 
 // Op is a binary elementwise operation, with PyTorch's semantics (torch.<name>): integer
@@ -30,13 +32,29 @@ func (op Op) Apply(a, b *Tensor) (*Tensor, error) {
 		return nil, errClosed()
 	}
 	if n := fewElems(a, b); n > 0 {
-		r := C.gobc_binary_made(C.int32_t(op), ha, hb)
+		// The result's tensor goes into its slot of the young ring before the call, which frees
+		// the closed tensor it takes out of it (young.go): no cgo call of its own for that.
+		t := &Tensor{nb: uint32(8 * n)} // under 4 KiB
+		dead := uintptr(0)
+		if debugGC {
+			arm(t) // freed at its Close, as every tensor with -tags bcdebug
+			opened(t.nbytes())
+		} else {
+			// swapIn, written out: it is not inlined, and a call costs a few ns.
+			dead = reclaim((*Tensor)(atomic.SwapPointer(slotOf(t), unsafe.Pointer(t))))
+		}
+		r := C.gobc_binary_made(C.int32_t(op), ha, hb, C.uintptr_t(dead))
 		runtime.KeepAlive(a) // keep's loop over its arguments cost Out a few percent
 		runtime.KeepAlive(b)
+		if dead != 0 {
+			freed(dead)
+		}
 		if r.err != nil {
+			t.discard()
 			return nil, failed(r.err)
 		}
-		return newTensor(r.out, 8*n), nil
+		t.h = uintptr(r.out) // read by no one else before Close: see young.go
+		return t, nil
 	}
 	r := C.gobc_binary(C.int32_t(op), ha, hb)
 	keep(a, b)
@@ -55,10 +73,11 @@ func fewElems(a, b *Tensor) int64 {
 	if a == nil || b == nil {
 		return 0
 	}
-	if a.nbytes <= 0 || a.nbytes >= fewBytes || b.nbytes <= 0 || b.nbytes >= fewBytes {
+	// Tensor.nb holds a count under fewBytes as it is. A view counts 0: the product is 0 then.
+	if a.nb >= fewBytes || b.nb >= fewBytes {
 		return 0
 	}
-	na, nb := a.nbytes/8, b.nbytes/8
+	na, nb := int64(a.nb/8), int64(b.nb/8)
 	if na*nb >= smallElems {
 		return 0
 	}

@@ -115,8 +115,9 @@ gobc_res gobc_binary(int32_t op, uintptr_t a, uintptr_t b) {
 	return made(s, o);
 }
 
-gobc_made gobc_binary_made(int32_t op, uintptr_t a, uintptr_t b) {
+gobc_made gobc_binary_made(int32_t op, uintptr_t a, uintptr_t b, uintptr_t dead) {
 	bc_tensor *o = NULL;
+	if (dead != 0) bc_tensor_free(H(dead));
 	int32_t s = bc_binary(op, H(a), H(b), &o);
 	gobc_made r = {(uintptr_t)o, NULL};
 	if (s != BC_OK) {

@@ -58,8 +58,10 @@ void gobc_free_n(const uintptr_t *hs, size_t n);
 bool gobc_is_live(uintptr_t t);
 
 gobc_res gobc_binary(int32_t op, uintptr_t a, uintptr_t b);
-// gobc_binary without the storage bytes (the caller knows a bound of them).
-gobc_made gobc_binary_made(int32_t op, uintptr_t a, uintptr_t b);
+// gobc_binary without the storage bytes (the caller knows a bound of them); first it frees dead
+// (a closed tensor's handle the young ring hands over, young.go; 0 for none), whatever the
+// operation's outcome.
+gobc_made gobc_binary_made(int32_t op, uintptr_t a, uintptr_t b, uintptr_t dead);
 // In place and into out: the failure alone, NULL on success.
 gobc_err *gobc_binary_inplace_err(int32_t op, uintptr_t target, uintptr_t other);
 gobc_err *gobc_binary_out_err(int32_t op, uintptr_t a, uintptr_t b, uintptr_t out);

@@ -27,34 +27,72 @@ type Tensor struct {
 	// may fall inside the Go heap's address range, so it is never held in a pointer type. Set
 	// when the tensor is made and never changed: st tells whether it is still this tensor's.
 	h uintptr
-	// The bytes of storage the library allocated for this tensor (0 for a view), counted while
-	// it is open (unclosed.go).
-	nbytes int64
 	// st is where the tensor is in its life (young.go): stYoung, stYoungClosed, stArmed or
-	// stClosed. Changed only by compare-and-swap, so that exactly one party frees the handle.
-	st atomic.Int32
+	// stClosed. Changed only by compare-and-swap once the tensor is shared, so that exactly one
+	// party frees the handle; always read and written through sync/atomic's functions (an
+	// atomic.Int32's methods would put Close over the compiler's inlining budget).
+	st int32
+	// nb is the bytes of storage the library allocated for this tensor (0 for a view), counted
+	// while it is open (unclosed.go), as packBytes packs them: in 4 bytes, so that a Tensor takes
+	// 16 bytes, not 24 (the allocation of a small result's Tensor is a good part of the cost the
+	// package adds to it).
+	nb uint32
+}
+
+// bigBytes marks a storage count packed in MiB: those of 2 GiB and more.
+const bigBytes = 1 << 31
+
+// packBytes packs the storage count n for Tensor.nb: exactly below 2 GiB, else in whole MiB
+// (rounded down; up to 2 PiB). The count that is added when a tensor opens and subtracted when it
+// closes is the packed one, both times.
+func packBytes(n int64) uint32 {
+	switch {
+	case n <= 0:
+		return 0
+	case n < bigBytes:
+		return uint32(n)
+	case n>>20 < bigBytes:
+		return bigBytes | uint32(n>>20)
+	}
+	return bigBytes | (bigBytes - 1)
+}
+
+// nbytes is the storage count of t (Tensor.nb).
+func (t *Tensor) nbytes() int64 {
+	if t.nb < bigBytes {
+		return int64(t.nb)
+	}
+	return int64(t.nb&^bigBytes) << 20
 }
 
 // newTensor owns the handle h, whose new storage takes nbytes (counted by adopt).
 func newTensor(h C.uintptr_t, nbytes int64) *Tensor {
-	t := &Tensor{h: uintptr(h), nbytes: nbytes}
+	t := &Tensor{h: uintptr(h), nb: packBytes(nbytes)}
 	adopt(t)
 	return t
 }
 
 // Close frees the handle. It may be called any number of times, from any goroutine; only the
-// first call frees. (The handle of a small result closed while on the young list is freed a
-// little later, with others in one cgo call: young.go. Nothing can use it meanwhile, and
-// LiveCount frees those first.)
+// first call frees. (The handle of a small result closed while young is freed a little later:
+// young.go. Nothing can use it meanwhile, and LiveCount frees those first.)
 func (t *Tensor) Close() {
+	// Inlined: a young tensor's Close is one compare-and-swap (young.go frees its handle).
+	if t != nil && atomic.CompareAndSwapInt32(&t.st, stYoung, stYoungClosed) {
+		return
+	}
+	t.closeOther()
+}
+
+// closeOther is Close of nil, or of a tensor not young when Close began.
+func (t *Tensor) closeOther() {
 	if t == nil {
 		return
 	}
 	for {
-		switch t.st.Load() {
+		switch atomic.LoadInt32(&t.st) {
 		case stYoung:
-			if t.st.CompareAndSwap(stYoung, stYoungClosed) {
-				return // the young list frees it
+			if atomic.CompareAndSwapInt32(&t.st, stYoung, stYoungClosed) {
+				return
 			}
 		case stArmed:
 			if t.free() {
@@ -70,12 +108,12 @@ func (t *Tensor) Close() {
 // free frees the handle of an armed tensor unless it is closed already (Close and the
 // finalizer: only one of them frees it), and reports whether it did.
 func (t *Tensor) free() bool {
-	if !t.st.CompareAndSwap(stArmed, stClosed) {
+	if !atomic.CompareAndSwapInt32(&t.st, stArmed, stClosed) {
 		return false
 	}
 	C.gobc_free(C.uintptr_t(t.h))
-	if t.nbytes > 0 {
-		closed(t.nbytes)
+	if t.nbytes() > 0 {
+		closed(t.nbytes())
 	}
 	if hook := freeHook.Load(); hook != nil {
 		(*hook)(t.h)
@@ -95,7 +133,7 @@ func (t *Tensor) handle() C.uintptr_t {
 	if debugGC {
 		runtime.GC() // -tags bcdebug: a missing keep shows up as a freed handle
 	}
-	if t.st.Load() >= stYoungClosed {
+	if atomic.LoadInt32(&t.st) >= stYoungClosed {
 		return 0
 	}
 	return C.uintptr_t(t.h)
@@ -379,12 +417,15 @@ func checkElem[T Elem](t *Tensor) error {
 }
 
 // LiveCount is the number of live handles in the process (bc_tensor_live_count), for leak checks.
-// The handles of closed tensors that wait on the young list (young.go) are freed first, so they
-// are not counted.
+// The handles of closed tensors that wait to be freed (young.go) are freed first, so they are not
+// counted.
 func LiveCount() int {
 	sweepYoung()
-	return int(C.bc_tensor_live_count())
+	return liveHandles()
 }
+
+// liveHandles is bc_tensor_live_count, without the sweep.
+func liveHandles() int { return int(C.bc_tensor_live_count()) }
 
 // IsLive is whether t's handle is live (false once closed, and for nil).
 func (t *Tensor) IsLive() bool {

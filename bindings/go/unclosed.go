@@ -23,8 +23,9 @@ import (
 // elements (from smallElems elements up, a count is at least that many bytes). A view shares its
 // tensor's storage and counts nothing; memory given by WrapC or FromDLPack is its owner's to
 // free, and is not counted either. The young list's tensors (young.go) are counted youngMax at a
-// time, when the list is armed, and uncounted when the list frees them: the count lags by at most
-// youngMax*youngBytes (512 KiB), an atomic addition less for each small result.
+// time, when the list is armed, and the young ring's when they are armed (those closed while in
+// the ring are never counted): the count leaves out at most (youngMax+youngSlots)*youngBytes
+// (2.5 MiB), and a small result costs no atomic addition.
 
 // smallElems is the element count below which a result counts 8 bytes an element (storage_bytes
 // in shims.c).

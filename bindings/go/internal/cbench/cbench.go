@@ -26,28 +26,18 @@ static int32_t add_out(uintptr_t a, uintptr_t b, uintptr_t out, long n) {
 	return BC_OK;
 }
 
-// As add_alloc, but as the Go package calls the library: the results freed `batch` (at most 64)
-// at a time (young.go), and, when numel is true, each result's element count read after the
-// addition (its storage count, unclosed.go: the package reads it unless both operands have fewer
-// than 64 elements and the product of their counts is below 512).
-static int32_t add_alloc_batch(uintptr_t a, uintptr_t b, long n, int batch, _Bool numel) {
-	bc_tensor *rs[64];
-	int k = 0;
-	for (long i = 0; i < n; i++) {
-		int64_t count = 0;
-		int32_t s = bc_add((const bc_tensor *)a, (const bc_tensor *)b, &rs[k]);
-		if (s != BC_OK) return s;
-		if (numel && bc_tensor_numel(rs[k], &count) != BC_OK) return -1;
-		if (++k == batch) {
-			for (int j = 0; j < k; j++) bc_tensor_free(rs[j]);
-			k = 0;
-		}
-	}
-	for (int j = 0; j < k; j++) bc_tensor_free(rs[j]);
-	return BC_OK;
-}
-
 static void empty(void) {}
+
+static void free_handle(uintptr_t h) { bc_tensor_free((bc_tensor *)h); }
+
+// One allocating addition in one cgo call, as the Go package makes it: frees prev (the previous
+// result, 0 for none) first, and returns the new result (0 on failure).
+static uintptr_t add_free_prev(uintptr_t a, uintptr_t b, uintptr_t prev) {
+	bc_tensor *r = NULL;
+	if (prev != 0) bc_tensor_free((bc_tensor *)prev);
+	if (bc_add((const bc_tensor *)a, (const bc_tensor *)b, &r) != BC_OK) return 0;
+	return (uintptr_t)r;
+}
 */
 import "C"
 
@@ -57,16 +47,20 @@ func AddAlloc(a, b uintptr, n int) int32 {
 	return int32(C.add_alloc(C.uintptr_t(a), C.uintptr_t(b), C.long(n)))
 }
 
-// AddAllocBatch is AddAlloc with the results freed batch (1 to 64) at a time and, when numel is
-// true, each result's element count read, as the Go package calls the library.
-func AddAllocBatch(a, b uintptr, n, batch int, numel bool) int32 {
-	return int32(C.add_alloc_batch(C.uintptr_t(a), C.uintptr_t(b), C.long(n), C.int(batch), C._Bool(numel)))
-}
-
 // AddOut runs n additions of a and b into out.
 func AddOut(a, b, out uintptr, n int) int32 {
 	return int32(C.add_out(C.uintptr_t(a), C.uintptr_t(b), C.uintptr_t(out), C.long(n)))
 }
+
+// AddFreePrev is one allocating addition of a and b in one cgo call, which first frees prev (the
+// previous result, 0 for none): the least a call from Go that frees a result in the cgo call of
+// the next can cost. It returns the new result's handle (0 on failure).
+func AddFreePrev(a, b, prev uintptr) uintptr {
+	return uintptr(C.add_free_prev(C.uintptr_t(a), C.uintptr_t(b), C.uintptr_t(prev)))
+}
+
+// FreeHandle frees the handle h (0: none).
+func FreeHandle(h uintptr) { C.free_handle(C.uintptr_t(h)) }
 
 // Empty is one cgo call of a C function that does nothing: the least any call from Go costs.
 func Empty() { C.empty() }
