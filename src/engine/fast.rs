@@ -1,262 +1,234 @@
-//! The fast path of small elementwise operations: the common case of an operation that runs on
-//! the calling thread, checked and planned in one pass over its dimensions, on the stack, then
-//! computed.
+//! The shortcut of small elementwise operations: once the call's one decision
+//! ([`ops::decide_in`]) has passed, a computation that needs no step of the general path's
+//! (no conversion, no temporary, no divisor scan, no float32 number) over row-major operands,
+//! for one thread, runs here from a fixed-size plan on the stack, without the general path's
+//! layout, iterator and tiles. This decides nothing: every refusal, shape, type and overlap is
+//! the decision's, and the general path, when it runs, continues from the same decision.
 //!
-//! The general path (`ops`) checks in PyTorch's order, one rule at a time, each with its exact
-//! message, and plans for any layout and thread count: for a tiny operation that costs several
-//! times the arithmetic. Here every rule is reduced to a test that passes in the common case:
-//! operands of one type that the operation computes in (its table row accepts the type, and it
-//! computes in it rather than in float32; integer division, which must scan its divisor, is
-//! left out), each row-major on every dimension, size-1 ones included (a flag the tensor keeps;
-//! a new result then takes PyTorch's layout, row-major), shapes that broadcast to at most
-//! [`FAST_NDIM`] dimensions, an `out` of that shape, row-major too and in separate memory (or
-//! exactly one of the inputs), no warning switch on, and work for one thread
-//! (small enough, or other callers computing meanwhile leave it one).
+//! The plan is built in the decision's own pass over the dimensions (it is the decision's
+//! [`DimSink`]): row-major operands need no strides of their own, only which of them is
+//! broadcast along each dimension, so dimensions with the same pattern merge into one group as
+//! they are read, innermost first. (1024,)+(1024,) is one group, (3,1)+(1,3) two, and
+//! (n,1024)+(1024,) two whatever n. The shortcut applies when, besides the decision's steps
+//! being none: every operand is row-major, size-1 dimensions included (a flag each tensor
+//! keeps; a new result then takes PyTorch's layout, row-major), the dimensions form at most
+//! [`FAST_NDIM`] groups, none is empty, and the work is one thread's (small enough, or other
+//! callers computing meanwhile leave it one). Its result is the general path's: the same
+//! values (the operation's scalar function, or its kernel), type, shape and layout.
 //!
-//! The operations of `ops` come here first ([`binary`], or [`binary_in`] to build the result
-//! where the caller keeps it; [`binary_out`], [`binary_inplace`]). Every operation of the table
-//! ([`BinaryOp`]) is handled through its row and its scalar function ([`BinaryOp::visit`]). When
-//! every test passes the result is the general path's: the same values (the operation's scalar
-//! function, or its kernel), type, shape and row-major layout (PyTorch's too, for such
-//! operands), and no warning. When one fails nothing has been written, and the caller takes the
-//! general path, which gives the exact error or handles the rare case.
-//!
-//! The plan is fixed-size: row-major operands need no strides of their own, only which of them
-//! is broadcast along each dimension, so dimensions with the same pattern merge into one group
-//! as they are read, innermost first. (1024,)+(1024,) is one group, (3,1)+(1,3) two, and
-//! (n,1024)+(1024,) two whatever n.
-use super::binary_ops::{BinaryOp, Compute, ElemFn, Visit};
-use super::dtype::{result_type_ranked, DType, Rank};
+//! The entries of the C API come here ([`binary`], or [`binary_in`] to build the result where
+//! the caller keeps it; [`binary_out`], [`binary_inplace`], [`binary_number`],
+//! [`binary_number_inplace`]): each decides once, then runs the shortcut or the general path's
+//! rest ([`ops::binary_decided`] and its kin). Every operation of the table ([`BinaryOp`]) is
+//! handled through its row and its scalar function ([`BinaryOp::visit`]).
+use super::binary_ops::{BinaryOp, ElemFn, Visit};
+use super::dtype::DType;
 use super::elem::Elem;
 use super::kernels;
-use super::ops::{self, Options, Warnings};
+use super::ops::{self, BinaryDecision, Dest, DimSink, Options, Warnings};
 use super::parallel;
 use super::tensor::{Init, Scalar, Tensor};
 use super::Result;
 use std::mem::MaybeUninit;
+use std::ptr::addr_of_mut;
 
-/// Most dimensions of a result taken by the fast path.
+/// Most groups of merged dimensions in the shortcut's plan.
 pub const FAST_NDIM: usize = 8;
 
-/// Most elements counted while checking: every element stride times any element size stays
-/// far below `isize::MAX`, so the strides are computed without overflow checks.
+/// Most elements the shortcut takes: every element stride times any element size stays far
+/// below `isize::MAX`, so the strides are computed without overflow checks.
 const MAX_NUMEL: usize = isize::MAX as usize >> 8;
 
 /// Results up to this many elements are computed element by element in one loop, rather than
 /// run by run through the kernels (whose setup per run costs more than a few elements).
 const ELEMENTWISE_MAX: usize = 64;
 
-/// A checked small operation: its types, broadcast shape, and plan.
-struct Small {
-    /// The operands' type, which the operation computes in.
-    dtype: DType,
-    /// The result's type: `dtype`, or bool for comparisons and logical operations.
-    out_dtype: DType,
-    ndim: usize,
-    shape: [usize; FAST_NDIM],
-    numel: usize,
-    /// Groups of merged dimensions, innermost first: their extents and the byte strides of
-    /// `out`, `a` and `b` along them (0 where an input is broadcast).
-    groups: usize,
+/// The plan's groups of merged dimensions, innermost first: their extents and the byte strides
+/// of `out`, `a` and `b` along them (0 where an input is broadcast). A local of the call, left
+/// uninitialised (only the plan's first `groups` are written): a plan made by value with its
+/// arrays inside was copied whole into place, the arrays filled with all-ones (17 instructions
+/// per call).
+struct Runs {
     extent: [usize; FAST_NDIM],
     strides: [[isize; 3]; FAST_NDIM],
+}
+
+/// The shortcut's plan, built by the decision's pass over the dimensions ([`DimSink`]): its
+/// counts stay in registers during the pass (the plan is never handed out by reference), the
+/// groups go to [`Runs`]; [`Plan::walk`] hands the result to [`compute`].
+struct Plan<'r> {
+    runs: &'r mut MaybeUninit<Runs>,
+    /// The pass reached every dimension ([`DimSink::done`]): the plan covers the decided shape.
+    complete: bool,
+    /// Elements, saturated at `usize::MAX` on overflow or when the groups do not fit.
+    numel: usize,
+    /// Groups written to `runs`.
+    groups: usize,
+    /// Each operand's row-major stride, in bytes, at the next dimension.
+    next: [isize; 3],
+    /// The broadcast pattern of the innermost group so far (bit k: input k is broadcast).
+    last_pattern: u8,
+    /// The type the operation computes in (that of the inputs), once the shortcut applies.
+    dtype: DType,
     /// For work worth several threads that other callers, computing at the same time, leave
     /// one thread for: this caller counted among them until it has computed.
     _caller: Option<parallel::Caller>,
 }
 
-impl Small {
-    /// Before [`check`].
-    fn new() -> Small {
-        Small {
-            dtype: DType::Bool,
-            out_dtype: DType::Bool,
-            ndim: 0,
-            shape: [1; FAST_NDIM],
+/// A plan that runs, as [`compute`] walks it.
+struct Walk<'r> {
+    runs: &'r MaybeUninit<Runs>,
+    groups: usize,
+    numel: usize,
+    dtype: DType,
+}
+
+impl<'r> Plan<'r> {
+    /// Before the decision, for element sizes `sizes` of `out`, `a` and `b`, with its groups
+    /// to go in `runs`.
+    #[inline(always)]
+    fn new(sizes: [usize; 3], runs: &'r mut MaybeUninit<Runs>) -> Plan<'r> {
+        Plan {
+            runs,
+            complete: false,
             numel: 1,
             groups: 0,
-            extent: [0; FAST_NDIM],
-            strides: [[0; 3]; FAST_NDIM],
+            next: sizes.map(|s| s as isize),
+            last_pattern: u8::MAX,
+            dtype: DType::Bool,
             _caller: None,
         }
     }
 
-    fn shape(&self) -> &[usize] {
-        &self.shape[..self.ndim]
-    }
-}
-
-/// What [`check`] reads of an input: a tensor, or a number to be cast to the tensor's type.
-trait Input {
-    fn dtype(&self) -> DType;
-    fn shape(&self) -> &[usize];
-    fn is_row_major(&self) -> bool;
-}
-
-impl Input for Tensor {
+    /// Whether the shortcut runs decision `d` (whose result type is the written tensor's, or
+    /// that of a new result): the plan covers the decided shape and fits, `inputs` (the
+    /// operands' tests: both of the computation type, row-major) hold, no divisor is scanned,
+    /// and the work is one thread's.
     #[inline(always)]
-    fn dtype(&self) -> DType {
-        Tensor::dtype(self)
-    }
-    #[inline(always)]
-    fn shape(&self) -> &[usize] {
-        Tensor::shape(self)
-    }
-    #[inline(always)]
-    fn is_row_major(&self) -> bool {
-        Tensor::is_row_major(self)
-    }
-}
-
-/// A number as a 0-d input of this type, before it is made.
-struct Number(DType);
-
-impl Input for Number {
-    fn dtype(&self) -> DType {
-        self.0
-    }
-    fn shape(&self) -> &[usize] {
-        &[]
-    }
-    fn is_row_major(&self) -> bool {
+    fn runs(&mut self, op: BinaryOp, d: &BinaryDecision<'_>, inputs: bool) -> bool {
+        let t = d.types;
+        let divisor_scanned = op.rule().nonzero_divisor && !t.compute.is_floating();
+        let fits = inputs
+            && self.complete
+            && !d.fallback
+            && self.numel.wrapping_sub(1) < MAX_NUMEL
+            && !divisor_scanned
+            && self.numel * t.result.size() < parallel::stream_threshold();
+        if !fits {
+            return false;
+        }
+        if !parallel::is_serial(self.numel) {
+            // Work for several threads runs here only when other callers leave this one a
+            // single thread: the general path would find the same, after a plan.
+            match parallel::serial_caller(self.numel) {
+                Some(caller) => self._caller = Some(caller),
+                None => return false,
+            }
+        }
+        self.dtype = t.compute;
         true
     }
+
+    /// The plan as [`compute`] walks it, once [`Plan::runs`] said yes.
+    #[inline(always)]
+    fn walk(&self) -> Walk<'_> {
+        Walk {
+            runs: self.runs,
+            groups: self.groups,
+            numel: self.numel,
+            dtype: self.dtype,
+        }
+    }
 }
 
-/// The fast path's tests on `a op b` (and `out`, when given), and the plan; `None` when one
-/// fails. Inlined into each caller, so that the plan is built where it is used, not copied.
-#[inline(always)]
-fn check(
-    small: &mut Small,
-    op: BinaryOp,
-    a: &impl Input,
-    b: &impl Input,
-    out: Option<&Tensor>,
-    opts: Options,
-) -> Option<()> {
-    // The warning switch may warn about these shapes; the legacy switch only changes shapes
-    // that do not broadcast, which are refused below.
-    if opts.broadcast_warning {
-        return None;
+impl Walk<'_> {
+    /// The extent of group `g`.
+    ///
+    /// # Safety
+    /// `g < self.groups`.
+    #[inline(always)]
+    unsafe fn extent(&self, g: usize) -> usize {
+        // SAFETY: every group below `groups` was written before it was counted.
+        unsafe { (*self.runs.as_ptr()).extent[g] }
     }
-    let dtype = a.dtype();
-    // One type in, computed in that type: a type without a kernel (bool subtraction, bitwise
-    // operations on floats, ...) is an error, a true division of integers computes in float32,
-    // and an integer division scans its divisor first, all on the general path.
-    let rule = op.rule();
-    if b.dtype() != dtype
-        || !rule.accepts(dtype)
-        || (rule.compute == Compute::Floating || rule.nonzero_divisor) && !dtype.is_floating()
-    {
-        return None;
+
+    /// The byte strides of `out`, `a` and `b` along group `g`.
+    ///
+    /// # Safety
+    /// `g < self.groups`.
+    #[inline(always)]
+    unsafe fn strides(&self, g: usize) -> [isize; 3] {
+        // SAFETY: as for `extent`.
+        unsafe { (*self.runs.as_ptr()).strides[g] }
     }
-    let out_dtype = if rule.bool_result { DType::Bool } else { dtype };
-    // Every operand row-major, size-1 dimensions included (a flag each): then an operand's
-    // stride along a dimension is the product of its sizes inside it, so only shapes need
-    // reading, and a new result takes PyTorch's layout, which is then row-major. (An operand
-    // contiguous only up to the strides of its size-1 dimensions takes the general path.)
-    if !a.is_row_major() || !b.is_row_major() {
-        return None;
-    }
-    let (sa, sb) = (a.shape(), b.shape());
-    let ndim = sa.len().max(sb.len());
-    let so = match out {
-        Some(out) if out.dtype() != out_dtype || out.ndim() != ndim || !out.is_row_major() => {
-            return None
-        }
-        Some(out) => Some(out.shape()),
-        None => None,
-    };
-    if ndim > FAST_NDIM {
-        return None;
-    }
-    small.dtype = dtype;
-    small.out_dtype = out_dtype;
-    small.ndim = ndim;
-    // Each operand's row-major stride, in bytes, at the dimension being read.
-    let mut next = [out_dtype.size(), dtype.size(), dtype.size()].map(|s| s as isize);
-    let mut last_pattern = u8::MAX;
-    for i in 1..=ndim {
-        let da = sa.len().checked_sub(i).map_or(1, |d| sa[d]);
-        let db = sb.len().checked_sub(i).map_or(1, |d| sb[d]);
-        let d = if da == db || db == 1 {
-            da
-        } else if da == 1 {
-            db
-        } else {
-            return None;
-        };
-        if so.is_some_and(|so| so[ndim - i] != d) {
-            return None;
-        }
-        small.shape[ndim - i] = d;
+}
+
+impl DimSink for Plan<'_> {
+    #[inline(always)]
+    fn dim(&mut self, d: usize, da: usize, db: usize) {
         if d == 1 {
-            continue;
+            return;
         }
-        if d == 0 {
-            return None; // empty: rare, and sizes may then overflow together
-        }
-        small.numel = small.numel.checked_mul(d)?;
-        if small.numel > MAX_NUMEL {
-            return None; // an empty result with huge sizes, or work far beyond one thread's
-        }
+        // An empty dimension leaves 0 (refused: rare, and sizes may then overflow together).
+        self.numel = self.numel.saturating_mul(d);
         // Bit k set: input k is broadcast along this dimension (stride 0).
         let pattern = (da == 1) as u8 | ((db == 1) as u8) << 1;
-        if pattern == last_pattern {
-            // Continues the group inside it: the strides follow on.
-            small.extent[small.groups - 1] *= d;
-        } else {
-            small.extent[small.groups] = d;
+        let runs = self.runs.as_mut_ptr();
+        if pattern == self.last_pattern {
+            // Continues the group inside it (there is one: the pattern is a group's): the
+            // strides follow on.
+            let g = self.groups - 1;
+            // SAFETY: g < groups <= FAST_NDIM, and group g was written.
+            unsafe {
+                let e = addr_of_mut!((*runs).extent).cast::<usize>().add(g);
+                e.write(e.read().wrapping_mul(d));
+            }
+        } else if self.groups < FAST_NDIM {
+            let g = self.groups;
             // Element by element: an array built apart and copied in whole would be read with
             // wide loads straight after its narrow stores (a failed store forwarding).
-            let s = &mut small.strides[small.groups];
-            s[0] = next[0];
-            s[1] = if da == 1 { 0 } else { next[1] };
-            s[2] = if db == 1 { 0 } else { next[2] };
-            small.groups += 1;
-            last_pattern = pattern;
+            // SAFETY: g < FAST_NDIM: the group's extent and its three strides.
+            unsafe {
+                addr_of_mut!((*runs).extent).cast::<usize>().add(g).write(d);
+                let s = addr_of_mut!((*runs).strides).cast::<isize>().add(3 * g);
+                s.write(self.next[0]);
+                s.add(1).write(if da == 1 { 0 } else { self.next[1] });
+                s.add(2).write(if db == 1 { 0 } else { self.next[2] });
+            }
+            self.groups += 1;
+            self.last_pattern = pattern;
+        } else {
+            self.numel = usize::MAX; // more groups than the plan holds
         }
-        next[0] *= d as isize;
-        next[1] *= da as isize;
-        next[2] *= db as isize;
+        self.next[0] = self.next[0].wrapping_mul(d as isize);
+        self.next[1] = self.next[1].wrapping_mul(da as isize);
+        self.next[2] = self.next[2].wrapping_mul(db as isize);
     }
-    let nbytes = small.numel.checked_mul(out_dtype.size())?;
-    if nbytes >= parallel::stream_threshold() {
-        return None;
-    }
-    if !parallel::is_serial(small.numel) {
-        // Work for several threads runs here only when other callers leave this one a single
-        // thread: the general path would find the same, after a plan.
-        small._caller = Some(parallel::serial_caller(small.numel)?);
-    }
-    Some(())
-}
 
-/// Whether writing `out` cannot disturb reading `input`: separate memory, or exactly the same
-/// view (as PyTorch counts it: strides of size-1 dimensions included).
-#[inline(always)]
-fn apart(out: &Tensor, input: &Tensor) -> bool {
-    let ((o0, o1), (i0, i1)) = (out.storage_range(), input.storage_range());
-    o1 <= i0
-        || i1 <= o0
-        || (out.data_ptr() == input.data_ptr()
-            && out.shape() == input.shape()
-            && out.strides() == input.strides())
+    #[inline(always)]
+    fn done(&mut self) {
+        self.complete = true;
+    }
 }
 
 /// Calls `run(ptrs, byte_strides, len)` for every run along the innermost group, in row-major
 /// order (once with length 1 when every dimension has size 1).
 #[inline(always)]
-fn walk(small: &Small, base: [*mut u8; 3], mut run: impl FnMut([*mut u8; 3], [isize; 3], usize)) {
+fn walk(plan: &Walk<'_>, base: [*mut u8; 3], mut run: impl FnMut([*mut u8; 3], [isize; 3], usize)) {
+    // SAFETY (every `extent` and `strides` below): of a group below `groups`.
     // One or two groups ((4,)+(4,), (3,1)+(1,3), (n,1024)+(1024,)) without the odometer.
-    match small.groups {
+    let (extent, strides) = match plan.groups {
         0 => return run(base, [0; 3], 1),
-        1 => return run(base, small.strides[0], small.extent[0]),
+        _ => unsafe { (plan.extent(0), plan.strides(0)) },
+    };
+    match plan.groups {
+        1 => return run(base, strides, extent),
         2 => {
             let mut ptrs = base;
-            for _ in 0..small.extent[1] {
-                run(ptrs, small.strides[0], small.extent[0]);
-                for (p, s) in ptrs.iter_mut().zip(small.strides[1]) {
+            let (outer, step) = unsafe { (plan.extent(1), plan.strides(1)) };
+            for _ in 0..outer {
+                run(ptrs, strides, extent);
+                for (p, s) in ptrs.iter_mut().zip(step) {
                     *p = p.wrapping_offset(s);
                 }
             }
@@ -267,20 +239,21 @@ fn walk(small: &Small, base: [*mut u8; 3], mut run: impl FnMut([*mut u8; 3], [is
     let mut index = [0usize; FAST_NDIM];
     let mut ptrs = base;
     loop {
-        run(ptrs, small.strides[0], small.extent[0]);
+        run(ptrs, strides, extent);
         let mut g = 1;
         loop {
-            if g == small.groups {
+            if g == plan.groups {
                 return;
             }
             index[g] += 1;
-            let back = if index[g] < small.extent[g] {
+            let n = unsafe { plan.extent(g) };
+            let back = if index[g] < n {
                 1
             } else {
                 index[g] = 0;
-                1 - small.extent[g] as isize
+                1 - n as isize
             };
-            for (p, s) in ptrs.iter_mut().zip(small.strides[g]) {
+            for (p, s) in ptrs.iter_mut().zip(unsafe { plan.strides(g) }) {
                 *p = p.wrapping_offset(back * s);
             }
             if index[g] != 0 {
@@ -294,21 +267,22 @@ fn walk(small: &Small, base: [*mut u8; 3], mut run: impl FnMut([*mut u8; 3], [is
 /// Computes the plan from `out`'s, `a`'s and `b`'s first elements.
 ///
 /// # Safety
-/// `small` was checked for these tensors (or, for a new `out`, for `a` and `b`, `out` being
-/// row-major of the broadcast shape), and `out` is apart from both inputs.
+/// [`Plan::runs`] said yes for these tensors' decision (or, for a new `out`, for `a` and `b`,
+/// `out` being row-major of the decided shape); `a` and `b` have the plan's type (a number
+/// input cast to it), and `out` the result type.
 #[inline]
-unsafe fn compute(op: BinaryOp, small: &Small, out: &Tensor, a: &Tensor, b: &Tensor) {
+unsafe fn compute(op: BinaryOp, plan: &Walk<'_>, out: &Tensor, a: &Tensor, b: &Tensor) {
     let base = [out.data_ptr(), a.data_ptr(), b.data_ptr()];
-    if small.numel <= ELEMENTWISE_MAX {
-        // `check` found a kernel for the type, so `visit` calls back.
-        op.visit(small.dtype, Elementwise(small, base));
+    if plan.numel <= ELEMENTWISE_MAX {
+        // The decision found a kernel for the type, so `visit` calls back.
+        op.visit(plan.dtype, Elementwise(plan, base));
         return;
     }
-    // `check` found a kernel for the type.
-    let Some(kernel) = kernels::binary_kernel(op, small.dtype) else {
+    // The decision found a kernel for the type.
+    let Some(kernel) = kernels::binary_kernel(op, plan.dtype) else {
         return;
     };
-    walk(small, base, |p, s, n| {
+    walk(plan, base, |p, s, n| {
         // SAFETY: each run lies within the operands (the caller's contract).
         unsafe { kernel.run(p, s, n, false) }
     });
@@ -316,7 +290,7 @@ unsafe fn compute(op: BinaryOp, small: &Small, out: &Tensor, a: &Tensor, b: &Ten
 
 /// Every element of the plan with the operation's scalar function, for [`BinaryOp::visit`]:
 /// built only by [`compute`], whose caller guarantees the pointers.
-struct Elementwise<'a>(&'a Small, [*mut u8; 3]);
+struct Elementwise<'a>(&'a Walk<'a>, [*mut u8; 3]);
 
 impl Visit for Elementwise<'_> {
     type Output = ();
@@ -332,11 +306,12 @@ impl Visit for Elementwise<'_> {
 /// # Safety
 /// As [`compute`], for inputs of type `T` and an `out` of type `F::Out`.
 #[inline(never)]
-unsafe fn elementwise<T: Elem, F: ElemFn<T>>(small: &Small, base: [*mut u8; 3]) {
-    walk(small, base, |[mut o, mut a, mut b], [so, sa, sb], n| {
+unsafe fn elementwise<T: Elem, F: ElemFn<T>>(plan: &Walk<'_>, base: [*mut u8; 3]) {
+    walk(plan, base, |[mut o, mut a, mut b], [so, sa, sb], n| {
         for _ in 0..n {
             // SAFETY: an element of a run of the plan, within each operand (the caller's
-            // contract); `out` is written only where it is not read, or read first.
+            // contract); `out` overlaps an input only exactly (the decision's overlap rule), so
+            // it is written only where it is read first.
             unsafe {
                 let value = F::call(a.cast::<T>().read(), b.cast::<T>().read());
                 o.cast::<F::Out>().write(value);
@@ -350,34 +325,78 @@ unsafe fn elementwise<T: Elem, F: ElemFn<T>>(small: &Small, base: [*mut u8; 3]) 
     });
 }
 
-/// `a op b` into `out`, when the fast path applies: `None` (nothing written) when it does not.
-#[inline]
-fn try_binary_out(op: BinaryOp, a: &Tensor, b: &Tensor, out: &Tensor, opts: Options) -> Option<()> {
-    let mut small = Small::new();
-    check(&mut small, op, a, b, Some(out), opts)?;
-    if out.is_read_only() || !apart(out, a) || !apart(out, b) {
-        return None;
+/// Whether the shortcut can take tensors `a` and `b` as they are: both of the computation type
+/// (so none is converted, and no float32 number is read) and row-major.
+#[inline(always)]
+fn inputs_as_they_are(d: &BinaryDecision<'_>, a: &Tensor, b: &Tensor) -> bool {
+    let compute = d.types.compute;
+    a.dtype() == compute && b.dtype() == compute && a.is_row_major() && b.is_row_major()
+}
+
+/// The element sizes a plan for `a op b` strides by, for a result of the inputs' type or bool
+/// (the only results the shortcut writes: inputs of the computation type).
+#[inline(always)]
+fn new_sizes(op: BinaryOp, input: DType, b: DType) -> [usize; 3] {
+    let result = if op.rule().bool_result {
+        DType::Bool
+    } else {
+        input
+    };
+    [result.size(), input.size(), b.size()]
+}
+
+/// The decision on `a op b` into `dest` with a plan built in its pass, the plan running it
+/// when [`Plan::runs`] says so and `written` (the written tensor's tests: of the result type,
+/// row-major) holds. `Err` is the decision's refusal.
+#[inline(always)]
+fn decide_and_plan<'a>(
+    d: &mut BinaryDecision<'a>,
+    plan: &mut Plan<'_>,
+    op: BinaryOp,
+    a: &'a Tensor,
+    b: &'a Tensor,
+    dest: Dest<'a, Tensor>,
+    opts: Options,
+) -> Result<bool> {
+    ops::decide_in(d, op, a, b, dest, opts, true, plan)?;
+    // Under the warning switch the general path runs (the shortcut's callers return no warnings).
+    let written = !opts.broadcast_warning
+        && match dest {
+            Dest::New => true,
+            Dest::InPlace => a.dtype() == d.types.result,
+            Dest::Out(out) => out.dtype() == d.types.result && out.is_row_major(),
+        };
+    Ok(plan.runs(op, d, written && inputs_as_they_are(d, a, b)))
+}
+
+/// `a op b` in a new tensor built in `place`: `Ok(true)` when the shortcut ran (`place` is
+/// then initialised), `Ok(false)` when the general path is to run decision `d`. Always
+/// inlined: whether the compiler inlined it by itself depended on which codegen unit the
+/// caller's module fell into (about 45 more instructions per tiny call when not).
+#[inline(always)]
+fn new_in<'a>(
+    place: &mut MaybeUninit<Tensor>,
+    d: &mut BinaryDecision<'a>,
+    op: BinaryOp,
+    a: &'a Tensor,
+    b: &'a Tensor,
+    opts: Options,
+) -> Result<bool> {
+    let mut runs = MaybeUninit::uninit();
+    let mut plan = Plan::new(new_sizes(op, a.dtype(), b.dtype()), &mut runs);
+    if !decide_and_plan(d, &mut plan, op, a, b, Dest::New, opts)? {
+        return Ok(false);
     }
-    // SAFETY: checked for these three tensors; `out` is apart from both inputs.
-    unsafe { compute(op, &small, out, a, b) };
-    Some(())
+    let out = Tensor::new_in(place, d.types.result, &d.shape, Init::Uninit)?;
+    // SAFETY: the plan runs this decision; `out` is new, row-major of the decided shape.
+    unsafe { compute(op, &plan.walk(), out, a, b) };
+    Ok(true)
 }
 
-/// `a op b` in a new tensor, when the fast path applies: `None` when it does not, else the
-/// result or the failure to allocate it.
-#[inline]
-fn try_binary(op: BinaryOp, a: &Tensor, b: &Tensor, opts: Options) -> Option<Result<Tensor>> {
-    let mut place = MaybeUninit::uninit();
-    let built = binary_in(&mut place, op, a, b, opts)?;
-    // SAFETY: `binary_in` succeeded, so it initialised `place`.
-    Some(built.map(|()| unsafe { place.assume_init() }))
-}
-
-/// `a op b` in a new tensor built in `place`, when the fast path applies: `None` when it does
-/// not, else whether the result could be allocated. `place` is initialised exactly when this
-/// returns `Some(Ok(()))`; a caller that keeps the tensor there (a registry slot) copies
-/// nothing. Always inlined: whether the compiler inlined it by itself depended on which
-/// codegen unit the caller's module fell into (about 45 more instructions per tiny call when not).
+/// `a op b` in a new tensor built in `place`: `place` is initialised exactly when this returns
+/// `Some(Ok(()))`, so a caller that keeps the tensor there (a registry slot) copies nothing;
+/// `None` when the general path is to make the result ([`binary`] then decides again: the
+/// caller's slot was only for this case). Always inlined (see [`new_in`]).
 #[inline(always)]
 pub fn binary_in(
     place: &mut MaybeUninit<Tensor>,
@@ -386,28 +405,58 @@ pub fn binary_in(
     b: &Tensor,
     opts: Options,
 ) -> Option<Result<()>> {
-    let mut small = Small::new();
-    check(&mut small, op, a, b, None, opts)?;
-    let out = match Tensor::new_in(place, small.out_dtype, small.shape(), Init::Uninit) {
-        Ok(out) => out,
-        Err(e) => return Some(Err(e)),
-    };
-    // SAFETY: checked for `a` and `b`; `out` is new, row-major of the broadcast shape.
-    unsafe { compute(op, &small, out, a, b) };
-    Some(Ok(()))
-}
-
-/// [`ops::binary`], through the fast path when it applies. Inlined, so that a fast result is
-/// handed to the caller in registers rather than through memory.
-#[inline]
-pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, opts: Options) -> Result<(Tensor, Warnings)> {
-    match try_binary(op, a, b, opts) {
-        Some(out) => Ok((out?, Warnings::new())),
-        None => ops::binary(op, a, b, opts),
+    // The caller keeps no warnings of a result built here: the warning switch's call takes
+    // the general path.
+    if opts.broadcast_warning {
+        return None;
+    }
+    let mut d = BinaryDecision::new();
+    match new_in(place, &mut d, op, a, b, opts) {
+        Ok(true) => Some(Ok(())),
+        Ok(false) => None,
+        Err(e) => Some(Err(e)),
     }
 }
 
-/// [`ops::binary_out`], through the fast path when it applies.
+/// `a op b` in a new tensor: the decision, then the shortcut or the general path. Inlined, so
+/// that a result is handed to the caller in registers rather than through memory.
+#[inline]
+pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, opts: Options) -> Result<(Tensor, Warnings)> {
+    let mut place = MaybeUninit::uninit();
+    let mut d = BinaryDecision::new();
+    if new_in(&mut place, &mut d, op, a, b, opts)? {
+        // SAFETY: `new_in` ran the shortcut, so it initialised `place`.
+        return Ok((unsafe { place.assume_init() }, Warnings::new()));
+    }
+    ops::binary_decided(op, a, b, d)
+}
+
+/// The decision on `a op b` into `out` (`dest`: `Dest::Out(out)`, or `Dest::InPlace` with
+/// `out` being `a`), then the shortcut when it runs it (`Ok(true)`).
+#[inline(always)]
+fn written_in<'a>(
+    d: &mut BinaryDecision<'a>,
+    op: BinaryOp,
+    a: &'a Tensor,
+    b: &'a Tensor,
+    out: &'a Tensor,
+    dest: Dest<'a, Tensor>,
+    opts: Options,
+) -> Result<bool> {
+    let mut runs = MaybeUninit::uninit();
+    let mut plan = Plan::new(
+        [out.dtype().size(), a.dtype().size(), b.dtype().size()],
+        &mut runs,
+    );
+    if !decide_and_plan(d, &mut plan, op, a, b, dest, opts)? {
+        return Ok(false);
+    }
+    // SAFETY: the plan runs this decision for these tensors.
+    unsafe { compute(op, &plan.walk(), out, a, b) };
+    Ok(true)
+}
+
+/// `a op b` into `out`: the decision, then the shortcut or the general path.
 #[inline]
 pub fn binary_out(
     op: BinaryOp,
@@ -416,15 +465,14 @@ pub fn binary_out(
     out: &Tensor,
     opts: Options,
 ) -> Result<Warnings> {
-    match try_binary_out(op, a, b, out, opts) {
-        Some(()) => Ok(Warnings::new()),
-        None => ops::binary_out(op, a, b, out, opts),
+    let mut d = BinaryDecision::new();
+    if written_in(&mut d, op, a, b, out, Dest::Out(out), opts)? {
+        return Ok(Warnings::new());
     }
+    ops::binary_out_decided(op, a, b, out, d)
 }
 
-/// [`ops::binary_inplace`], through the fast path when it applies (`self_ op= other` is
-/// `self_ op other` into `self_`: the shape test then also says that `other` broadcasts to
-/// `self_`).
+/// `self_ op= other`: the decision, then the shortcut or the general path.
 #[inline]
 pub fn binary_inplace(
     op: BinaryOp,
@@ -432,28 +480,44 @@ pub fn binary_inplace(
     other: &Tensor,
     opts: Options,
 ) -> Result<Warnings> {
-    match try_binary_out(op, self_, other, self_, opts) {
-        Some(()) => Ok(Warnings::new()),
-        None => ops::binary_inplace(op, self_, other, opts),
+    let mut d = BinaryDecision::new();
+    if written_in(&mut d, op, self_, other, self_, Dest::InPlace, opts)? {
+        return Ok(Warnings::new());
     }
+    ops::binary_inplace_decided(op, self_, other, d)
 }
 
-/// The number `s` as an input of `t`'s type, when PyTorch computes `t op s` in that type (a
-/// number promotes by category only: `float32 + 2.5` stays float32), so that the general path
-/// would cast the number to it; `None` when the type changes, for float16 and bfloat16 (whose
-/// operations take a number at float32's precision), for `pow` (its own rules), and when the
-/// operation refuses a bool number as itself.
-fn number_input(op: BinaryOp, t: &Tensor, s: Scalar) -> Option<Number> {
-    let dtype = t.dtype();
-    let ranks = [
-        (dtype, Rank::of_tensor(t.ndim())),
-        (s.dtype(), Rank::Wrapped),
-    ];
-    let keeps = !matches!(dtype, DType::F16 | DType::BF16)
-        && op != BinaryOp::Pow
-        && result_type_ranked(ranks) == dtype
-        && ops::check_op_defined(op, dtype, s.dtype()).is_ok();
-    keeps.then_some(Number(dtype))
+/// The decision on `a op b` into `dest`, one of them `t` and the other `wrapped` (a wrapped
+/// number), with a plan built in its pass, the plan running it when [`Plan::runs`] says so and
+/// the shortcut can take the operands as the general path would run them: `t` of the
+/// computation type and row-major (and, in place, of the result type), the number cast to that
+/// type first when it has another, but not under the float16/bfloat16 rule that reads a number
+/// second at float32's precision ([`ops::reads_scalar_in_f32`]). `Err` is the decision's refusal.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn decide_and_plan_number<'a>(
+    d: &mut BinaryDecision<'a>,
+    plan: &mut Plan<'_>,
+    op: BinaryOp,
+    t: &Tensor,
+    a: &'a Tensor,
+    b: &'a Tensor,
+    dest: Dest<'a, Tensor>,
+    opts: Options,
+) -> Result<bool> {
+    ops::decide_in(d, op, a, b, dest, opts, true, plan)?;
+    let compute = d.types.compute;
+    // Under the warning switch the general path runs (the shortcut's callers return no warnings).
+    let written = !opts.broadcast_warning
+        && match dest {
+            Dest::InPlace => t.dtype() == d.types.result,
+            _ => true,
+        };
+    let inputs = written
+        && t.dtype() == compute
+        && t.is_row_major()
+        && !ops::reads_scalar_in_f32(op.rule(), compute, a.dtype(), b.dtype(), b.numel());
+    Ok(plan.runs(op, d, inputs))
 }
 
 /// `wrapped` (the wrapped number of a call) cast to `dtype` as the general path casts it, in a
@@ -478,39 +542,41 @@ fn cast_number(wrapped: &Tensor, dtype: DType) -> Result<Option<Tensor>> {
 }
 
 /// `t op s` (`number_first`: `s op t`; the operation and order Python gives) in a new tensor,
-/// `wrapped` being `s`'s wrapped number, when the fast path applies.
-fn try_binary_number(
+/// `wrapped` being `s`'s wrapped number: the decision, then the shortcut or the general path.
+/// `pow` has its own rules for a number ([`ops::binary_wrapped`]).
+fn binary_wrapped(
     op: BinaryOp,
     t: &Tensor,
     s: Scalar,
     wrapped: &Tensor,
     number_first: bool,
     opts: Options,
-) -> Option<Result<Tensor>> {
-    let number = number_input(op, t, s)?;
-    let mut small = Small::new();
-    match number_first {
-        true => check(&mut small, op, &number, t, None, opts)?,
-        false => check(&mut small, op, t, &number, None, opts)?,
+) -> Result<(Tensor, Warnings)> {
+    if op == BinaryOp::Pow {
+        return ops::binary_wrapped(op, t, wrapped, s, number_first, opts);
     }
-    let n = match cast_number(wrapped, t.dtype()) {
-        Ok(n) => n,
-        Err(e) => return Some(Err(e)),
+    let (a, b) = if number_first {
+        (wrapped, t)
+    } else {
+        (t, wrapped)
     };
+    let mut d = BinaryDecision::new();
+    let mut runs = MaybeUninit::uninit();
+    let mut plan = Plan::new(new_sizes(op, t.dtype(), t.dtype()), &mut runs);
+    if !decide_and_plan_number(&mut d, &mut plan, op, t, a, b, Dest::New, opts)? {
+        return ops::binary_decided(op, a, b, d);
+    }
+    let n = cast_number(wrapped, t.dtype())?;
     let n = n.as_ref().unwrap_or(wrapped);
-    let out = match Tensor::new(small.out_dtype, small.shape(), Init::Uninit) {
-        Ok(out) => out,
-        Err(e) => return Some(Err(e)),
-    };
+    let out = Tensor::new(d.types.result, &d.shape, Init::Uninit)?;
     let (a, b) = if number_first { (n, t) } else { (t, n) };
-    // SAFETY: checked for `t` and a 0-d input of `n`'s type; `out` is new, row-major of the
-    // broadcast shape.
-    unsafe { compute(op, &small, &out, a, b) };
-    Some(Ok(out))
+    // SAFETY: the plan runs this decision, for `t` and the number cast to its type; `out` is
+    // new, row-major of the decided shape.
+    unsafe { compute(op, &plan.walk(), &out, a, b) };
+    Ok((out, Warnings::new()))
 }
 
-/// [`ops::binary_number`], through the fast path when it applies (about a third of the general
-/// path's time for a tiny tensor).
+/// [`ops::binary_number`], deciding once and taking the shortcut when it applies.
 pub fn binary_number(
     op: BinaryOp,
     t: &Tensor,
@@ -520,36 +586,35 @@ pub fn binary_number(
 ) -> Result<(Tensor, Warnings)> {
     let (op, number_first) = ops::python_order(op, s, number_first, false)?;
     let wrapped = Tensor::wrapped_number(s)?;
-    match try_binary_number(op, t, s, &wrapped, number_first, opts) {
-        Some(out) => Ok((out?, Warnings::new())),
-        None => ops::binary_wrapped(op, t, &wrapped, s, number_first, opts),
-    }
+    binary_wrapped(op, t, s, &wrapped, number_first, opts)
 }
 
-/// `t op= s` for a number, as [`try_binary_number`].
-fn try_binary_number_inplace(
+/// `t op= s` for a number, as [`binary_wrapped`].
+fn binary_wrapped_inplace(
     op: BinaryOp,
     t: &Tensor,
     s: Scalar,
     wrapped: &Tensor,
     opts: Options,
-) -> Option<Result<()>> {
-    let number = number_input(op, t, s)?;
-    let mut small = Small::new();
-    check(&mut small, op, t, &number, Some(t), opts)?;
-    if t.is_read_only() {
-        return None;
+) -> Result<Warnings> {
+    if op == BinaryOp::Pow {
+        return ops::binary_wrapped_inplace(op, t, wrapped, s, opts);
     }
-    let n = match cast_number(wrapped, t.dtype()) {
-        Ok(n) => n,
-        Err(e) => return Some(Err(e)),
-    };
-    // SAFETY: checked for `t` into itself and a 0-d input of `n`'s type, which is apart from it.
-    unsafe { compute(op, &small, t, t, n.as_ref().unwrap_or(wrapped)) };
-    Some(Ok(()))
+    let mut d = BinaryDecision::new();
+    let mut runs = MaybeUninit::uninit();
+    let mut plan = Plan::new([t.dtype().size(); 3], &mut runs);
+    let dest = Dest::InPlace;
+    if !decide_and_plan_number(&mut d, &mut plan, op, t, t, wrapped, dest, opts)? {
+        return ops::binary_inplace_decided(op, t, wrapped, d);
+    }
+    let n = cast_number(wrapped, t.dtype())?;
+    // SAFETY: the plan runs this decision for `t` into itself and the number cast to its type,
+    // which is apart from it.
+    unsafe { compute(op, &plan.walk(), t, t, n.as_ref().unwrap_or(wrapped)) };
+    Ok(Warnings::new())
 }
 
-/// [`ops::binary_number_inplace`], through the fast path when it applies.
+/// [`ops::binary_number_inplace`], deciding once and taking the shortcut when it applies.
 pub fn binary_number_inplace(
     op: BinaryOp,
     t: &Tensor,
@@ -558,15 +623,64 @@ pub fn binary_number_inplace(
 ) -> Result<Warnings> {
     let (op, _) = ops::python_order(op, s, false, true)?;
     let wrapped = Tensor::wrapped_number(s)?;
-    match try_binary_number_inplace(op, t, s, &wrapped, opts) {
-        Some(done) => done.map(|()| Warnings::new()),
-        None => ops::binary_wrapped_inplace(op, t, &wrapped, s, opts),
-    }
+    binary_wrapped_inplace(op, t, s, &wrapped, opts)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::binary_ops::Compute;
+
+    /// `a op b` in a new tensor when the shortcut runs it, as [`binary`] runs it.
+    fn try_binary(op: BinaryOp, a: &Tensor, b: &Tensor, opts: Options) -> Option<Result<Tensor>> {
+        let mut place = MaybeUninit::uninit();
+        let mut d = BinaryDecision::new();
+        match new_in(&mut place, &mut d, op, a, b, opts) {
+            // SAFETY: the shortcut ran, so `place` is initialised.
+            Ok(true) => Some(Ok(unsafe { place.assume_init() })),
+            _ => None,
+        }
+    }
+
+    /// `a op b` into `out` when the shortcut runs it, as [`binary_out`] runs it.
+    fn try_binary_out(
+        op: BinaryOp,
+        a: &Tensor,
+        b: &Tensor,
+        out: &Tensor,
+        opts: Options,
+    ) -> Option<()> {
+        let mut d = BinaryDecision::new();
+        let ran = written_in(&mut d, op, a, b, out, Dest::Out(out), opts);
+        ran.ok()?.then_some(())
+    }
+
+    /// Whether the shortcut runs `t op s` (`number_first`: `s op t`) in a new tensor, or in
+    /// place (`inplace`), as [`binary_number`] and [`binary_number_inplace`] decide it.
+    fn number_taken(
+        op: BinaryOp,
+        t: &Tensor,
+        wrapped: &Tensor,
+        number_first: bool,
+        inplace: bool,
+        opts: Options,
+    ) -> bool {
+        if op == BinaryOp::Pow {
+            return false;
+        }
+        let (a, b) = if number_first {
+            (wrapped, t)
+        } else {
+            (t, wrapped)
+        };
+        let mut runs = MaybeUninit::uninit();
+        let (mut d, mut plan) = (
+            BinaryDecision::new(),
+            Plan::new([t.dtype().size(); 3], &mut runs),
+        );
+        let dest = if inplace { Dest::InPlace } else { Dest::New };
+        decide_and_plan_number(&mut d, &mut plan, op, t, a, b, dest, opts) == Ok(true)
+    }
 
     /// `shape` filled with small values of `dtype` (from float64: `seed` varies them; bools
     /// alternate), none zero, so that every operation of every type has ordinary inputs.
@@ -726,8 +840,8 @@ mod tests {
                         for first in [false, true] {
                             let what = format!("{op:?} {dtype:?} {shape:?} {s:?} first {first}");
                             if let Ok((op, first)) = ops::python_order(op, s, first, false) {
-                                let taken = try_binary_number(op, &t, s, &wrapped, first, opts);
-                                new_taken += taken.is_some() as usize;
+                                let taken = number_taken(op, &t, &wrapped, first, false, opts);
+                                new_taken += taken as usize;
                             }
                             let key = |r: &(Tensor, Warnings)| bytes(&r.0);
                             let got = binary_number(op, &t, s, first, opts);
@@ -737,8 +851,8 @@ mod tests {
                         let what = format!("in place: {op:?} {dtype:?} {shape:?} {s:?}");
                         if let Ok((op, _)) = ops::python_order(op, s, false, true) {
                             let probe = t.to_contiguous(dtype).unwrap();
-                            let taken = try_binary_number_inplace(op, &probe, s, &wrapped, opts);
-                            inplace_taken += taken.is_some() as usize;
+                            let taken = number_taken(op, &probe, &wrapped, false, true, opts);
+                            inplace_taken += taken as usize;
                         }
                         let (fast, general) = (t.to_contiguous(dtype), t.to_contiguous(dtype));
                         let (fast, general) = (fast.unwrap(), general.unwrap());

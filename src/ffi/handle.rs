@@ -341,20 +341,26 @@ fn listed(index: u32) -> &'static Slot {
 }
 
 /// Pops a slot from this thread's cache.
+#[inline(always)]
 fn pop_local() -> Option<usize> {
-    LOCAL.with(|local| {
-        let index = local.head.get();
-        if index == NONE {
-            return None;
-        }
-        local.head.set(listed(index).next.load(Ordering::Relaxed));
-        local.len.set(local.len.get() - 1);
-        Some(index as usize)
-    })
+    // The thread-local's address only, so that the access is inlined wherever this is (with
+    // the pop inside it, the access was a call of its own in the allocating call).
+    let local = LOCAL.with(|local| local as *const Local);
+    // SAFETY: this thread's local, plain data without a destructor (usable while the thread
+    // exits), read on this thread within this call.
+    let local = unsafe { &*local };
+    let index = local.head.get();
+    if index == NONE {
+        return None;
+    }
+    local.head.set(listed(index).next.load(Ordering::Relaxed));
+    local.len.set(local.len.get() - 1);
+    Some(index as usize)
 }
 
 /// Pushes a freed slot on this thread's cache; false when the cache is full or off (the caller
 /// then puts the slot on the shared list).
+#[inline(always)]
 fn push_local(index: usize) -> bool {
     LOCAL.with(|local| {
         let state = match local.state.get() {
@@ -523,11 +529,19 @@ impl Drop for Reserved {
 }
 
 /// Takes a free slot: from this thread's cache, else the shared list, else a new one (a new
-/// chunk every [`CHUNK_SLOTS`]).
+/// chunk every [`CHUNK_SLOTS`]). The cache's pop is inlined into the caller (which reads this
+/// thread's locals already: one look-up of them, not two), the rest is a call.
+#[inline(always)]
 pub(crate) fn reserve() -> Result<Reserved, FfiError> {
-    if let Some(index) = pop_local() {
-        return Ok(Reserved { index });
+    match pop_local() {
+        Some(index) => Ok(Reserved { index }),
+        None => reserve_shared(),
     }
+}
+
+/// [`reserve`] from the shared list, or a new slot.
+#[inline(never)]
+fn reserve_shared() -> Result<Reserved, FfiError> {
     let mut alloc = ALLOCATOR.lock();
     if alloc.free != NONE {
         let index = alloc.free;
@@ -553,15 +567,23 @@ pub(crate) fn register(t: Tensor) -> Result<*mut bc_tensor, FfiError> {
     Ok(reserve()?.fill(t))
 }
 
-/// Puts an empty slot on a free list: this thread's cache, or the shared list.
+/// Puts an empty slot on a free list: this thread's cache, or the shared list. Inlined, as
+/// [`reserve`]'s pop.
+#[inline(always)]
 fn free_slot(index: usize) {
     if !push_local(index) {
-        let mut alloc = ALLOCATOR.lock();
-        listed(index as u32)
-            .next
-            .store(alloc.free, Ordering::Relaxed);
-        alloc.free = index as u32;
+        free_slot_shared(index);
     }
+}
+
+/// [`free_slot`] on the shared list.
+#[inline(never)]
+fn free_slot_shared(index: usize) {
+    let mut alloc = ALLOCATOR.lock();
+    listed(index as u32)
+        .next
+        .store(alloc.free, Ordering::Relaxed);
+    alloc.free = index as u32;
 }
 
 /// Frees a handle. Returns false when it was not live. The tensor is dropped once the slot is
@@ -657,17 +679,27 @@ pub(crate) fn with<const K: usize, R>(
     // use of the references (it ends when this function returns, or after the clones below).
     let tensors: [&Tensor; K] =
         std::array::from_fn(|i| unsafe { found[i].1.expect("seen live").tensor() });
-    if inline(tensors) {
-        return Ok(f(tensors));
-    }
-    let mut owned: [Option<Tensor>; K] = [const { None }; K];
-    for (o, t) in owned.iter_mut().zip(tensors) {
-        *o = Some(t.try_clone()?);
-    }
+    // `f` is called in one place, so that the compiler may inline it (a closure called from
+    // two was a call of its own, for every tiny call): with the borrowed tensors, the read
+    // still under way, or with clones, the read ended.
+    // (The clones are made only on that path: an array of them set to `None` up front was
+    // cleared and dropped on every call.)
+    let mut reading = Some(reading);
+    let owned: [Option<Tensor>; K];
+    let args = if inline(tensors) {
+        tensors
+    } else {
+        let mut clones: [Option<Tensor>; K] = [const { None }; K];
+        for (o, t) in clones.iter_mut().zip(tensors) {
+            *o = Some(t.try_clone()?);
+        }
+        reading = None;
+        owned = clones;
+        owned.each_ref().map(|t| t.as_ref().expect("cloned above"))
+    };
+    let result = f(args);
     drop(reading);
-    Ok(f(owned
-        .each_ref()
-        .map(|t| t.as_ref().expect("cloned above"))))
+    Ok(result)
 }
 
 /// Whether a handle is live right now.

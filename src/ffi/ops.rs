@@ -56,18 +56,25 @@ pub unsafe extern "C" fn bc_binary(
         // tensor is not copied out through the layers of results first; the fast path builds
         // it in its slot directly. Without a slot, the general path reports the call's errors
         // first, then the registry's.
-        let (handle, warnings) = handle::with([(a, "a"), (b, "b")], ops::is_small, |[a, b]| {
-            if let Ok(reserved) = handle::reserve() {
-                // SAFETY: `binary_in` initialises its place exactly when it returns Some(Ok).
-                let built =
-                    unsafe { reserved.build(|place| fast::binary_in(place, op, a, b, opts)) };
-                if let Some(handle) = built {
-                    return Ok((handle?, ops::Warnings::new()));
+        // `is_small` in a closure: as a function given by name it is called through a shim
+        // that is not inlined.
+        #[allow(clippy::redundant_closure)]
+        let (handle, warnings) = handle::with(
+            [(a, "a"), (b, "b")],
+            |ab| ops::is_small(ab),
+            |[a, b]| {
+                if let Ok(reserved) = handle::reserve() {
+                    // SAFETY: `binary_in` initialises its place exactly when it returns Some(Ok).
+                    let built =
+                        unsafe { reserved.build(|place| fast::binary_in(place, op, a, b, opts)) };
+                    if let Some(handle) = built {
+                        return Ok((handle?, ops::Warnings::new()));
+                    }
                 }
-            }
-            let (result, warnings) = ops::binary(op, a, b, opts)?;
-            Ok::<_, FfiError>((handle::register(result)?, warnings))
-        })??;
+                let (result, warnings) = ops::binary(op, a, b, opts)?;
+                Ok::<_, FfiError>((handle::register(result)?, warnings))
+            },
+        )??;
         slot.set(handle);
         emit(&warnings);
         Ok(())

@@ -16,6 +16,16 @@ use crate::engine::tensor::{copy_into, Init, Tensor};
 /// `a op b` into a new tensor.
 pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, opts: Options) -> Result<(Tensor, Warnings)> {
     let d = decide(op, a, b, Dest::New, opts)?;
+    binary_decided(op, a, b, d)
+}
+
+/// [`binary`] once `d` is decided (`decide(op, a, b, Dest::New, ...)`).
+pub(crate) fn binary_decided(
+    op: BinaryOp,
+    a: &Tensor,
+    b: &Tensor,
+    d: BinaryDecision<'_>,
+) -> Result<(Tensor, Warnings)> {
     let reshaped = read_b(&d, a, b)?;
     let b = reshaped.as_ref().unwrap_or(b);
     let strides = result_layout(&d, a.geometry(), b.geometry())?;
@@ -39,6 +49,16 @@ pub fn binary_inplace(
     opts: Options,
 ) -> Result<Warnings> {
     let d = decide(op, self_, other, Dest::InPlace, opts)?;
+    binary_inplace_decided(op, self_, other, d)
+}
+
+/// [`binary_inplace`] once `d` is decided.
+pub(crate) fn binary_inplace_decided(
+    op: BinaryOp,
+    self_: &Tensor,
+    other: &Tensor,
+    d: BinaryDecision<'_>,
+) -> Result<Warnings> {
     let reshaped = read_b(&d, self_, other)?;
     write_result(
         op,
@@ -59,6 +79,17 @@ pub fn binary_out(
     opts: Options,
 ) -> Result<Warnings> {
     let d = decide(op, a, b, Dest::Out(out), opts)?;
+    binary_out_decided(op, a, b, out, d)
+}
+
+/// [`binary_out`] once `d` is decided.
+pub(crate) fn binary_out_decided(
+    op: BinaryOp,
+    a: &Tensor,
+    b: &Tensor,
+    out: &Tensor,
+    d: BinaryDecision<'_>,
+) -> Result<Warnings> {
     let reshaped = read_b(&d, a, b)?;
     write_result(op, out, a, reshaped.as_ref().unwrap_or(b), d.types)?;
     Ok(d.warnings)

@@ -11,24 +11,26 @@ use crate::engine::binary_ops::{BinaryOp, Compute, Rule};
 use crate::engine::dtype::{can_cast, result_type_ranked, DType, Rank};
 use crate::engine::error::{Error, ErrorKind, Result};
 use crate::engine::layout;
-use crate::engine::shape::{broadcast_shapes, check_inplace, check_output_shape, Dims, Strides};
+use crate::engine::shape::{
+    broadcast_shapes, check_inplace, check_output_shape, numel, Dims, Strides,
+};
 use smallvec::smallvec;
 
 /// A call's decisions once every check has passed.
 #[derive(Debug)]
-pub(super) struct BinaryDecision<'a> {
+pub(crate) struct BinaryDecision<'a> {
     /// The broadcast shape: the written operand's (in place, into `out`), or a new result's.
-    pub(super) shape: Shape<'a>,
-    pub(super) types: BinaryTypes,
+    pub(crate) shape: Shape<'a>,
+    pub(crate) types: BinaryTypes,
     /// The legacy fallback applies: `b` is read as a row-major tensor of `a`'s shape.
-    pub(super) fallback: bool,
-    pub(super) warnings: Warnings,
+    pub(crate) fallback: bool,
+    pub(crate) warnings: Warnings,
 }
 
 impl BinaryDecision<'_> {
     /// Before [`decide_in`].
     #[inline(always)]
-    pub(super) fn new() -> Self {
+    pub(crate) fn new() -> Self {
         BinaryDecision {
             shape: Shape::Written(&[]),
             types: BinaryTypes {
@@ -44,7 +46,7 @@ impl BinaryDecision<'_> {
 /// A decided shape: a written operand's, borrowed (the call checks that the operands broadcast
 /// to it, and builds nothing), or a new result's.
 #[derive(Debug)]
-pub(super) enum Shape<'a> {
+pub(crate) enum Shape<'a> {
     Written(&'a [usize]),
     New(Dims),
 }
@@ -85,15 +87,36 @@ pub(super) fn decide_with<'a, O: Operand>(
     kernel: bool,
 ) -> Result<BinaryDecision<'a>> {
     let mut d = BinaryDecision::new();
-    decide_in(&mut d, op, a, b, dest, opts, kernel)?;
+    decide_in(&mut d, op, a, b, dest, opts, kernel, &mut ())?;
     Ok(d)
 }
 
-/// [`decide_with`], written into `d` (made by [`BinaryDecision::new`]): the decision itself.
-/// Inlined, with every refusal built out of line, so that a call that passes pays only for its
-/// tests; a caller that keeps `d` itself copies no decision through the layers of results.
+/// What the decision's one pass over the dimensions hands on, innermost dimension first, to
+/// a caller that runs the decided computation itself: each broadcast size with the operands'
+/// sizes there (1 where one is broadcast). The small-call shortcut builds its plan from it
+/// (`fast::Plan`), in that same pass; the general path and the planner take nothing (`()`).
+/// The pass ends with [`DimSink::done`] exactly when it reached every dimension: the shapes
+/// broadcast without the switches' help (and, for a new result, to at most [`Dims`]' inline
+/// size), and the written operand, if any, has the broadcast shape.
+pub(crate) trait DimSink {
+    fn dim(&mut self, size: usize, a: usize, b: usize);
+    fn done(&mut self);
+}
+
+impl DimSink for () {
+    #[inline(always)]
+    fn dim(&mut self, _: usize, _: usize, _: usize) {}
+    #[inline(always)]
+    fn done(&mut self) {}
+}
+
+/// [`decide_with`], written into `d` (made by [`BinaryDecision::new`]): the decision itself,
+/// handing its pass over the dimensions to `sink`. Inlined, with every refusal built out of
+/// line, so that a call that passes pays only for its tests; a caller that keeps `d` itself
+/// copies no decision through the layers of results.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) fn decide_in<'a, O: Operand>(
+pub(crate) fn decide_in<'a, O: Operand>(
     d: &mut BinaryDecision<'a>,
     op: BinaryOp,
     a: &'a O,
@@ -101,30 +124,39 @@ pub(super) fn decide_in<'a, O: Operand>(
     dest: Dest<'a, O>,
     opts: Options,
     kernel: bool,
+    sink: &mut impl DimSink,
 ) -> Result<()> {
     let (ga, gb) = (a.geometry(), b.geometry());
     check_op_defined(op, ga.dtype, gb.dtype)?;
+    // The written operand may be written, then the shapes (the written operand's geometry read
+    // once): the written operand's type, if any.
     let written = match dest {
-        Dest::New => None,
+        Dest::New => {
+            new_shape(d, ga.shape, gb.shape, opts, sink)?;
+            None
+        }
         Dest::InPlace => {
             a.check_writable(&[b])?;
-            Some(ga)
+            inplace_shape(d, ga.shape, gb.shape, opts, sink)?;
+            Some(ga.dtype)
         }
         Dest::Out(out) => {
             out.check_writable(&[a, b])?;
-            Some(out.geometry())
+            let go = out.geometry();
+            out_shape(d, go.shape, ga.shape, gb.shape, opts, sink)?;
+            Some(go.dtype)
         }
     };
-    match dest {
-        Dest::InPlace => inplace_shape(d, ga, gb, opts)?,
-        Dest::Out(out) => out_shape(d, out.geometry().shape, ga, gb, opts)?,
-        Dest::New => new_shape(d, ga, gb, opts)?,
-    }
-    // Under the fallback `b` counts as a tensor of `a`'s shape.
-    let b_rank = if d.fallback { ga.rank() } else { gb.rank() };
-    d.types = types_of(op, (ga.dtype, ga.rank()), (gb.dtype, b_rank));
+    // Under the fallback `b` counts as a tensor of `a`'s shape. Operands of one type, neither
+    // a wrapped number, promote to it: the common case, without their ranks.
+    d.types = if ga.dtype == gb.dtype && !ga.wrapped && !gb.wrapped {
+        types_in(op, ga.dtype)
+    } else {
+        let b_rank = if d.fallback { ga.rank() } else { gb.rank() };
+        types_of(op, (ga.dtype, ga.rank()), (gb.dtype, b_rank))
+    };
     if let Some(w) = written {
-        check_cast(d.types.result, w.dtype)?;
+        check_cast(d.types.result, w)?;
     }
     if kernel {
         check_kernel(op, d.types.compute)?;
@@ -185,7 +217,6 @@ pub(crate) struct BinaryTypes {
 /// The types of `a op b` for operands given as (type, rank).
 #[inline(always)]
 pub(crate) fn types_of(op: BinaryOp, a: (DType, Rank), b: (DType, Rank)) -> BinaryTypes {
-    let rule = op.rule();
     // Operands of one type promote to it, unless one is a wrapped number (which takes part by
     // category only): the common case, without the promotion table.
     let t = if a.0 == b.0 && a.1 != Rank::Wrapped && b.1 != Rank::Wrapped {
@@ -193,6 +224,13 @@ pub(crate) fn types_of(op: BinaryOp, a: (DType, Rank), b: (DType, Rank)) -> Bina
     } else {
         result_type_ranked([a, b])
     };
+    types_in(op, t)
+}
+
+/// The types of `a op b` for operands that promote to `t`.
+#[inline(always)]
+fn types_in(op: BinaryOp, t: DType) -> BinaryTypes {
+    let rule = op.rule();
     // Operations such as true division compute integers and bools in the default floating type.
     let compute = if rule.compute == Compute::Floating && !t.is_floating() {
         DType::F32
@@ -223,7 +261,8 @@ pub(crate) fn check_kernel(op: BinaryOp, compute: DType) -> Result<()> {
 
 #[inline(always)]
 fn check_cast(from: DType, to: DType) -> Result<()> {
-    if can_cast(from, to) {
+    // One type, the common case, casts without the rule's tests.
+    if from == to || can_cast(from, to) {
         Ok(())
     } else {
         Err(Error::CastRefused { from, to })
@@ -234,11 +273,12 @@ fn check_cast(from: DType, to: DType) -> Result<()> {
 #[inline(always)]
 fn new_shape(
     d: &mut BinaryDecision<'_>,
-    a: Geometry<'_>,
-    b: Geometry<'_>,
+    a: &[usize],
+    b: &[usize],
     opts: Options,
+    sink: &mut impl DimSink,
 ) -> Result<()> {
-    match broadcast_inline(a.shape, b.shape) {
+    match broadcast_inline(a, b, sink) {
         Some(shape) if !opts.broadcast_warning => d.shape = Shape::New(shape),
         _ => {
             let (shape, fallback, warnings) = out_of_place_shape(a, b, opts)?;
@@ -254,12 +294,13 @@ fn new_shape(
 fn out_shape<'a>(
     d: &mut BinaryDecision<'a>,
     written: &'a [usize],
-    a: Geometry<'_>,
-    b: Geometry<'_>,
+    a: &[usize],
+    b: &[usize],
     opts: Options,
+    sink: &mut impl DimSink,
 ) -> Result<()> {
     d.shape = Shape::Written(written);
-    if opts.broadcast_warning || !broadcasts_to(written, a.shape, b.shape) {
+    if opts.broadcast_warning || !broadcasts_to(written, a, b, sink) {
         let (shape, fallback, warnings) = out_of_place_shape(a, b, opts)?;
         check_output_shape(written, &shape)?;
         (d.fallback, d.warnings) = (fallback, warnings);
@@ -268,23 +309,21 @@ fn out_shape<'a>(
 }
 
 /// The result shape of an out-of-place operation, with the switches applied: the shape, whether
-/// the legacy fallback applies, and the warnings.
+/// the legacy fallback applies, and the warnings. Out of line, given the shapes alone, so that
+/// a call that passes keeps no geometry for it.
+#[cold]
 #[inline(never)]
-fn out_of_place_shape(
-    a: Geometry<'_>,
-    b: Geometry<'_>,
-    opts: Options,
-) -> Result<(Dims, bool, Warnings)> {
-    match broadcast_shapes(a.shape, b.shape) {
+fn out_of_place_shape(a: &[usize], b: &[usize], opts: Options) -> Result<(Dims, bool, Warnings)> {
+    match broadcast_shapes(a, b) {
         Ok(shape) => {
             let mut warnings = Warnings::new();
-            if opts.broadcast_warning && a.shape != b.shape && a.numel() == b.numel() {
+            if opts.broadcast_warning && a != b && numel(a) == numel(b) {
                 warnings.push(Warning::BroadcastChange);
             }
             Ok((shape, false, warnings))
         }
-        Err(e) if falls_back(&e, opts) && a.numel() == b.numel() => {
-            let shape = try_small(a.shape)?;
+        Err(e) if falls_back(&e, opts) && numel(a) == numel(b) => {
+            let shape = try_small(a)?;
             Ok((shape, true, smallvec![Warning::Fallback]))
         }
         Err(e) => Err(e),
@@ -293,15 +332,16 @@ fn out_of_place_shape(
 
 /// [`broadcast_shapes`] of shapes that broadcast to at most [`Dims`]' inline size, built in a
 /// plain array (a small vector checks where its elements are at each access); `None` for
-/// other shapes, left to [`broadcast_shapes`] (which gives the error, or allocates).
+/// other shapes, left to [`broadcast_shapes`] (which gives the error, or allocates). Innermost
+/// dimension first, each handed to `sink`.
 #[inline(always)]
-fn broadcast_inline(a: &[usize], b: &[usize]) -> Option<Dims> {
+fn broadcast_inline(a: &[usize], b: &[usize], sink: &mut impl DimSink) -> Option<Dims> {
     let ndim = a.len().max(b.len());
     let mut buf = [0usize; 5];
     if ndim > buf.len() {
         return None;
     }
-    for (i, size) in buf[..ndim].iter_mut().enumerate() {
+    for (i, size) in buf[..ndim].iter_mut().enumerate().rev() {
         let da = (i + a.len()).checked_sub(ndim).map_or(1, |k| a[k]);
         let db = (i + b.len()).checked_sub(ndim).map_or(1, |k| b[k]);
         *size = if da == db || db == 1 {
@@ -311,25 +351,36 @@ fn broadcast_inline(a: &[usize], b: &[usize]) -> Option<Dims> {
         } else {
             return None;
         };
+        sink.dim(*size, da, db);
     }
+    sink.done();
     Some(Dims::from_buf_and_len(buf, ndim))
 }
 
 /// Whether shapes `a` and `b` broadcast to exactly `shape` (then [`broadcast_shapes`] gives
-/// `shape`), tested without building the broadcast shape.
+/// `shape`), tested without building the broadcast shape. Innermost dimension first, each
+/// handed to `sink`.
 #[inline(always)]
-fn broadcasts_to(shape: &[usize], a: &[usize], b: &[usize]) -> bool {
+fn broadcasts_to(shape: &[usize], a: &[usize], b: &[usize], sink: &mut impl DimSink) -> bool {
     let ndim = shape.len();
     if a.len().max(b.len()) != ndim {
         return false;
     }
-    (0..ndim).all(|i| {
+    // A plain loop: as an iterator's `all` the pass was a call of its own.
+    let mut i = ndim;
+    while i > 0 {
+        i -= 1;
         let d = shape[i];
         let da = (i + a.len()).checked_sub(ndim).map_or(1, |k| a[k]);
         let db = (i + b.len()).checked_sub(ndim).map_or(1, |k| b[k]);
         // The broadcast size is the one that is not 1 (or 1), and both agree with it.
-        (da == d || da == 1) && (db == d || db == 1) && (da == d || db == d)
-    })
+        if !((da == d || da == 1) && (db == d || db == 1) && (da == d || db == d)) {
+            return false;
+        }
+        sink.dim(d, da, db);
+    }
+    sink.done();
+    true
 }
 
 /// The shape of `self op= other` (`self`'s), with the switches applied, as
@@ -337,18 +388,26 @@ fn broadcasts_to(shape: &[usize], a: &[usize], b: &[usize]) -> bool {
 #[inline(always)]
 fn inplace_shape<'a>(
     d: &mut BinaryDecision<'a>,
-    s: Geometry<'a>,
-    other: Geometry<'_>,
+    s: &'a [usize],
+    other: &[usize],
     opts: Options,
+    sink: &mut impl DimSink,
 ) -> Result<()> {
-    d.shape = Shape::Written(s.shape);
-    match check_inplace(s.shape, other.shape) {
+    d.shape = Shape::Written(s);
+    // `other` broadcasts to `self` exactly when both broadcast to `self`'s shape; tested as for
+    // an `out` (the dimensions handed to `sink`), [`check_inplace`] then giving the error.
+    let fits = broadcasts_to(s, s, other, sink);
+    match if fits {
+        Ok(())
+    } else {
+        check_inplace(s, other)
+    } {
         Ok(()) => {
-            if opts.broadcast_warning && s.shape != other.shape && s.numel() == other.numel() {
+            if opts.broadcast_warning && s != other && numel(s) == numel(other) {
                 d.warnings.push(Warning::BroadcastChange);
             }
         }
-        Err(e) if falls_back(&e, opts) && s.numel() == other.numel() => {
+        Err(e) if falls_back(&e, opts) && numel(s) == numel(other) => {
             d.warnings.push(Warning::FallbackInPlace);
             d.fallback = true;
         }
