@@ -10,9 +10,9 @@
 //! handle's generation, and borrows the tensors where they lie ([`readers`]). A free marks the
 //! slot dead (one compare-and-swap, so of two racing frees exactly one wins), waits for reads
 //! announced on that slot to end, then drops the tensor. So a freed, stale or forged handle is
-//! refused, a free racing a read is safe, and reading costs a few plain stores, one fence and
-//! one load per handle (freeing, one compare-and-swap and no fence); two threads using the same
-//! handles never write a common cache line.
+//! refused, a free racing a read is safe, and reading costs a few plain stores, one locked store
+//! and one load per handle (freeing, one compare-and-swap and no fence); two threads using the
+//! same handles never write a common cache line.
 //!
 //! Nothing here allocates except a new chunk of slots, which is allocated fallibly: the registry
 //! keeps its free slots in lists threaded through the slots themselves, so freeing a handle never
@@ -602,7 +602,7 @@ pub(crate) fn release(handle: *mut bc_tensor) -> bool {
     let retired = generation == LAST_GENERATION;
     let dead = if retired { generation } else { generation + 1 } << 1;
     // Of racing frees of one handle, exactly one gets past this. `SeqCst`: the mark is what
-    // `wait_for_readers` orders against the readers' fences.
+    // `wait_for_readers` orders against the readers' starts.
     if slot
         .state
         .compare_exchange(live(generation), dead, Ordering::SeqCst, Ordering::Relaxed)
@@ -671,7 +671,8 @@ pub(crate) fn with<const K: usize, R>(
     });
     let reading = Reading::begin(own_record(), hazards);
     for (i, &(generation, slot)) in found.iter().enumerate() {
-        if slot.is_none_or(|s| s.state.load(Ordering::Acquire) != live(generation)) {
+        // `SeqCst`, after the read's start: see `readers::wait_for_readers`.
+        if slot.is_none_or(|s| s.state.load(Ordering::SeqCst) != live(generation)) {
             return Err(FfiError::InvalidHandle(handles[i].1));
         }
     }

@@ -4,10 +4,11 @@
 //! (its hazards), then checks each slot's state (live, at the handle's generation) and reads the
 //! tensor in place. A free first marks the slot dead with one atomic compare-and-swap, then waits
 //! until no record announces that slot in a read still under way, and only then drops the
-//! tensor. The reader's fence (after its announcement) and the freer's sequentially consistent
-//! mark and loads make the two meet: either the reader sees the slot dead and refuses the handle,
-//! or the freer sees the announcement and waits for the read to end (the argument is at
-//! [`wait_for_readers`]). So a read costs a few plain stores and one fence, and touches nothing
+//! tensor. The reader's sequentially consistent start (a store after its announcement) and the
+//! freer's sequentially consistent mark and loads make the two meet: either the reader sees the
+//! slot dead and refuses the handle, or the freer sees the start and the announcement and waits
+//! for the read to end (the argument is at [`wait_for_readers`]). So a read costs a few plain
+//! stores and one locked store (an `mfence` cost twice as much), and touches nothing
 //! another thread writes (two threads reading the same handles never move a cache line between
 //! them), and a free is still complete when `bc_tensor_free` returns (memory returned, release
 //! callback run), as before.
@@ -16,7 +17,7 @@
 //! memory), one per thread that uses the library, taken on its first read and given back when it
 //! exits. Threads that find none free (more than [`RECORDS`] - 1 at once), or read after their
 //! exit hook ran, share record 0, one at a time.
-use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Slots one read covers at most (`cond`, `a`, `b` and `out` of `bc_where_out`).
 pub(super) const MAX_HAZARDS: usize = 4;
@@ -101,13 +102,13 @@ impl Reading {
         // one could wait for itself): the library never does either.
         assert!(start & 1 == 0, "handle reads do not nest");
         let start = start + 1;
-        record.active.store(start, Ordering::Relaxed);
         for (h, &s) in record.hazards.iter().zip(&slots) {
-            h.store(s, Ordering::Release);
+            h.store(s, Ordering::Relaxed);
         }
-        // The slot states read after this see a free marked before it, or that free sees these
-        // hazards (see `wait_for_readers`).
-        fence(Ordering::SeqCst);
+        // Sequentially consistent: the slot states read after this (also `SeqCst`) see a free
+        // marked before it, or that free sees this start, and through it these hazards (see
+        // `wait_for_readers`). On x86-64 one locked exchange: half an `mfence`'s cost here.
+        record.active.store(start, Ordering::SeqCst);
         Reading {
             record,
             end: start + 1,
@@ -148,16 +149,22 @@ fn backoff(spins: &mut u32) {
 }
 
 /// Waits until no read that may have seen slot `index` live is under way. Called after the
-/// slot was marked dead by a `SeqCst` read-modify-write, by a thread (with record `own`) that is
-/// not reading: reads that start later see the slot dead and refuse the handle.
+/// slot was marked dead by a `SeqCst` read-modify-write M, by a thread (with record `own`) that
+/// is not reading: reads that start later see the slot dead and refuse the handle.
 ///
-/// Why no fence is needed here: suppose a reader saw the slot live (its state load came before
-/// the mark M in the slot's modification order) and this scan missed its hazard H (the `SeqCst`
-/// load L read a value older than H). In the single order S of `SeqCst` operations, the reader's
-/// fence F then comes before M (F precedes a load that is coherence-ordered before M), L before
-/// F (L is coherence-ordered before H, which precedes F), and M before L (program order): a
-/// cycle. So one of the two sees the other, and the freer pays no fence (on x86-64 a fence costs
-/// as much as a locked instruction, about 11 ns here, on every free).
+/// Why a reader that this scan passes over cannot have seen the slot live: the reader's start
+/// A (a `SeqCst` store of an odd `active`, after its hazards) precedes its `SeqCst` loads of
+/// the slot states. Suppose this scan's `SeqCst` load L of the record's `active` read a value
+/// older than A. Then L precedes A in the single order S of `SeqCst` operations, M precedes L
+/// (program order), so M precedes the reader's state load in S, which therefore sees the slot
+/// dead. Otherwise L read A or later: if that is an even value the read has ended (and its
+/// ending store, `Release`, orders its uses of the tensor before the drop); if odd, the
+/// hazards written before that start are visible (A is a release, L an acquire), and a match
+/// waits for that read to end. Records taken after the load of `HIGH` (`SeqCst`, as the
+/// taker's `fetch_max`) start their reads after it in S, so they too see the slot dead.
+///
+/// The reader pays one locked instruction (its start), the freer none: on x86-64 `SeqCst`
+/// loads are plain loads.
 ///
 /// Inlined into the free (its one caller), and each record's hazards compared without a branch
 /// each: a free scans them all on every call.
@@ -168,22 +175,21 @@ pub(super) fn wait_for_readers(own: Own, index: usize) {
         assert!(active & 1 == 0, "a handle is freed during a read");
     }
     let tag = index as u32 + 1;
-    for record in &TABLE[..HIGH.load(Ordering::Acquire)] {
-        if !record
-            .hazards
-            .iter()
-            .fold(false, |hit, h| hit | (h.load(Ordering::SeqCst) == tag))
+    for record in &TABLE[..HIGH.load(Ordering::SeqCst)] {
+        let active = record.active.load(Ordering::SeqCst);
+        if active & 1 == 0
+            || !record
+                .hazards
+                .iter()
+                .fold(false, |hit, h| hit | (h.load(Ordering::Relaxed) == tag))
         {
             continue;
         }
-        // The announcement may be left over from an ended read; wait only while the read that
-        // is under way now (if any) lasts. A later read of the slot sees it dead.
-        let active = record.active.load(Ordering::Acquire);
-        if active & 1 == 1 {
-            let mut spins = 0u32;
-            while record.active.load(Ordering::Acquire) == active {
-                backoff(&mut spins);
-            }
+        // The read under way has announced this slot: wait while it lasts (a later read of the
+        // slot sees it dead).
+        let mut spins = 0u32;
+        while record.active.load(Ordering::Acquire) == active {
+            backoff(&mut spins);
         }
     }
 }
