@@ -3,13 +3,16 @@
 //! Streaming skips the read-for-ownership of every destination line (a third of the memory
 //! traffic of `c = a + b`) but leaves the result in memory, not in the cache. That pays only when
 //! the result would be evicted before anything reads it, and a result a later call reads (the
-//! next call of a chain, or the next repetition into the same `out`) is read back from memory
-//! when streamed. So the default, [`Streaming::Auto`], streams only work that cannot stay in the
-//! cache: a call whose bytes (its result plus the distinct bytes of its inputs) exceed the
-//! effective cache, measured once on this CPU ([`effective_cache`]), and whose result is at least
-//! [`super::parallel::stream_threshold`] bytes. A destination that one of the last few large
-//! calls read as an input (a chain's temporary, about to be read again, likely still in the
-//! cache) is not streamed either, up to [`PROBE_MAX`] bytes.
+//! next call of a chain) is read back from memory when streamed. So the default,
+//! [`Streaming::Auto`], streams a result of at least [`super::parallel::stream_threshold`] bytes
+//! unless a later call is likely to read it: a destination that one of the last few large calls
+//! read as an input (a chain's temporary, about to be read again, likely still in the cache) is
+//! not streamed, up to [`PROBE_MAX`] bytes. Whether a result that nothing reads back streams
+//! depends on the machine, measured once on this CPU ([`effective_cache`]): where rewriting
+//! lines that are in the cache is slower than streaming them to memory (as on a virtual machine
+//! whose large shared cache each core reaches slowly), it streams; elsewhere only work that
+//! cannot stay in the cache streams, a call whose bytes (its result plus the distinct bytes of
+//! its inputs) exceed the effective cache.
 //!
 //! A caller that knows better sets [`Streaming::Always`] or [`Streaming::Never`] for its thread.
 //! In-place results (the destination also an input) are never streamed: their lines are already
@@ -53,6 +56,10 @@ pub fn streaming() -> Streaming {
 /// until measured.
 static CACHE_BYTES: AtomicUsize = AtomicUsize::new(0);
 
+/// Whether streaming stores write faster than ordinary stores over lines already in the cache
+/// (see [`probe::streaming_pays`]), measured with [`CACHE_BYTES`]: 0 no, 1 yes.
+static STREAMING_PAYS: AtomicUsize = AtomicUsize::new(0);
+
 /// The largest working set the probe tries: S4's 64 MiB result (PyTorch keeps it, and so does a
 /// machine with a large enough cache) is the largest single-buffer case worth keeping, and each
 /// doubling costs the probe as much again.
@@ -76,9 +83,17 @@ pub fn effective_cache() -> usize {
 
 /// Sets [`effective_cache`], for benchmarks: `usize::MAX` never streams by size, 1 streams every
 /// result of at least [`super::parallel::stream_threshold`] bytes (the former rule). 0 measures
-/// again on next need.
+/// again on next need (with [`streaming_pays`]).
 pub fn set_effective_cache(bytes: usize) {
     CACHE_BYTES.store(bytes, Ordering::Relaxed);
+}
+
+/// Whether this machine writes a result faster with streaming stores than with ordinary ones
+/// into lines that are already in the cache, measured with [`effective_cache`] (and `false`
+/// until then): when it does, [`Streaming::Auto`] streams every large result that no later call
+/// is likely to read, not only those that do not fit in the cache.
+pub fn streaming_pays() -> bool {
+    STREAMING_PAYS.load(Ordering::Relaxed) == 1
 }
 
 #[cold]
@@ -97,6 +112,8 @@ fn first_effective_cache() -> usize {
         (None, r) => r / 2,
     }
     .max(1);
+    let pays = probe::streaming_pays().unwrap_or(false);
+    STREAMING_PAYS.store(pays as usize, Ordering::Relaxed);
     CACHE_BYTES.store(bytes, Ordering::Relaxed);
     bytes
 }
@@ -130,7 +147,7 @@ pub(crate) fn decide(f: &Footprint, inputs: &[(usize, usize)], in_place: bool) -
             // The threshold first: the cache is measured only when a result could stream.
             Streaming::Auto => {
                 let threshold = super::parallel::stream_threshold();
-                f.write >= threshold && auto(f, effective_cache(), threshold)
+                f.write >= threshold && auto(f, effective_cache(), threshold, streaming_pays())
             }
         };
     let min = super::parallel::stream_threshold();
@@ -147,9 +164,9 @@ pub(crate) fn decide(f: &Footprint, inputs: &[(usize, usize)], in_place: bool) -
     stream
 }
 
-/// [`Streaming::Auto`]'s rule, with the cache size and the threshold given.
-fn auto(f: &Footprint, cache: usize, threshold: usize) -> bool {
-    if f.write < threshold || f.write.saturating_add(f.read) <= cache {
+/// [`Streaming::Auto`]'s rule, with the cache size, the threshold and [`streaming_pays`] given.
+fn auto(f: &Footprint, cache: usize, threshold: usize, pays: bool) -> bool {
+    if f.write < threshold || (!pays && f.write.saturating_add(f.read) <= cache) {
         return false;
     }
     // A destination that one of the last calls read is a chain's temporary, read again soon:
@@ -248,6 +265,92 @@ mod probe {
         None
     }
 
+    /// Bytes the store probe works on: a source and a destination of 8 MiB each, past a core's
+    /// private caches (2 MiB here), within any last-level cache worth keeping results in.
+    const STORE_BYTES: usize = 4 * PROBE_MIN;
+
+    /// How much less time than ordinary stores streaming stores must take, rewriting a
+    /// destination that is in the cache from a source that is too, for streaming to pay. On a
+    /// 2-CPU virtual machine that reports a 260 MiB L3 (one thread, best of four passes each)
+    /// streaming took 0.74-0.86 of the time; the operations themselves, on two threads, took
+    /// 0.72-0.85 of the time streamed (a 16 MiB result from a 16 MiB input, a 25 MiB one). A
+    /// cache that a core reaches fast takes ordinary stores at several times memory's speed,
+    /// and answers no.
+    const STREAM_FASTER: f64 = 0.9;
+
+    /// Whether computing `dst = src + v` over [`STORE_BYTES`] that stay in the cache, again and
+    /// again (as a call repeated into one `out` does), is faster with streaming stores than with
+    /// ordinary ones by [`STREAM_FASTER`]: a few passes over 16 MiB, milliseconds, once. `None`
+    /// where there is no probe (or no memory for it).
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    pub(super) fn streaming_pays() -> Option<bool> {
+        use std::arch::x86_64::{
+            __m128i, _mm_add_epi32, _mm_load_si128, _mm_set1_epi32, _mm_sfence, _mm_store_si128,
+            _mm_stream_si128,
+        };
+        use std::time::Instant;
+        // An anonymous mapping, as for `measure`.
+        // SAFETY: a fresh private anonymous mapping; unmapped below.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                STORE_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return None;
+        }
+        // SAFETY: advice on our own mapping; failure is harmless. Then the mapping is written
+        // once, so that the passes read and rewrite memory that is there.
+        unsafe {
+            libc::madvise(base, STORE_BYTES, libc::MADV_HUGEPAGE);
+            std::ptr::write_bytes(base as *mut u8, 1, STORE_BYTES);
+        }
+        let n = STORE_BYTES / 32;
+        let dst = base as *mut __m128i;
+        // SAFETY: the second half of the mapping.
+        let src = unsafe { dst.add(n) } as *const __m128i;
+        // The best of four passes each way, after a first ordinary one (the destination then in
+        // the cache, as a repeated call finds it); all the ordinary passes first, since a
+        // streamed pass leaves the destination in memory.
+        let mut best = [f64::MAX; 2];
+        for pass in 0..9 {
+            let streamed = pass >= 5;
+            // SAFETY: SSE2 is part of x86-64; `dst.add(j)` and `src.add(j)` for `j < n` are
+            // 16-byte aligned parts of the two halves of the (page-aligned) mapping.
+            let t = Instant::now();
+            unsafe {
+                let v = _mm_set1_epi32(pass);
+                if streamed {
+                    for j in 0..n {
+                        _mm_stream_si128(dst.add(j), _mm_add_epi32(v, _mm_load_si128(src.add(j))));
+                    }
+                    _mm_sfence();
+                } else {
+                    for j in 0..n {
+                        _mm_store_si128(dst.add(j), _mm_add_epi32(v, _mm_load_si128(src.add(j))));
+                    }
+                }
+            }
+            let took = t.elapsed().as_secs_f64();
+            if pass > 0 {
+                best[streamed as usize] = best[streamed as usize].min(took);
+            }
+        }
+        // SAFETY: the mapping made above, no longer used.
+        unsafe { libc::munmap(base, STORE_BYTES) };
+        Some(best[1] < best[0] * STREAM_FASTER)
+    }
+
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+    pub(super) fn streaming_pays() -> Option<bool> {
+        None
+    }
+
     /// The wrapping sum of `n` words (a multiple of 8), eight independent lanes, so that the
     /// loop is bound by reading.
     ///
@@ -288,12 +391,12 @@ mod tests {
         // A destination no test records as read.
         let d = 1 << 40;
         // 32 MiB touched: kept with 64 MiB of cache, streamed with 16.
-        assert!(!auto(&at(d, 16 * MIB, 16 * MIB), 64 * MIB, 4 * MIB));
-        assert!(auto(&at(d, 16 * MIB, 16 * MIB), 16 * MIB, 4 * MIB));
+        assert!(!auto(&at(d, 16 * MIB, 16 * MIB), 64 * MIB, 4 * MIB, false));
+        assert!(auto(&at(d, 16 * MIB, 16 * MIB), 16 * MIB, 4 * MIB, false));
         // Exactly the cache: fits.
-        assert!(!auto(&at(d, 8 * MIB, 8 * MIB), 16 * MIB, 4 * MIB));
+        assert!(!auto(&at(d, 8 * MIB, 8 * MIB), 16 * MIB, 4 * MIB, false));
         // Below the threshold, however large the inputs.
-        assert!(!auto(&at(d, 2 * MIB, 100 * MIB), 16 * MIB, 4 * MIB));
+        assert!(!auto(&at(d, 2 * MIB, 100 * MIB), 16 * MIB, 4 * MIB, false));
     }
 
     /// A destination a recent call read (in place too) is kept, up to the largest size the probe
@@ -306,16 +409,19 @@ mod tests {
         forget_recent();
         let d = 1 << 41;
         let f = at(d, 16 * MIB, 16 * MIB);
-        assert!(auto(&f, 8 * MIB, 4 * MIB));
+        assert!(auto(&f, 8 * MIB, 4 * MIB, false));
         // A call that reads part of the destination.
         decide(&at(1 << 42, 16 * MIB, 0), &[(d + MIB, d + 9 * MIB)], false);
-        assert!(!auto(&f, 8 * MIB, 4 * MIB));
+        assert!(!auto(&f, 8 * MIB, 4 * MIB, false));
         let huge = at(d, 2 * PROBE_MAX, 0);
-        assert!(auto(&huge, 8 * MIB, 4 * MIB), "beyond the probe's sizes");
+        assert!(
+            auto(&huge, 8 * MIB, 4 * MIB, false),
+            "beyond the probe's sizes"
+        );
         // In place: the destination counts as read.
         forget_recent();
         decide(&at(d, 16 * MIB, 0), &[(d, d + 16 * MIB)], true);
-        assert!(!auto(&f, 8 * MIB, 4 * MIB));
+        assert!(!auto(&f, 8 * MIB, 4 * MIB, false));
         // Ranges that only touch do not overlap; small inputs are not remembered.
         forget_recent();
         decide(
@@ -324,7 +430,25 @@ mod tests {
             false,
         );
         decide(&at(1 << 42, 16 * MIB, 0), &[(d, d + MIB)], false);
-        assert!(auto(&f, 8 * MIB, 4 * MIB));
+        assert!(auto(&f, 8 * MIB, 4 * MIB, false));
+        forget_recent();
+    }
+
+    /// Where streaming pays, a result that fits in the cache streams too, unless a recent call
+    /// read its destination; below the threshold nothing streams.
+    #[test]
+    fn where_streaming_pays_only_a_destination_just_read_is_kept() {
+        let _lock = crate::engine::parallel::tests::SETTINGS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        forget_recent();
+        let d = 1 << 44;
+        let f = at(d, 16 * MIB, 16 * MIB);
+        assert!(auto(&f, 64 * MIB, 4 * MIB, true));
+        assert!(!auto(&f, 64 * MIB, 4 * MIB, false));
+        assert!(!auto(&at(d, 2 * MIB, 0), 64 * MIB, 4 * MIB, true));
+        decide(&at(1 << 42, 16 * MIB, 0), &[(d, d + 16 * MIB)], false);
+        assert!(!auto(&f, 64 * MIB, 4 * MIB, true));
         forget_recent();
     }
 
@@ -341,6 +465,13 @@ mod tests {
         assert!(decide(&at(1 << 43, 1, 0), &[], false));
         assert!(!decide(&at(1 << 43, 1, 0), &[], true), "in place");
         set_streaming(Streaming::Auto);
+    }
+
+    /// The store probe answers on x86-64 Linux.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    #[test]
+    fn the_store_probe_answers() {
+        assert!(probe::streaming_pays().is_some());
     }
 
     /// The probe answers a working set between its smallest and its largest, a power of two.

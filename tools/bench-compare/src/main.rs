@@ -1269,11 +1269,16 @@ fn allocation_check(
         "\nElement storages of 4 MiB and more are mapped (2 MiB huge pages) and not seen by the global allocator; \
          smaller ones are counted both as element storage and as heap. Heap bytes beyond an element storage are \
          metadata (the result's `Arc`, shape and strides spill, handle registry growth). Buffer cache limit: {} MiB; \
-         streaming stores ({:?}) from {} MiB results when a call touches more than {} MiB (the effective \
-         cache, measured); threads from {} elements per thread.",
+         streaming stores ({:?}) from {} MiB results {} (the effective cache, measured: {} MiB); threads from {} \
+         elements per thread.",
         storage::buffer_cache_limit() >> 20,
         stream::streaming(),
         parallel::stream_threshold() >> 20,
+        if stream::streaming_pays() {
+            "unless a recent call read the destination (streaming stores measured faster than ordinary ones into cached lines)"
+        } else {
+            "when a call touches more than the effective cache, unless a recent call read the destination"
+        },
         stream::effective_cache() >> 20,
         parallel::threshold()
     );
