@@ -585,9 +585,11 @@
 #define BC_MAX_THREADS 64
 
 /**
- * Streaming policy: results are written with streaming stores when the work cannot stay in the
- * cache (its result and inputs exceed the cache measured on this CPU at the first large call)
- * and the destination was not just read by a previous call. The default.
+ * Streaming policy: a result of 2 MiB or more is written with streaming stores unless its
+ * destination was just read by a previous call (a chain's temporary) and, on a CPU where
+ * ordinary stores into cached lines are as fast as streaming ones (measured once, at the first
+ * large call), unless the work can stay in the cache (its result and inputs within the cache
+ * measured then). The default.
  */
 #define BC_STREAMING_AUTO 0
 
