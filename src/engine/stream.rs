@@ -211,32 +211,15 @@ mod probe {
     pub(super) fn measure(max: usize) -> Option<usize> {
         use std::time::Instant;
         let max = max.clamp(PROBE_MIN, PROBE_MAX);
-        // An anonymous mapping, not the allocator: this runs on a call's path, where running out
-        // of memory must fail the probe, not abort.
-        // SAFETY: a fresh private anonymous mapping; unmapped below.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                max,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return None;
-        }
-        // SAFETY: advice on our own mapping (as the library's own large buffers get); failure
-        // is harmless.
-        unsafe { libc::madvise(base, max, libc::MADV_HUGEPAGE) };
+        let mapping = Mapping::new(max)?;
+        let base = mapping.0;
         let words = base as *mut u64;
         let (mut best, mut reference, mut touched) = (PROBE_MIN, 0.0, 0);
         let mut size = PROBE_MIN;
         while size <= max {
             // SAFETY: the new part of the working set lies in the mapping; written once, so that
             // the passes read memory that is there (faulted in), not the shared zero page.
-            unsafe { std::ptr::write_bytes((base as *mut u8).add(touched), 1, size - touched) };
+            unsafe { std::ptr::write_bytes(base.add(touched), 1, size - touched) };
             touched = size;
             let per_byte = (0..4)
                 .map(|_| {
@@ -255,9 +238,44 @@ mod probe {
             best = size;
             size *= 2;
         }
-        // SAFETY: the mapping made above, no longer used.
-        unsafe { libc::munmap(base, max) };
         Some(best)
+    }
+
+    /// A private anonymous mapping of this many bytes, with huge pages advised (as the library's
+    /// own large buffers get), unmapped when dropped. Not the allocator: a probe runs on a call's
+    /// path, where running out of memory must fail the probe, not abort.
+    #[cfg(target_os = "linux")]
+    struct Mapping(*mut u8, usize);
+
+    #[cfg(target_os = "linux")]
+    impl Mapping {
+        fn new(len: usize) -> Option<Mapping> {
+            // SAFETY: a fresh private anonymous mapping, owned by the `Mapping`.
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if base == libc::MAP_FAILED {
+                return None;
+            }
+            // SAFETY: advice on our own mapping; failure is harmless.
+            unsafe { libc::madvise(base, len, libc::MADV_HUGEPAGE) };
+            Some(Mapping(base.cast(), len))
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    impl Drop for Mapping {
+        fn drop(&mut self) {
+            // SAFETY: the mapping made in `new`, no longer used.
+            unsafe { libc::munmap(self.0.cast(), self.1) };
+        }
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -289,29 +307,12 @@ mod probe {
             _mm_stream_si128,
         };
         use std::time::Instant;
-        // An anonymous mapping, as for `measure`.
-        // SAFETY: a fresh private anonymous mapping; unmapped below.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                STORE_BYTES,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return None;
-        }
-        // SAFETY: advice on our own mapping; failure is harmless. Then the mapping is written
-        // once, so that the passes read and rewrite memory that is there.
-        unsafe {
-            libc::madvise(base, STORE_BYTES, libc::MADV_HUGEPAGE);
-            std::ptr::write_bytes(base as *mut u8, 1, STORE_BYTES);
-        }
+        let mapping = Mapping::new(STORE_BYTES)?;
+        // SAFETY: the mapping is written once, so that the passes read and rewrite memory that
+        // is there.
+        unsafe { std::ptr::write_bytes(mapping.0, 1, STORE_BYTES) };
         let n = STORE_BYTES / 32;
-        let dst = base as *mut __m128i;
+        let dst = mapping.0 as *mut __m128i;
         // SAFETY: the second half of the mapping.
         let src = unsafe { dst.add(n) } as *const __m128i;
         // The best of four passes each way, after a first ordinary one (the destination then in
@@ -341,8 +342,6 @@ mod probe {
                 best[streamed as usize] = best[streamed as usize].min(took);
             }
         }
-        // SAFETY: the mapping made above, no longer used.
-        unsafe { libc::munmap(base, STORE_BYTES) };
         Some(best[1] < best[0] * STREAM_FASTER)
     }
 
