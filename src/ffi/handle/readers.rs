@@ -8,7 +8,7 @@
 //! freer's sequentially consistent mark and loads make the two meet: either the reader sees the
 //! slot dead and refuses the handle, or the freer sees the start and the announcement and waits
 //! for the read to end (the argument is at [`wait_for_readers`]). So a read costs a few plain
-//! stores and one locked store (an `mfence` cost twice as much), and touches nothing
+//! stores and one locked store, and touches nothing
 //! another thread writes (two threads reading the same handles never move a cache line between
 //! them), and a free is still complete when `bc_tensor_free` returns (memory returned, release
 //! callback run), as before.
@@ -107,7 +107,8 @@ impl Reading {
         }
         // Sequentially consistent: the slot states read after this (also `SeqCst`) see a free
         // marked before it, or that free sees this start, and through it these hazards (see
-        // `wait_for_readers`). On x86-64 one locked exchange: half an `mfence`'s cost here.
+        // `wait_for_readers`). On x86-64 one locked exchange, where a fence was a plain store
+        // and a locked instruction.
         record.active.store(start, Ordering::SeqCst);
         Reading {
             record,
