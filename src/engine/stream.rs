@@ -172,8 +172,14 @@ fn auto(f: &Footprint, cache: usize, threshold: usize, pays: bool) -> bool {
     // A destination that one of the last calls read is a chain's temporary, read again soon:
     // its lines are likely in the cache still (a streaming store must evict each first), and the
     // next call reads it sooner from there than from memory. Beyond what the probe can see,
-    // memory traffic decides.
-    !(f.write <= cache.max(PROBE_MAX) && recently_read(f.dest))
+    // memory traffic decides; where streaming pays, beyond what fits in the cache (a freed
+    // input's buffer taken back for a result that does not fit, kept, wrote 64 MiB 2.8x slower).
+    let may_be_cached = if pays {
+        f.write.saturating_add(f.read) <= cache
+    } else {
+        f.write <= cache.max(PROBE_MAX)
+    };
+    !(may_be_cached && recently_read(f.dest))
 }
 
 fn recently_read((lo, hi): (usize, usize)) -> bool {
@@ -448,6 +454,8 @@ mod tests {
         assert!(!auto(&at(d, 2 * MIB, 0), 64 * MIB, 4 * MIB, true));
         decide(&at(1 << 42, 16 * MIB, 0), &[(d, d + 16 * MIB)], false);
         assert!(!auto(&f, 64 * MIB, 4 * MIB, true));
+        // Not when the call does not fit in the cache.
+        assert!(auto(&f, 16 * MIB, 4 * MIB, true));
         forget_recent();
     }
 
