@@ -520,8 +520,10 @@ fn release(ptr: NonNull<u8>, len: usize, kind: Kind) {
     }
 }
 
+/// A fresh anonymous mapping of `len` bytes, 2 MiB aligned with huge pages advised (also the
+/// streaming probes' working sets).
 #[cfg(target_os = "linux")]
-fn map_fresh(len: usize) -> Option<NonNull<u8>> {
+pub(super) fn map_fresh(len: usize) -> Option<NonNull<u8>> {
     // Map one huge page more than needed, then trim both ends so the start is 2 MiB aligned.
     // No MAP_NORESERVE: an impossible request must fail here (BC_ERR_ALLOC) as it does with the
     // global allocator, not succeed and bring the OOM killer later.
@@ -560,12 +562,12 @@ fn map_fresh(len: usize) -> Option<NonNull<u8>> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn map_fresh(_len: usize) -> Option<NonNull<u8>> {
+pub(super) fn map_fresh(_len: usize) -> Option<NonNull<u8>> {
     None
 }
 
 #[cfg(target_os = "linux")]
-fn unmap(ptr: usize, len: usize) {
+pub(super) fn unmap(ptr: usize, len: usize) {
     // SAFETY: `ptr..ptr+len` is a mapping made by `map_fresh` that no storage refers to any more.
     unsafe {
         libc::munmap(ptr as *mut libc::c_void, len);
@@ -573,7 +575,7 @@ fn unmap(ptr: usize, len: usize) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn unmap(_ptr: usize, _len: usize) {
+pub(super) fn unmap(_ptr: usize, _len: usize) {
     unreachable!("no mappings are made on this platform")
 }
 

@@ -7,7 +7,8 @@
 //! [`Streaming::Auto`], streams a result of at least [`super::parallel::stream_threshold`] bytes
 //! unless a later call is likely to read it: a destination that one of the last few large calls
 //! read as an input (a chain's temporary, about to be read again, likely still in the cache) is
-//! not streamed, up to [`PROBE_MAX`] bytes. Whether a result that nothing reads back streams
+//! not streamed, up to [`PROBE_MAX`] bytes (where streaming pays, below: while the call fits in
+//! the effective cache). Whether a result that nothing reads back streams
 //! depends on the machine, measured once on this CPU ([`effective_cache`]): where rewriting
 //! lines that are in the cache is slower than streaming them to memory (as on a virtual machine
 //! whose large shared cache each core reaches slowly), it streams; elsewhere only work that
@@ -18,7 +19,7 @@
 //! In-place results (the destination also an input) are never streamed: their lines are already
 //! in the cache.
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// The streaming policy of a thread's calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,8 +58,8 @@ pub fn streaming() -> Streaming {
 static CACHE_BYTES: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether streaming stores write faster than ordinary stores over lines already in the cache
-/// (see [`probe::streaming_pays`]), measured with [`CACHE_BYTES`]: 0 no, 1 yes.
-static STREAMING_PAYS: AtomicUsize = AtomicUsize::new(0);
+/// (see [`probe::streaming_pays`]), measured with [`CACHE_BYTES`].
+static STREAMING_PAYS: AtomicBool = AtomicBool::new(false);
 
 /// The largest working set the probe tries: S4's 64 MiB result (PyTorch keeps it, and so does a
 /// machine with a large enough cache) is the largest single-buffer case worth keeping, and each
@@ -93,7 +94,7 @@ pub fn set_effective_cache(bytes: usize) {
 /// until then): when it does, [`Streaming::Auto`] streams every large result that no later call
 /// is likely to read, not only those that do not fit in the cache.
 pub fn streaming_pays() -> bool {
-    STREAMING_PAYS.load(Ordering::Relaxed) == 1
+    STREAMING_PAYS.load(Ordering::Relaxed)
 }
 
 #[cold]
@@ -113,7 +114,7 @@ fn first_effective_cache() -> usize {
     }
     .max(1);
     let pays = probe::streaming_pays().unwrap_or(false);
-    STREAMING_PAYS.store(pays as usize, Ordering::Relaxed);
+    STREAMING_PAYS.store(pays, Ordering::Relaxed);
     CACHE_BYTES.store(bytes, Ordering::Relaxed);
     bytes
 }
@@ -247,40 +248,24 @@ mod probe {
         Some(best)
     }
 
-    /// A private anonymous mapping of this many bytes, with huge pages advised (as the library's
-    /// own large buffers get), unmapped when dropped. Not the allocator: a probe runs on a call's
-    /// path, where running out of memory must fail the probe, not abort.
+    /// A working set of this many bytes, mapped as the library's own large buffers are
+    /// ([`crate::engine::storage::map_fresh`]) and unmapped when dropped. Not the allocator: a
+    /// probe runs on a call's path, where running out of memory must fail the probe, not abort.
     #[cfg(target_os = "linux")]
     struct Mapping(*mut u8, usize);
 
     #[cfg(target_os = "linux")]
     impl Mapping {
         fn new(len: usize) -> Option<Mapping> {
-            // SAFETY: a fresh private anonymous mapping, owned by the `Mapping`.
-            let base = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                )
-            };
-            if base == libc::MAP_FAILED {
-                return None;
-            }
-            // SAFETY: advice on our own mapping; failure is harmless.
-            unsafe { libc::madvise(base, len, libc::MADV_HUGEPAGE) };
-            Some(Mapping(base.cast(), len))
+            crate::engine::storage::map_fresh(len).map(|p| Mapping(p.as_ptr(), len))
         }
     }
 
     #[cfg(target_os = "linux")]
     impl Drop for Mapping {
         fn drop(&mut self) {
-            // SAFETY: the mapping made in `new`, no longer used.
-            unsafe { libc::munmap(self.0.cast(), self.1) };
+            // The mapping made in `new`, no longer used.
+            crate::engine::storage::unmap(self.0 as usize, self.1);
         }
     }
 
